@@ -1,0 +1,56 @@
+//===- RulesAST.h - abstract syntax of partition rules files ----*- C++ -*-===//
+
+#ifndef SHARDC_AST_RULESAST_H
+#define SHARDC_AST_RULESAST_H
+
+#include "shardc/Support/Diagnostics.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardc {
+
+struct MeshAxisAST {
+  std::string name;
+  SMRange range;
+  int64_t size = 0;
+  SMRange sizeRange;
+};
+
+struct MeshAST {
+  SMRange range;
+  std::vector<MeshAxisAST> axes;
+};
+
+/// The right side of a rule, or one entry of an override: the mesh axes a
+/// dimension is split over; empty means replicated (`none`).
+struct MeshTargetAST {
+  SMRange range;
+  std::vector<std::pair<std::string, SMRange>> axes;
+};
+
+struct RuleAST {
+  std::string logicalAxis;
+  SMRange range;    // the whole rule
+  SMRange axisRange;
+  MeshTargetAST target;
+};
+
+struct OverrideAST {
+  std::string pattern; // glob over parameter paths
+  SMRange range;
+  SMRange patternRange;
+  std::vector<MeshTargetAST> dims;
+};
+
+struct RulesFileAST {
+  std::string path;
+  std::vector<MeshAST> meshes; // sema checks there is exactly one
+  std::vector<RuleAST> rules;
+  std::vector<OverrideAST> overrides;
+};
+
+} // namespace shardc
+
+#endif

@@ -1,0 +1,23 @@
+//===- TypedPrinter.h - `shardc --emit=typed`, the rule linter --*- C++ -*-===//
+
+#ifndef SHARDC_SEMA_TYPEDPRINTER_H
+#define SHARDC_SEMA_TYPEDPRINTER_H
+
+#include "shardc/Sema/TypedProgram.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace shardc {
+
+/// For every parameter, input and constrained value: path, named shape, the
+/// rule that placed each dimension, mesh sharding, local shape and bytes per
+/// rank; then memory per rank and the typed forward graph.
+void printTypedProgram(const TypedProgram &program, DiagnosticEngine &diags,
+                       llvm::raw_ostream &os);
+
+/// `1.50 MiB`
+std::string formatBytes(int64_t bytes);
+
+} // namespace shardc
+
+#endif

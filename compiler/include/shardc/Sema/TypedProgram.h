@@ -1,0 +1,139 @@
+//===- TypedProgram.h - the model after semantic analysis -------*- C++ -*-===//
+//
+// What sema hands to the rest of the compiler: the model's forward
+// computation as a graph of typed nodes (blocks inlined, `scan` kept as a node
+// with a body graph), every parameter and input with its path, named shape
+// and mesh sharding, the loss, metrics and optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_SEMA_TYPEDPROGRAM_H
+#define SHARDC_SEMA_TYPEDPROGRAM_H
+
+#include "shardc/AST/AST.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace shardc {
+
+/// One named dimension with a known size.
+struct Dim {
+  std::string axis;
+  int64_t size = 0;
+  bool operator==(const Dim &o) const { return axis == o.axis && size == o.size; }
+};
+
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<Dim> dims;
+
+  int64_t numElements() const;
+  int64_t elementBytes() const { return dtype == DType::Bool ? 1 : 4; }
+  bool operator==(const TensorType &o) const { return dtype == o.dtype && dims == o.dims; }
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+  /// `f32[batch=8, embed=1024]`
+  std::string str() const;
+};
+
+/// How one dimension is placed on the mesh, and the rule that decided it.
+struct DimSharding {
+  std::vector<std::string> meshAxes; // empty: replicated
+  std::string reason;                // "rule hidden -> model", "override \"a.*\"", "no rule"
+  SMRange cause;                     // the rule or override, when there is one
+};
+
+struct Sharding {
+  std::vector<DimSharding> dims;
+  /// `[none, model]`, `[(data, model), none]`
+  std::string str() const;
+};
+
+/// A mesh of named axes; the number of ranks is the product of the sizes.
+struct Mesh {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  int64_t size(const std::string &axis) const;
+  int64_t numRanks() const;
+  std::string str() const; // `(data = 2, model = 4)`
+};
+
+using Attribute = std::variant<int64_t, double, std::string, std::vector<std::string>>;
+
+struct Graph;
+
+/// One operation of the forward computation. `op` is a builtin name
+/// (`matmul`, `relu`, ...), an operator (`add`, `sub`, `mul`, `div`, `neg`,
+/// `eq`, ...), `constant`, `input`, `param`, `arg` (a scan body argument) or
+/// `scan`.
+struct Node {
+  unsigned id = 0;
+  std::string op;
+  std::vector<unsigned> operands;
+  TensorType type;
+  SMRange loc;
+  std::string name; // the let name, parameter path or input name
+  std::map<std::string, Attribute> attrs;
+  std::shared_ptr<Graph> body; // `scan` only
+  int constraint = -1;         // index into TypedProgram::constraints
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<unsigned> args; // scan bodies: the carry, then parameter slices
+  unsigned result = 0;
+  unsigned add(Node node);
+};
+
+/// Parameter initialiser: `xavier_normal`, `normal(stddev = 0.02)`.
+struct Initializer {
+  std::string name;
+  std::vector<std::pair<std::string, double>> args;
+  std::string str() const;
+};
+
+/// A parameter, an input or a constrained value: something with a sharding.
+struct ShardedTensor {
+  std::string path; // `blocks.W1`, `x`, `blocks.y`
+  TensorType type;
+  SMRange loc;
+  Sharding sharding;
+  /// Per-rank shape, elements and bytes under the sharding.
+  std::vector<int64_t> localShape(const Mesh &mesh) const;
+  int64_t localBytes(const Mesh &mesh) const;
+};
+
+struct Parameter : ShardedTensor {
+  Initializer init;
+  int64_t scanLength = 0; // > 0: stacked by scan along a leading `layer` axis
+};
+
+struct Optimizer {
+  std::string name;
+  std::vector<std::pair<std::string, double>> hyperparameters;
+  SMRange loc;
+  /// Tensors of optimizer state per parameter (adam: 2, momentum: 1, sgd: 0).
+  unsigned stateTensorsPerParameter() const;
+};
+
+struct TypedProgram {
+  std::string modelName;
+  std::string modelPath, rulesPath;
+  Mesh mesh;
+  std::vector<Parameter> params;
+  std::vector<ShardedTensor> inputs;
+  std::vector<ShardedTensor> constraints;
+  Graph graph;
+  unsigned loss = 0;
+  std::vector<std::pair<std::string, unsigned>> metrics;
+  std::optional<Optimizer> optimizer;
+};
+
+/// The logical axis a scanned block's parameters gain in front.
+inline constexpr const char *kLayerAxis = "layer";
+
+} // namespace shardc
+
+#endif

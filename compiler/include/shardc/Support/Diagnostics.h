@@ -1,0 +1,52 @@
+//===- Diagnostics.h - source files and error reporting ---------*- C++ -*-===//
+//
+// Every source file the compiler reads lives in one llvm::SourceMgr, so a
+// location is an llvm::SMLoc and a diagnostic prints as
+// `file:line:col: error: message`, the source line and a caret.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_SUPPORT_DIAGNOSTICS_H
+#define SHARDC_SUPPORT_DIAGNOSTICS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SMLoc.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <string>
+
+namespace shardc {
+
+using llvm::SMLoc;
+using llvm::SMRange;
+
+class DiagnosticEngine {
+public:
+  explicit DiagnosticEngine(llvm::SourceMgr &sourceMgr) : sourceMgr(sourceMgr) {}
+
+  /// Reads `path` into the source manager. Returns the buffer id, or 0 with
+  /// an error (reported at `includedFrom` if given) when it cannot be read.
+  unsigned addFile(llvm::StringRef path, SMLoc includedFrom = SMLoc());
+
+  void error(SMRange range, const llvm::Twine &message);
+  void warning(SMRange range, const llvm::Twine &message);
+  void note(SMRange range, const llvm::Twine &message);
+  /// An error about a whole file, with no source line to show.
+  void fileError(llvm::StringRef path, const llvm::Twine &message);
+
+  unsigned errorCount() const { return numErrors; }
+  bool hasErrors() const { return numErrors != 0; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+  /// `file:line` of a location, for text that names where something is.
+  std::string describe(SMLoc loc) const;
+
+private:
+  void emit(SMRange range, llvm::SourceMgr::DiagKind kind, const llvm::Twine &message);
+
+  llvm::SourceMgr &sourceMgr;
+  unsigned numErrors = 0;
+};
+
+} // namespace shardc
+
+#endif

@@ -1,0 +1,314 @@
+//===- OpTyping.cpp - result types of operations --------------------------===//
+
+#include "OpTyping.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace shardc;
+
+namespace {
+
+/// Reports errors of one call; every check returns false after reporting.
+struct Checker {
+  DiagnosticEngine &diags;
+  llvm::StringRef op;
+  SMRange call;
+
+  bool fail(SMRange at, const llvm::Twine &message) {
+    diags.error(at.Start.isValid() ? at : call, op + ": " + message);
+    return false;
+  }
+  bool isFloat(const OpArg &a, llvm::StringRef what) {
+    return a.tensor.dtype == DType::F32 ||
+           fail(a.range, what + " must be f32, got " + a.tensor.str());
+  }
+  bool hasRank(const OpArg &a, llvm::StringRef what, size_t rank) {
+    return a.tensor.dims.size() == rank ||
+           fail(a.range, what + " must have " + llvm::Twine(rank) + " dimensions, got " +
+                             a.tensor.str());
+  }
+  bool hasMinRank(const OpArg &a, llvm::StringRef what, size_t rank) {
+    return a.tensor.dims.size() >= rank ||
+           fail(a.range, what + " needs at least " + llvm::Twine(rank) +
+                             " dimension(s), got " + a.tensor.str());
+  }
+  bool positive(const OpArg &a, llvm::StringRef what) {
+    return a.intValue >= 1 ||
+           fail(a.range, what + " must be at least 1, got " + llvm::Twine(a.intValue));
+  }
+  bool isPadding(const OpArg &a) {
+    return a.stringValue == "SAME" || a.stringValue == "VALID" ||
+           fail(a.range, "padding must be \"SAME\" or \"VALID\", got \"" + a.stringValue + "\"");
+  }
+};
+
+/// Output size of a window sliding over `size` elements.
+int64_t windowOutput(int64_t size, int64_t window, int64_t stride, llvm::StringRef padding) {
+  if (padding == "SAME")
+    return (size + stride - 1) / stride;
+  return size < window ? 0 : (size - window) / stride + 1;
+}
+
+std::optional<TensorType> elementwise(Checker &c, const OpArg &x) {
+  if (!c.isFloat(x, "the argument"))
+    return std::nullopt;
+  return x.tensor;
+}
+
+std::optional<TypedOp> conv2d(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &w = a[1], &stride = a[2], &padding = a[3];
+  if (!c.isFloat(x, "input") || !c.isFloat(w, "kernel") || !c.hasRank(x, "input", 4) ||
+      !c.hasRank(w, "kernel", 4) || !c.positive(stride, "stride") || !c.isPadding(padding))
+    return std::nullopt;
+  const Dim &in = x.tensor.dims[3], &kin = w.tensor.dims[2];
+  if (!(in == kin)) {
+    c.fail(w.range, "the kernel's input channels " + kin.axis + "=" + std::to_string(kin.size) +
+                        " do not match the input's " + in.axis + "=" + std::to_string(in.size) +
+                        " (input " + x.tensor.str() + ", kernel " + w.tensor.str() + ")");
+    return std::nullopt;
+  }
+  TypedOp r;
+  r.type.dtype = DType::F32;
+  r.type.dims.push_back(x.tensor.dims[0]);
+  for (int i : {1, 2}) {
+    Dim d = x.tensor.dims[i];
+    d.size = windowOutput(d.size, w.tensor.dims[i - 1].size, stride.intValue, padding.stringValue);
+    if (d.size < 1) {
+      c.fail(w.range, "the kernel " + w.tensor.str() + " is larger than the input " +
+                          x.tensor.str() + " with VALID padding");
+      return std::nullopt;
+    }
+    r.type.dims.push_back(d);
+  }
+  r.type.dims.push_back(w.tensor.dims[3]);
+  r.attrs["stride"] = stride.intValue;
+  r.attrs["padding"] = padding.stringValue;
+  return r;
+}
+
+std::optional<TypedOp> avgPool(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &window = a[1], &strideArg = a[2], &padding = a[3];
+  if (!c.isFloat(x, "input") || !c.hasRank(x, "input", 4) || !c.positive(window, "window") ||
+      !c.isPadding(padding))
+    return std::nullopt;
+  if (strideArg.intValue < 0) {
+    c.fail(strideArg.range, "stride must be at least 1 (or 0 for the window size)");
+    return std::nullopt;
+  }
+  int64_t stride = strideArg.intValue == 0 ? window.intValue : strideArg.intValue;
+  TypedOp r;
+  r.type = x.tensor;
+  for (int i : {1, 2}) {
+    Dim &d = r.type.dims[i];
+    d.size = windowOutput(d.size, window.intValue, stride, padding.stringValue);
+    if (d.size < 1) {
+      c.fail(window.range, "window " + std::to_string(window.intValue) +
+                               " is larger than the input " + x.tensor.str());
+      return std::nullopt;
+    }
+  }
+  r.attrs["window"] = window.intValue;
+  r.attrs["stride"] = stride;
+  r.attrs["padding"] = padding.stringValue;
+  return r;
+}
+
+/// Dimensions of a shape argument whose sizes must all be known.
+bool knownSizes(Checker &c, const OpArg &shape) {
+  for (const Dim &d : shape.shape)
+    if (d.size < 0)
+      return c.fail(shape.range, "the size of axis '" + d.axis +
+                                     "' is not known here: write [" + d.axis + " = N]");
+  return true;
+}
+
+std::optional<TypedOp> flatten(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &into = a[1];
+  if (!c.hasMinRank(x, "input", 2))
+    return std::nullopt;
+  if (into.shape.size() != 1) {
+    c.fail(into.range, "expects one axis to flatten into, like [features], got " +
+                           std::to_string(into.shape.size()));
+    return std::nullopt;
+  }
+  int64_t n = 1;
+  for (size_t i = 1; i < x.tensor.dims.size(); ++i)
+    n *= x.tensor.dims[i].size;
+  if (into.shape[0].size >= 0 && into.shape[0].size != n) {
+    c.fail(into.range, "flattening " + x.tensor.str() + " gives " + std::to_string(n) +
+                           " elements per row, not " + std::to_string(into.shape[0].size));
+    return std::nullopt;
+  }
+  TypedOp r;
+  r.type.dtype = x.tensor.dtype;
+  r.type.dims = {x.tensor.dims[0], Dim{into.shape[0].axis, n}};
+  return r;
+}
+
+std::optional<TypedOp> reshape(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &to = a[1];
+  if (!knownSizes(c, to))
+    return std::nullopt;
+  TypedOp r;
+  r.type.dtype = x.tensor.dtype;
+  r.type.dims = to.shape;
+  if (r.type.numElements() != x.tensor.numElements()) {
+    c.fail(to.range, "cannot reshape " + x.tensor.str() + " (" +
+                         std::to_string(x.tensor.numElements()) + " elements) to " +
+                         r.type.str() + " (" + std::to_string(r.type.numElements()) +
+                         " elements)");
+    return std::nullopt;
+  }
+  return r;
+}
+
+std::optional<TypedOp> reduce(Checker &c, llvm::StringRef name, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &over = a[1];
+  TypedOp r;
+  r.type.dtype = name == "mean" || x.tensor.dtype == DType::Bool ? DType::F32 : x.tensor.dtype;
+  std::vector<std::string> axes;
+  for (const Dim &d : over.shape) {
+    if (!llvm::any_of(x.tensor.dims, [&](const Dim &xd) { return xd.axis == d.axis; })) {
+      c.fail(over.range, "axis '" + d.axis + "' is not an axis of " + x.tensor.str());
+      return std::nullopt;
+    }
+    axes.push_back(d.axis);
+  }
+  for (const Dim &d : x.tensor.dims)
+    if (!axes.empty() && !llvm::is_contained(axes, d.axis))
+      r.type.dims.push_back(d);
+  if (axes.empty())
+    for (const Dim &d : x.tensor.dims)
+      axes.push_back(d.axis);
+  r.attrs["over"] = axes;
+  return r;
+}
+
+} // namespace
+
+std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
+                                             llvm::ArrayRef<OpArg> args,
+                                             DiagnosticEngine &diags) {
+  Checker c{diags, name, call};
+  auto plain = [](std::optional<TensorType> t) -> std::optional<TypedOp> {
+    if (!t)
+      return std::nullopt;
+    return TypedOp{*t, {}};
+  };
+  if (name == "relu" || name == "exp" || name == "log" || name == "tanh" || name == "sigmoid")
+    return plain(elementwise(c, args[0]));
+  if (name == "log_softmax" || name == "softmax") {
+    if (!c.hasMinRank(args[0], "the argument", 1))
+      return std::nullopt;
+    return plain(elementwise(c, args[0]));
+  }
+  if (name == "matmul")
+    return plain(typeBinaryOp(BinaryOp::MatMul, call, args[0].tensor, args[1].tensor, diags));
+  if (name == "conv2d")
+    return conv2d(c, args);
+  if (name == "avg_pool")
+    return avgPool(c, args);
+  if (name == "flatten")
+    return flatten(c, args);
+  if (name == "reshape")
+    return reshape(c, args);
+  if (name == "sum" || name == "mean")
+    return reduce(c, name, args);
+  if (name == "argmax") {
+    if (!c.hasMinRank(args[0], "the argument", 1))
+      return std::nullopt;
+    TypedOp r{args[0].tensor, {}};
+    r.type.dtype = DType::I32;
+    r.type.dims.pop_back();
+    return r;
+  }
+  if (name == "softmax_cross_entropy") {
+    const OpArg &logits = args[0], &labels = args[1];
+    if (!c.isFloat(logits, "logits") || !c.isFloat(labels, "labels") ||
+        !c.hasMinRank(logits, "logits", 1))
+      return std::nullopt;
+    if (logits.tensor.dims != labels.tensor.dims) {
+      c.fail(labels.range, "labels " + labels.tensor.str() +
+                               " must have the shape of the logits " + logits.tensor.str() +
+                               " (one-hot: use one_hot(labels, [classes = N]))");
+      return std::nullopt;
+    }
+    TypedOp r{logits.tensor, {}};
+    r.type.dims.pop_back();
+    return r;
+  }
+  if (name == "one_hot") {
+    const OpArg &labels = args[0], &classes = args[1];
+    if (labels.tensor.dtype != DType::I32) {
+      c.fail(labels.range, "labels must be i32, got " + labels.tensor.str());
+      return std::nullopt;
+    }
+    if (classes.shape.size() != 1) {
+      c.fail(classes.range, "expects one class axis, like [classes = 10]");
+      return std::nullopt;
+    }
+    if (!knownSizes(c, classes))
+      return std::nullopt;
+    TypedOp r{labels.tensor, {}};
+    r.type.dtype = DType::F32;
+    r.type.dims.push_back(classes.shape[0]);
+    return r;
+  }
+  c.fail(call, "has no type rule"); // every SHARDC_OP but scan is handled above
+  return std::nullopt;
+}
+
+std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where,
+                                               const TensorType &lhs, const TensorType &rhs,
+                                               DiagnosticEngine &diags) {
+  std::string spelled = binaryOpSpelling(op).str();
+  if (op == BinaryOp::MatMul) {
+    if (lhs.dims.empty() || rhs.dims.empty()) {
+      diags.error(where, "'@' needs tensors of at least one dimension, got " + lhs.str() +
+                             " and " + rhs.str());
+      return std::nullopt;
+    }
+    if (lhs.dtype != DType::F32 || rhs.dtype != DType::F32) {
+      diags.error(where, "'@' needs f32 operands, got " + lhs.str() + " and " + rhs.str());
+      return std::nullopt;
+    }
+    const Dim &l = lhs.dims.back(), &r = rhs.dims.front();
+    if (l.axis != r.axis) {
+      diags.error(where, "contraction axis mismatch: '@' contracts the last axis of " +
+                             lhs.str() + " ('" + l.axis + "') with the first axis of " +
+                             rhs.str() + " ('" + r.axis + "'); their names must agree");
+      return std::nullopt;
+    }
+    if (l.size != r.size) {
+      diags.error(where, "shape mismatch: '@' contracts '" + l.axis + "' of size " +
+                             std::to_string(l.size) + " in " + lhs.str() + " with size " +
+                             std::to_string(r.size) + " in " + rhs.str());
+      return std::nullopt;
+    }
+    TensorType result{DType::F32, {lhs.dims.begin(), lhs.dims.end() - 1}};
+    result.dims.insert(result.dims.end(), rhs.dims.begin() + 1, rhs.dims.end());
+    return result;
+  }
+
+  bool compare = op >= BinaryOp::Eq;
+  if (lhs.dtype != rhs.dtype || (!compare && lhs.dtype == DType::Bool)) {
+    diags.error(where, "'" + spelled + "' needs operands of one numeric element type, got " +
+                           lhs.str() + " and " + rhs.str());
+    return std::nullopt;
+  }
+  // Broadcasting: the shorter shape must be the trailing part of the longer.
+  const TensorType &big = lhs.dims.size() >= rhs.dims.size() ? lhs : rhs;
+  const TensorType &small = &big == &lhs ? rhs : lhs;
+  size_t offset = big.dims.size() - small.dims.size();
+  for (size_t i = 0; i < small.dims.size(); ++i)
+    if (!(small.dims[i] == big.dims[offset + i])) {
+      diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " +
+                             rhs.str() +
+                             "; shapes must be equal, or one the trailing part of the other");
+      return std::nullopt;
+    }
+  TensorType result = big;
+  if (compare)
+    result.dtype = DType::Bool;
+  return result;
+}

@@ -1,0 +1,292 @@
+//===- Sharding.cpp - apply a rules file to a typed program ---------------===//
+//
+// 1. Check the rules file on its own: one mesh with unique, positive axes;
+//    rules and overrides that name known mesh axes, each at most once; no
+//    logical axis with two different rules.
+// 2. Give every parameter, input and constrained value a sharding: an
+//    override matching its path wins, else each dimension follows the rule
+//    for its logical axis, else it is replicated.
+// 3. Check each sharding: a mesh axis splits at most one dimension of a
+//    tensor, and every dimension divides by the product of its mesh axes.
+//    Upstream MLIR would silently truncate instead, so this must run first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Sema/Sema.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <set>
+
+using namespace shardc;
+
+namespace {
+
+/// Glob over parameter paths: `*` matches within one path segment, `**`
+/// across segments, `?` one character.
+bool globMatch(llvm::StringRef pattern, llvm::StringRef path) {
+  if (pattern.empty())
+    return path.empty();
+  if (pattern.starts_with("**")) {
+    for (size_t i = 0; i <= path.size(); ++i)
+      if (globMatch(pattern.drop_front(2), path.drop_front(i)))
+        return true;
+    return false;
+  }
+  if (pattern.front() == '*') {
+    for (size_t i = 0; i <= path.size(); ++i) {
+      if (globMatch(pattern.drop_front(1), path.drop_front(i)))
+        return true;
+      if (i < path.size() && path[i] == '.')
+        return false;
+    }
+    return false;
+  }
+  if (path.empty())
+    return false;
+  if (pattern.front() != '?' && pattern.front() != path.front())
+    return false;
+  return globMatch(pattern.drop_front(1), path.drop_front(1));
+}
+
+std::string targetText(const MeshTargetAST &t) {
+  if (t.axes.empty())
+    return "none";
+  if (t.axes.size() == 1)
+    return t.axes[0].first;
+  std::string out;
+  for (const auto &axis : t.axes)
+    out += (out.empty() ? "(" : ", ") + axis.first;
+  return out + ")";
+}
+
+std::vector<std::string> targetAxes(const MeshTargetAST &t) {
+  std::vector<std::string> axes;
+  for (const auto &axis : t.axes)
+    axes.push_back(axis.first);
+  return axes;
+}
+
+bool sameSpec(const OverrideAST &a, const OverrideAST &b) {
+  if (a.dims.size() != b.dims.size())
+    return false;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    if (targetAxes(a.dims[i]) != targetAxes(b.dims[i]))
+      return false;
+  return true;
+}
+
+class RulesApplier {
+public:
+  RulesApplier(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags)
+      : program(program), rules(rules), diags(diags) {}
+
+  bool run() {
+    unsigned errorsBefore = diags.errorCount();
+    if (!checkMesh())
+      return false;
+    checkTargets();
+    checkRules();
+    if (diags.errorCount() != errorsBefore)
+      return false;
+    program.rulesPath = rules.path;
+    std::vector<bool> overrideUsed(rules.overrides.size(), false);
+    for (Parameter &p : program.params)
+      shard(p, /*isParam=*/true, overrideUsed);
+    for (ShardedTensor &t : program.inputs)
+      shard(t, false, overrideUsed);
+    for (ShardedTensor &t : program.constraints)
+      shard(t, false, overrideUsed);
+    reportUnused(overrideUsed);
+    return diags.errorCount() == errorsBefore;
+  }
+
+private:
+  bool checkMesh() {
+    if (rules.meshes.empty()) {
+      diags.fileError(rules.path, "no mesh in this rules file: start it with a line like "
+                                  "`mesh (data = 2, model = 4)`");
+      return false;
+    }
+    for (size_t i = 1; i < rules.meshes.size(); ++i) {
+      diags.error(rules.meshes[i].range, "a rules file has one mesh; this is a second");
+      diags.note(rules.meshes[0].range, "first mesh here");
+    }
+    bool ok = rules.meshes.size() == 1;
+    std::map<std::string, SMRange> seen;
+    for (const MeshAxisAST &axis : rules.meshes[0].axes) {
+      if (axis.size < 1) {
+        diags.error(axis.sizeRange, "mesh axis '" + axis.name + "' must have at least 1 device, got " +
+                                        std::to_string(axis.size));
+        ok = false;
+      }
+      auto [it, inserted] = seen.emplace(axis.name, axis.range);
+      if (!inserted) {
+        diags.error(axis.range, "duplicate mesh axis '" + axis.name + "'");
+        diags.note(it->second, "first declared here");
+        ok = false;
+      }
+      program.mesh.axes.emplace_back(axis.name, axis.size);
+    }
+    return ok;
+  }
+
+  bool isMeshAxis(const std::string &name) const {
+    return llvm::any_of(program.mesh.axes, [&](const auto &a) { return a.first == name; });
+  }
+
+  void checkTarget(const MeshTargetAST &target) {
+    std::set<std::string> seen;
+    for (const auto &[axis, range] : target.axes) {
+      if (!isMeshAxis(axis)) {
+        std::string names;
+        for (const auto &a : program.mesh.axes)
+          names += (names.empty() ? "" : ", ") + a.first;
+        diags.error(range, "unknown mesh axis '" + axis + "'; the mesh has " + names);
+      } else if (!seen.insert(axis).second) {
+        diags.error(range, "mesh axis '" + axis + "' appears twice in " + targetText(target));
+      }
+    }
+  }
+
+  void checkTargets() {
+    for (const RuleAST &rule : rules.rules)
+      checkTarget(rule.target);
+    for (const OverrideAST &o : rules.overrides)
+      for (const MeshTargetAST &t : o.dims)
+        checkTarget(t);
+  }
+
+  void checkRules() {
+    std::map<std::string, const RuleAST *> first;
+    for (const RuleAST &rule : rules.rules) {
+      auto [it, inserted] = first.emplace(rule.logicalAxis, &rule);
+      if (inserted) {
+        ruleFor[rule.logicalAxis] = &rule;
+        continue;
+      }
+      if (targetAxes(it->second->target) != targetAxes(rule.target)) {
+        diags.error(rule.range, "conflicting rules for logical axis '" + rule.logicalAxis +
+                                    "': -> " + targetText(rule.target) + " here, -> " +
+                                    targetText(it->second->target) + " before");
+        diags.note(it->second->range, "earlier rule here");
+      } else {
+        diags.warning(rule.range, "duplicate rule for logical axis '" + rule.logicalAxis + "'");
+      }
+    }
+    // A rule for an axis no tensor has is likely a typo, but rules files are
+    // shared between models, so it only warns.
+    std::set<std::string> modelAxes;
+    auto collect = [&](const ShardedTensor &t) {
+      for (const Dim &d : t.type.dims)
+        modelAxes.insert(d.axis);
+    };
+    llvm::for_each(program.params, collect);
+    llvm::for_each(program.inputs, collect);
+    llvm::for_each(program.constraints, collect);
+    for (const RuleAST &rule : rules.rules)
+      if (!modelAxes.count(rule.logicalAxis))
+        diags.warning(rule.axisRange, "rule for logical axis '" + rule.logicalAxis +
+                                          "' matches no parameter, input or constrained value "
+                                          "of model " + program.modelName);
+  }
+
+  void shard(ShardedTensor &t, bool isParam, std::vector<bool> &overrideUsed) {
+    const OverrideAST *override = nullptr;
+    if (isParam)
+      for (size_t i = 0; i < rules.overrides.size(); ++i) {
+        const OverrideAST &o = rules.overrides[i];
+        if (!globMatch(o.pattern, t.path))
+          continue;
+        overrideUsed[i] = true;
+        if (!override) {
+          override = &o;
+        } else if (!sameSpec(*override, o)) {
+          diags.error(o.range, "conflicting overrides for parameter '" + t.path + "'");
+          diags.note(override->range, "it also matches this override");
+          return;
+        }
+      }
+
+    if (override && override->dims.size() != t.type.dims.size()) {
+      diags.error(override->range, "override \"" + override->pattern + "\" gives " +
+                                       std::to_string(override->dims.size()) +
+                                       " dimension(s), but '" + t.path + "' has " +
+                                       std::to_string(t.type.dims.size()) + ": " + t.type.str());
+      diags.note(t.loc, "'" + t.path + "' is declared here");
+      return;
+    }
+
+    t.sharding.dims.clear();
+    for (size_t i = 0; i < t.type.dims.size(); ++i) {
+      DimSharding d;
+      if (override) {
+        d.meshAxes = targetAxes(override->dims[i]);
+        d.reason = "override \"" + override->pattern + "\"";
+        d.cause = override->dims[i].range;
+      } else if (auto it = ruleFor.find(t.type.dims[i].axis); it != ruleFor.end()) {
+        d.meshAxes = targetAxes(it->second->target);
+        d.reason = "rule " + it->second->logicalAxis + " -> " + targetText(it->second->target);
+        d.cause = it->second->range;
+      } else {
+        d.reason = "no rule";
+      }
+      t.sharding.dims.push_back(d);
+    }
+    checkSharding(t);
+  }
+
+  void checkSharding(const ShardedTensor &t) {
+    std::map<std::string, size_t> usedBy;
+    for (size_t i = 0; i < t.sharding.dims.size(); ++i) {
+      const DimSharding &d = t.sharding.dims[i];
+      const Dim &dim = t.type.dims[i];
+      int64_t parts = 1;
+      std::string axes;
+      for (const std::string &axis : d.meshAxes) {
+        parts *= program.mesh.size(axis);
+        axes += (axes.empty() ? "" : " x ") + axis + " (" + std::to_string(program.mesh.size(axis)) + ")";
+        auto [it, inserted] = usedBy.emplace(axis, i);
+        if (!inserted) {
+          diags.error(d.cause, "mesh axis '" + axis + "' is used twice in '" + t.path +
+                                   "' " + t.type.str() + ": by dimension '" +
+                                   t.type.dims[it->second].axis + "' and by '" + dim.axis +
+                                   "' (" + d.reason + ")");
+          diags.note(t.loc, "'" + t.path + "' is declared here");
+        }
+      }
+      if (dim.size % parts != 0) {
+        diags.error(d.cause, "dimension '" + dim.axis + "' of '" + t.path + "' has size " +
+                                 std::to_string(dim.size) + ", which is not divisible by " +
+                                 axes + (d.meshAxes.size() > 1 ? " = " + std::to_string(parts) : "") +
+                                 " (" + d.reason + ")");
+        diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
+      }
+    }
+  }
+
+  void reportUnused(const std::vector<bool> &overrideUsed) {
+    for (size_t i = 0; i < rules.overrides.size(); ++i) {
+      if (overrideUsed[i])
+        continue;
+      std::string paths;
+      for (const Parameter &p : program.params)
+        paths += (paths.empty() ? "" : ", ") + p.path;
+      diags.error(rules.overrides[i].patternRange,
+                  "override \"" + rules.overrides[i].pattern +
+                      "\" matches no parameter; the parameters are " +
+                      (paths.empty() ? "none" : paths));
+    }
+  }
+
+  TypedProgram &program;
+  const RulesFileAST &rules;
+  DiagnosticEngine &diags;
+  std::map<std::string, const RuleAST *> ruleFor;
+};
+
+} // namespace
+
+bool shardc::applyRules(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags) {
+  return RulesApplier(program, rules, diags).run();
+}

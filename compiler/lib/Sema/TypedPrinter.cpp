@@ -1,0 +1,163 @@
+//===- TypedPrinter.cpp - `shardc --emit=typed` ---------------------------===//
+
+#include "shardc/Sema/TypedPrinter.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+using namespace shardc;
+
+std::string shardc::formatBytes(int64_t bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = bytes;
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (unit == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format("%.2f ", value) << units[unit];
+  return out;
+}
+
+namespace {
+
+class TypedPrinter {
+public:
+  TypedPrinter(const TypedProgram &program, DiagnosticEngine &diags, llvm::raw_ostream &os)
+      : program(program), diags(diags), os(os) {}
+
+  void print() {
+    const Mesh &mesh = program.mesh;
+    os << "model " << program.modelName << "  (" << program.modelPath << ")\n";
+    os << "mesh " << mesh.str() << ": " << mesh.numRanks() << " rank"
+       << (mesh.numRanks() == 1 ? "" : "s") << "  (" << program.rulesPath << ")\n";
+
+    int64_t paramBytes = 0, inputBytes = 0;
+    os << "\nparameters\n";
+    for (const Parameter &p : program.params) {
+      os << "  param " << p.path << ": " << p.type.str() << "  init " << p.init.str() << "\n";
+      tensorDetails(p);
+      paramBytes += p.localBytes(mesh);
+    }
+    os << "\ninputs\n";
+    for (const ShardedTensor &t : program.inputs) {
+      os << "  input " << t.path << ": " << t.type.str() << "\n";
+      tensorDetails(t);
+      inputBytes += t.localBytes(mesh);
+    }
+    if (!program.constraints.empty()) {
+      os << "\nconstraints\n";
+      for (const ShardedTensor &t : program.constraints) {
+        os << "  let " << t.path << ": " << t.type.str() << "  (" << diags.describe(t.loc.Start)
+           << ")\n";
+        tensorDetails(t);
+      }
+    }
+
+    os << "\nmemory per rank\n";
+    os << "  parameters       " << llvm::right_justify(formatBytes(paramBytes), 12) << "  ("
+       << program.params.size() << " tensors)\n";
+    if (program.optimizer) {
+      unsigned n = program.optimizer->stateTensorsPerParameter();
+      os << "  optimizer state  " << llvm::right_justify(formatBytes(paramBytes * n), 12)
+         << "  (" << program.optimizer->name << ": " << n << " per parameter)\n";
+    }
+    os << "  inputs           " << llvm::right_justify(formatBytes(inputBytes), 12) << "\n";
+
+    os << "\ngraph\n";
+    printGraph(program.graph, 1);
+    os << "  loss %" << program.loss << "\n";
+    for (const auto &[name, node] : program.metrics)
+      os << "  metric " << name << " %" << node << "\n";
+    if (program.optimizer) {
+      os << "  optimizer " << program.optimizer->name << "(";
+      for (size_t i = 0; i < program.optimizer->hyperparameters.size(); ++i) {
+        const auto &[name, value] = program.optimizer->hyperparameters[i];
+        os << (i ? ", " : "") << name << " = " << llvm::format("%g", value);
+      }
+      os << ")\n";
+    }
+  }
+
+private:
+  void tensorDetails(const ShardedTensor &t) {
+    const Mesh &mesh = program.mesh;
+    os << "    sharding " << t.sharding.str() << "  local [";
+    auto local = t.localShape(mesh);
+    for (size_t i = 0; i < local.size(); ++i)
+      os << (i ? ", " : "") << local[i];
+    os << "]  " << formatBytes(t.localBytes(mesh)) << " per rank\n";
+    std::string unruled;
+    for (size_t i = 0; i < t.sharding.dims.size(); ++i) {
+      const DimSharding &d = t.sharding.dims[i];
+      if (d.cause.Start.isValid())
+        os << "    " << t.type.dims[i].axis << ": " << d.reason << "  ("
+           << llvm::sys::path::filename(diags.describe(d.cause.Start)) << ")\n";
+      else
+        unruled += (unruled.empty() ? "" : ", ") + t.type.dims[i].axis;
+    }
+    if (!unruled.empty())
+      os << "    " << unruled << ": no rule, replicated\n";
+  }
+
+  void printGraph(const Graph &graph, unsigned indent) {
+    for (const Node &n : graph.nodes) {
+      os.indent(indent * 2) << "%" << n.id << " = " << n.op;
+      if (!n.name.empty() && (n.op == "input" || n.op == "param" || n.op == "arg" ||
+                              n.op == "scan" || n.op == "sharding_constraint"))
+        os << " \"" << n.name << "\"";
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        os << (i ? ", %" : " %") << n.operands[i];
+      os << " : " << n.type.str();
+      printAttrs(n);
+      if (n.body) {
+        os << " {\n";
+        printGraph(*n.body, indent + 1);
+        os.indent((indent + 1) * 2) << "yield %" << n.body->result << "\n";
+        os.indent(indent * 2) << "}";
+      }
+      os << "\n";
+    }
+  }
+
+  void printAttrs(const Node &n) {
+    if (n.attrs.empty())
+      return;
+    os << " {";
+    bool first = true;
+    for (const auto &[key, value] : n.attrs) {
+      os << (first ? "" : ", ") << key << " = ";
+      first = false;
+      if (auto *i = std::get_if<int64_t>(&value))
+        os << *i;
+      else if (auto *d = std::get_if<double>(&value))
+        os << llvm::format("%g", *d);
+      else if (auto *s = std::get_if<std::string>(&value))
+        os << '"' << *s << '"';
+      else {
+        const auto &list = std::get<std::vector<std::string>>(value);
+        os << '[';
+        for (size_t i = 0; i < list.size(); ++i)
+          os << (i ? ", " : "") << list[i];
+        os << ']';
+      }
+    }
+    os << "}";
+  }
+
+  const TypedProgram &program;
+  DiagnosticEngine &diags;
+  llvm::raw_ostream &os;
+};
+
+} // namespace
+
+void shardc::printTypedProgram(const TypedProgram &program, DiagnosticEngine &diags,
+                               llvm::raw_ostream &os) {
+  TypedPrinter(program, diags, os).print();
+}

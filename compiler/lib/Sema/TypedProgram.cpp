@@ -1,0 +1,102 @@
+//===- TypedProgram.cpp ---------------------------------------------------===//
+
+#include "shardc/Sema/TypedProgram.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace shardc;
+
+int64_t TensorType::numElements() const {
+  int64_t n = 1;
+  for (const Dim &d : dims)
+    n *= d.size;
+  return n;
+}
+
+std::string TensorType::str() const {
+  std::string out = dtypeName(dtype).str() + "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += (i ? ", " : "") + dims[i].axis + "=" + std::to_string(dims[i].size);
+  return out + "]";
+}
+
+static std::string meshAxesStr(const std::vector<std::string> &axes) {
+  if (axes.empty())
+    return "none";
+  if (axes.size() == 1)
+    return axes[0];
+  std::string out;
+  for (const auto &a : axes)
+    out += (out.empty() ? "(" : ", ") + a;
+  return out + ")";
+}
+
+std::string Sharding::str() const {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += (i ? ", " : "") + meshAxesStr(dims[i].meshAxes);
+  return out + "]";
+}
+
+int64_t Mesh::size(const std::string &axis) const {
+  for (const auto &[name, n] : axes)
+    if (name == axis)
+      return n;
+  return 1;
+}
+
+int64_t Mesh::numRanks() const {
+  int64_t n = 1;
+  for (const auto &axis : axes)
+    n *= axis.second;
+  return n;
+}
+
+std::string Mesh::str() const {
+  std::string out = "(";
+  for (size_t i = 0; i < axes.size(); ++i)
+    out += (i ? ", " : "") + axes[i].first + " = " + std::to_string(axes[i].second);
+  return out + ")";
+}
+
+unsigned Graph::add(Node node) {
+  node.id = nodes.size();
+  nodes.push_back(std::move(node));
+  return nodes.back().id;
+}
+
+std::string Initializer::str() const {
+  if (args.empty())
+    return name;
+  std::string out = name + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    llvm::raw_string_ostream(value) << llvm::format("%g", args[i].second);
+    out += (i ? ", " : "") + args[i].first + " = " + value;
+  }
+  return out + ")";
+}
+
+std::vector<int64_t> ShardedTensor::localShape(const Mesh &mesh) const {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < type.dims.size(); ++i) {
+    int64_t parts = 1;
+    if (i < sharding.dims.size())
+      for (const auto &axis : sharding.dims[i].meshAxes)
+        parts *= mesh.size(axis);
+    shape.push_back(type.dims[i].size / parts);
+  }
+  return shape;
+}
+
+int64_t ShardedTensor::localBytes(const Mesh &mesh) const {
+  int64_t n = type.elementBytes();
+  for (int64_t s : localShape(mesh))
+    n *= s;
+  return n;
+}
+
+unsigned Optimizer::stateTensorsPerParameter() const {
+  return name == "adam" ? 2 : name == "momentum" ? 1 : 0;
+}

@@ -1,0 +1,58 @@
+//===- Diagnostics.cpp ----------------------------------------------------===//
+
+#include "shardc/Support/Diagnostics.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace shardc;
+
+unsigned DiagnosticEngine::addFile(llvm::StringRef path, SMLoc includedFrom) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/true);
+  if (!buffer) {
+    std::string message = "cannot read '" + path.str() + "': " + buffer.getError().message();
+    if (includedFrom.isValid())
+      error(SMRange(includedFrom, includedFrom), message);
+    else
+      fileError(path, message);
+    return 0;
+  }
+  return sourceMgr.AddNewSourceBuffer(std::move(*buffer), includedFrom);
+}
+
+void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
+                            const llvm::Twine &message) {
+  if (kind == llvm::SourceMgr::DK_Error)
+    ++numErrors;
+  // SourceMgr clips the range to the caret's line and underlines it `^~~~`.
+  llvm::SmallVector<SMRange, 1> ranges;
+  if (range.Start.isValid() && range.End.isValid())
+    ranges.push_back(range);
+  sourceMgr.PrintMessage(llvm::errs(), range.Start, kind, message, ranges);
+}
+
+void DiagnosticEngine::error(SMRange range, const llvm::Twine &message) {
+  emit(range, llvm::SourceMgr::DK_Error, message);
+}
+void DiagnosticEngine::warning(SMRange range, const llvm::Twine &message) {
+  emit(range, llvm::SourceMgr::DK_Warning, message);
+}
+void DiagnosticEngine::note(SMRange range, const llvm::Twine &message) {
+  emit(range, llvm::SourceMgr::DK_Note, message);
+}
+
+void DiagnosticEngine::fileError(llvm::StringRef path, const llvm::Twine &message) {
+  ++numErrors;
+  llvm::SMDiagnostic(path, llvm::SourceMgr::DK_Error, message.str())
+      .print(/*ProgName=*/nullptr, llvm::errs());
+}
+
+std::string DiagnosticEngine::describe(SMLoc loc) const {
+  unsigned buffer = sourceMgr.FindBufferContainingLoc(loc);
+  if (!buffer)
+    return "<unknown>";
+  llvm::StringRef name = sourceMgr.getMemoryBuffer(buffer)->getBufferIdentifier();
+  return (name + ":" + llvm::Twine(sourceMgr.FindLineNumber(loc, buffer))).str();
+}

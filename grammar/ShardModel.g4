@@ -1,0 +1,60 @@
+// Model files (*.shard): blocks, models and the expressions inside them.
+// grammar/README.md is the language reference; this file is the truth.
+grammar ShardModel;
+import ShardLexerCommon;
+
+modelFile : importDecl* topDecl* EOF ;
+
+importDecl : 'import' modulePath ;
+modulePath : IDENT ('.' IDENT)* ;         // nn -> nn.shard, a.b -> a/b.shard
+
+topDecl : blockDecl | modelDecl ;
+
+// ---- blocks: parameters and a forward function, instantiated with config values
+blockDecl  : 'block' IDENT configList? '{' blockMember* '}' ;
+configList : '(' (configParam (',' configParam)*)? ')' ;
+configParam : IDENT ':' scalarKind ('=' expr)? ;
+scalarKind : 'int' | 'float' | 'bool' | 'string' | 'axis' ;
+
+blockMember : paramDecl | letStmt | forwardDecl ;
+paramDecl   : 'param' IDENT ':' tensorType ('init' expr)? ;
+forwardDecl : 'forward' '(' (argDecl (',' argDecl)*)? ')' '->' tensorType
+              '{' letStmt* returnStmt '}' ;
+argDecl     : IDENT ':' tensorType ;
+returnStmt  : 'return' expr ;
+
+// ---- the model: inputs, values, loss, metrics and optimizer
+modelDecl   : 'model' IDENT configList? '{' modelMember* '}' ;
+modelMember : inputDecl | letStmt | lossDecl | metricDecl | optimizerDecl ;
+inputDecl     : 'input' IDENT ':' tensorType ;
+lossDecl      : 'loss' expr ;
+metricDecl    : 'metric' IDENT '=' expr ;
+optimizerDecl : 'optimizer' IDENT callArgs ;
+
+// `let y = e : [a, b]` pins the sharding of y (a constraint).
+letStmt : 'let' IDENT '=' expr (':' shape)? ;
+
+// ---- types: element type and named dimensions, each with an optional size
+tensorType : dtype shape ;
+dtype      : 'f32' | 'i32' | 'bool' ;
+shape      : '[' (dim (',' dim)*)? ']' ;
+dim        : IDENT ('=' expr)? ;
+
+// ---- expressions; alternatives are listed from tightest to loosest binding
+expr
+  : expr callArgs                                   # callExpr
+  | '-' expr                                        # negExpr
+  | expr op=('@' | '*' | '/') expr                  # mulExpr
+  | expr op=('+' | '-') expr                        # addExpr
+  | expr op=('==' | '!=' | '<' | '<=' | '>' | '>=') expr  # compareExpr
+  | '(' expr ')'                                    # parenExpr
+  | shape                                           # shapeExpr
+  | IDENT                                           # nameExpr
+  | INT                                             # intExpr
+  | FLOAT                                           # floatExpr
+  | STRING                                          # stringExpr
+  | ('true' | 'false')                              # boolExpr
+  ;
+
+callArgs : '(' (arg (',' arg)*)? ')' ;
+arg      : (IDENT '=')? expr ;

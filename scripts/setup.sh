@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package shardc needs on a fresh Debian 12. Idempotent: it
+# only calls apt-get when something is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
+  antlr4 libantlr4-runtime-dev default-jre-headless
+  nlohmann-json3-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin
+  libopenblas-dev libopenblas0-openmp
+  dataset-fashion-mnist
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

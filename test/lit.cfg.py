@@ -1,0 +1,17 @@
+# lit configuration for shardc: one folder per pipeline stage.
+import os
+
+import lit.formats
+
+config.name = "shardc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".shard", ".rules", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.shardc_obj_root, "test")
+
+config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))
+config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
+config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
+config.environment["PATH"] = os.pathsep.join(
+    [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
