@@ -18,3 +18,7 @@ WS            : [ \t\r\n\f]+ -> skip ;
 
 fragment DIGITS   : [0-9]+ ;
 fragment EXPONENT : [eE] [+-]? DIGITS ;
+
+// A `/*` never closed: one token to the end of the file, reported as an
+// error by the parser driver instead of lexing the rest as code.
+UNTERMINATED_COMMENT : '/*' ( ~'*' | '*'+ ~[*/] )* '*'* EOF ;

@@ -106,10 +106,14 @@ std::string describeTokenType(const antlr4::dfa::Vocabulary &vocab, size_t type)
   return name; // literal tokens display quoted: 'block'
 }
 
-std::string describeToken(const antlr4::Token *token) {
+std::string describeToken(antlr4::Parser *parser, const antlr4::Token *token) {
   if (!token || token->getType() == antlr4::Token::EOF)
     return "end of file";
-  return "'" + token->getText() + "'";
+  std::string text = token->getText();
+  // Literal tokens that look like words are the grammar's keywords.
+  bool keyword = !parser->getVocabulary().getLiteralName(token->getType()).empty() &&
+                 std::isalpha(static_cast<unsigned char>(text[0]));
+  return "'" + text + "'" + (keyword ? " (a keyword)" : "");
 }
 
 std::string describeExpected(antlr4::Parser *parser, const antlr4::misc::IntervalSet &set) {
@@ -151,9 +155,6 @@ public:
     if (rest.starts_with("\""))
       session.reportSyntaxError(SMRange(range.Start, range.Start),
                                 "unterminated string: a string ends with '\"' on the same line");
-    else if (rest.starts_with("/*"))
-      session.reportSyntaxError(SMRange(range.Start, range.Start),
-                                "unterminated comment: '/*' has no closing '*/'");
     else
       session.reportSyntaxError(range, "unexpected character '" +
                                            rest.take_front(range.End.getPointer() -
@@ -175,26 +176,26 @@ protected:
   void reportNoViableAlternative(antlr4::Parser *parser,
                                  const antlr4::NoViableAltException &e) override {
     report(e.getOffendingToken(),
-           "syntax error: unexpected " + describeToken(e.getOffendingToken()) + ", expected " +
+           "syntax error: unexpected " + describeToken(parser, e.getOffendingToken()) + ", expected " +
                describeExpected(parser, e.getExpectedTokens()));
   }
   void reportInputMismatch(antlr4::Parser *parser,
                            const antlr4::InputMismatchException &e) override {
     report(e.getOffendingToken(), "syntax error: expected " +
                                       describeExpected(parser, e.getExpectedTokens()) +
-                                      ", found " + describeToken(e.getOffendingToken()));
+                                      ", found " + describeToken(parser, e.getOffendingToken()));
   }
-  void reportFailedPredicate(antlr4::Parser *,
+  void reportFailedPredicate(antlr4::Parser *parser,
                              const antlr4::FailedPredicateException &e) override {
     report(e.getOffendingToken(),
-           "syntax error at " + describeToken(e.getOffendingToken()));
+           "syntax error at " + describeToken(parser, e.getOffendingToken()));
   }
   void reportUnwantedToken(antlr4::Parser *parser) override {
     if (inErrorRecoveryMode(parser))
       return;
     beginErrorCondition(parser);
     antlr4::Token *token = parser->getCurrentToken();
-    report(token, "syntax error: unexpected " + describeToken(token) + ", expected " +
+    report(token, "syntax error: unexpected " + describeToken(parser, token) + ", expected " +
                       describeExpected(parser, getExpectedTokens(parser)));
   }
   void reportMissingToken(antlr4::Parser *parser) override {
@@ -204,7 +205,7 @@ protected:
     antlr4::Token *token = parser->getCurrentToken();
     report(token, "syntax error: missing " +
                       describeExpected(parser, getExpectedTokens(parser)) + " before " +
-                      describeToken(token));
+                      describeToken(parser, token));
   }
 
 private:
@@ -241,6 +242,12 @@ bool ParseSession::lexAndCheck(antlr4::Lexer &lexer, antlr4::CommonTokenStream &
   unsigned depth = 0;
   for (antlr4::Token *token : tokens.getTokens()) {
     const std::string &text = token->getText();
+    if (llvm::StringRef(text).starts_with("/*")) {
+      SMRange at = source.range(token, token);
+      diags.error(SMRange(at.Start, at.Start), "unterminated comment: '/*' has no closing '*/'");
+      ++numErrors;
+      return false;
+    }
     if (text == "(" || text == "[" || text == "{") {
       if (++depth > kMaxNesting) {
         diags.error(source.range(token, token),

@@ -355,8 +355,10 @@ void Elaborator::elaborateModel(const ModelAST &model) {
 
   for (const InputAST &in : model.inputs) {
     auto type = resolveType(in.type, scope, "input '" + in.name + "'");
-    if (!type)
+    if (!type) {
+      scope.names.emplace(in.name, Value());
       continue;
+    }
     Node node;
     node.op = "input";
     node.name = in.name;
@@ -374,7 +376,8 @@ void Elaborator::elaborateModel(const ModelAST &model) {
     let(l, scope, ctx, "");
   }
 
-  auto scalarF32 = [&](const Expr &expr, llvm::StringRef what) -> std::optional<unsigned> {
+  // The loss is an f32 scalar; a metric is an f32 or i32 scalar.
+  auto scalar = [&](const Expr &expr, llvm::StringRef what, bool intOk) -> std::optional<unsigned> {
     Value v = eval(expr, scope, ctx);
     if (!v.ok())
       return std::nullopt;
@@ -383,9 +386,14 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       return std::nullopt;
     }
     const TensorType &t = typeOf(ctx, v.node);
-    if (!t.dims.empty() || t.dtype != DType::F32) {
-      diags.error(expr.range, what + " must be a scalar f32[], got " + t.str() +
+    if (!t.dims.empty()) {
+      diags.error(expr.range, what + " must be a scalar, got " + t.str() +
                                   "; reduce it with sum(...) or mean(...)");
+      return std::nullopt;
+    }
+    if (t.dtype != DType::F32 && !(intOk && t.dtype == DType::I32)) {
+      diags.error(expr.range, what + " must be " + (intOk ? "f32[] or i32[]" : "f32[]") +
+                                  ", got " + t.str());
       return std::nullopt;
     }
     return v.node;
@@ -399,7 +407,7 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       diags.note(model.losses[0].first, "first loss here");
       continue;
     }
-    if (auto node = scalarF32(*model.losses[i].second, "the loss"))
+    if (auto node = scalar(*model.losses[i].second, "the loss", false))
       program.loss = *node;
   }
 
@@ -409,7 +417,7 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(m.range, "duplicate definition of metric '" + m.name + "'");
       continue;
     }
-    if (auto node = scalarF32(*m.value, "metric '" + m.name + "'"))
+    if (auto node = scalar(*m.value, "metric '" + m.name + "'", true))
       program.metrics.emplace_back(m.name, *node);
   }
 
@@ -443,6 +451,8 @@ void Elaborator::elaborateModel(const ModelAST &model) {
 
 /// `let name = value [: constraint]` in a model, block or forward function.
 void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std::string &prefix) {
+  // A failed definition still binds its name, poisoned, so uses stay quiet.
+  scope.names[l.name] = Value();
   Value v = eval(*l.value, scope, ctx);
   if (!v.ok())
     return;
@@ -1239,6 +1249,7 @@ void Elaborator::createMembers(Instance &inst, GraphContext &ctx) {
     inst.members[l.name] = it->second;
   }
   for (const ParamDeclAST &p : inst.block->params) {
+    inst.members[p.name] = Value(); // poisoned until it is created
     auto type = resolveType(p.type, scope, "parameter '" + p.name + "'");
     if (!type)
       continue;

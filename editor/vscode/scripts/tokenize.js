@@ -2,7 +2,8 @@
 'use strict';
 // Print each token of a .shard or .rules file with its TextMate scopes, e.g.
 //   node editor/vscode/scripts/tokenize.js examples/mlp/mlp.shard
-// Options: --lines A-B (only those lines), --all (keep the root scope and
+// (`npm run tokenize --prefix editor/vscode -- FILE` resolves FILE from where npm
+// was started.) Options: --lines A-B (only those lines), --all (keep the root scope and
 // whitespace-only tokens).
 const fs = require('fs');
 const path = require('path');
@@ -31,7 +32,7 @@ async function main(argv) {
     const grammar = await loadGrammar(language);
     const root = LANGUAGES[language].scopeName;
     if (files.length > 1) console.log(`== ${file}`);
-    for (const line of tokenize(grammar, fs.readFileSync(path.resolve(file), 'utf8'))) {
+    for (const line of tokenize(grammar, fs.readFileSync(path.resolve(process.env.INIT_CWD || process.cwd(), file), 'utf8'))) {
       if (range && (line.line < range[0] || line.line > range[1])) continue;
       for (const t of line.tokens) {
         if (!all && t.text.trim() === '') continue;

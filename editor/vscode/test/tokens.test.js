@@ -161,3 +161,54 @@ for (const [language, text, expectations] of SNIPPETS) {
     }
   });
 }
+
+// Constructs split over lines and nested, which the examples barely use:
+// test/fixtures/multiline.{shard,rules}. [line, column, text, scope]
+const { checkSource } = require('../lib/completeness');
+const FIXTURES = {
+  'multiline.shard': [
+    [6, 17, 'k', 'entity.name.tag.axis.logical.shard'],
+    [6, 21, 'n', 'variable.other.readwrite.shard'], // a size, not an axis
+    [6, 32, 'sum', 'support.function.builtin.shard'],
+    [6, 47, 'p', 'entity.name.tag.axis.logical.shard'], // shape inside a size
+    [7, 25, 'l', 'entity.name.tag.axis.logical.shard'], // after a comment, on the next line
+    [7, 49, '2.', 'constant.numeric.float.shard'],
+    [3, 46, '.5e-2', 'constant.numeric.float.shard'],
+    [4, 3, 'on', 'variable.parameter.shard'], // config list over several lines
+    [9, 7, 'batch', 'entity.name.tag.axis.logical.shard'], // shape over several lines
+    [10, 15, '->', 'keyword.operator.arrow.shard'],
+    [11, 14, 'x', 'variable.other.readwrite.shard'],
+    [17, 8, 'mean', 'support.function.builtin.shard'],
+    [19, 13, 'momentum', 'support.function.builtin.optimizer.shard'],
+    [19, 39, '9E-1', 'constant.numeric.float.shard'],
+  ],
+  'multiline.rules': [
+    [1, 14, 'mesh', 'storage.type.mesh.shard-rules'],
+    [2, 3, 'model', 'entity.other.attribute-name.axis.mesh.shard-rules'],
+    [5, 13, 'model', 'entity.other.attribute-name.axis.mesh.shard-rules'],
+    [7, 5, 'none', 'constant.language.none.shard-rules'],
+    [8, 3, 'hidden', 'entity.name.tag.axis.logical.shard-rules'],
+    [9, 5, '->', 'keyword.operator.arrow.shard-rules'],
+    [9, 8, 'model', 'entity.other.attribute-name.axis.mesh.shard-rules'],
+    [12, 5, 'data', 'entity.other.attribute-name.axis.mesh.shard-rules'],
+    [12, 19, 'model', 'entity.other.attribute-name.axis.mesh.shard-rules'],
+    [13, 1, 'override', 'storage.type.override.shard-rules'],
+  ],
+};
+
+for (const [name, expectations] of Object.entries(FIXTURES)) {
+  test(`fixture ${name}: complete, and multi-line constructs keep their scopes`, async () => {
+    const file = path.join(__dirname, 'fixtures', name);
+    const language = languageForFile(file);
+    const grammar = await loadGrammar(language);
+    const text = fs.readFileSync(file, 'utf8');
+    const problems = checkSource(grammar, language, text, name);
+    assert.deepStrictEqual(problems, [], problems.join('\n'));
+    const lines = tokenize(grammar, text);
+    for (const [line, col, text, scope] of expectations) {
+      const tok = lines[line - 1].tokens.find((t) => t.start === col - 1);
+      assert.ok(tok && tok.text === text, `${name}:${line}:${col}: expected token ${JSON.stringify(text)}, got ${tok && JSON.stringify(tok.text)}`);
+      assertScope({ ...tok, line }, scope, name);
+    }
+  });
+}

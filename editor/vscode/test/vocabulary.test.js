@@ -100,3 +100,9 @@ test('g4 literal extraction keeps comments and quoted comment markers apart', ()
   assert.ok(!model.some((l) => l.literal === 'nn'), 'comment text taken for a literal');
   assert.ok(model.some((l) => l.literal === 'true' && l.label === 'boolExpr'));
 });
+
+test('the grammar lists no builtin that Builtins.def lacks (npm run sync-builtins)', () => {
+  const { spawnSync } = require('child_process');
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'scripts', 'sync-builtins.js'), '--check'], { encoding: 'utf8' });
+  assert.strictEqual(r.status, 0, r.stderr + r.stdout);
+});
