@@ -2,6 +2,7 @@
 
 #include "shardc/Support/Diagnostics.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,7 +20,17 @@ unsigned DiagnosticEngine::addFile(llvm::StringRef path, SMLoc includedFrom) {
       fileError(path, message);
     return 0;
   }
-  return sourceMgr.AddNewSourceBuffer(std::move(*buffer), includedFrom);
+  // Files under the working folder (the stdlib, usually) read better relative.
+  llvm::SmallString<256> cwd;
+  llvm::StringRef shown = path;
+  if (!llvm::sys::fs::current_path(cwd)) {
+    cwd += llvm::sys::path::get_separator();
+    shown.consume_front(cwd);
+  }
+  std::unique_ptr<llvm::MemoryBuffer> named =
+      shown == path ? std::move(*buffer)
+                    : llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), shown);
+  return sourceMgr.AddNewSourceBuffer(std::move(named), includedFrom);
 }
 
 void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
