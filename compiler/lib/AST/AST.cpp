@@ -1,6 +1,7 @@
 //===- AST.cpp - names and expression printing ----------------------------===//
 
 #include "shardc/AST/AST.h"
+#include "shardc/AST/RulesAST.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -137,4 +138,22 @@ std::string shardc::printShape(const std::vector<DimAST> &dims) {
   llvm::raw_string_ostream os(out);
   printDims(dims, os);
   return out;
+}
+
+std::vector<std::string> MeshTargetAST::axisNames() const {
+  std::vector<std::string> names;
+  for (const auto &axis : axes)
+    names.push_back(axis.first);
+  return names;
+}
+
+std::string shardc::formatMeshAxes(const std::vector<std::string> &axes) {
+  if (axes.empty())
+    return "none";
+  if (axes.size() == 1)
+    return axes[0];
+  std::string out;
+  for (const auto &a : axes)
+    out += (out.empty() ? "(" : ", ") + a;
+  return out + ")";
 }

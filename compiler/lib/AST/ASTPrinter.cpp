@@ -83,16 +83,7 @@ public:
     }
   }
 
-  static std::string target(const MeshTargetAST &t) {
-    if (t.axes.empty())
-      return "none";
-    if (t.axes.size() == 1)
-      return t.axes[0].first;
-    std::string out;
-    for (const auto &[axis, range] : t.axes)
-      out += (out.empty() ? "(" : ", ") + axis;
-    return out + ")";
-  }
+  static std::string target(const MeshTargetAST &t) { return formatMeshAxes(t.axisNames()); }
 
   void rules(const RulesFileAST &r) {
     line(0, SMRange(), "rules '" + r.path + "'");

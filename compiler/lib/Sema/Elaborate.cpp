@@ -69,6 +69,17 @@ std::string describeKind(const Value &v) {
   return "?";
 }
 
+ArgKind argKindOf(ScalarKind kind) {
+  switch (kind) {
+  case ScalarKind::Int: return ArgKind::Int;
+  case ScalarKind::Float: return ArgKind::Float;
+  case ScalarKind::Bool: return ArgKind::Bool;
+  case ScalarKind::String: return ArgKind::String;
+  case ScalarKind::Axis: return ArgKind::Axis;
+  }
+  return ArgKind::Int;
+}
+
 /// Axis sizes known in one scope (a block instance or the model), with where
 /// each was learnt.
 struct AxisEnv {
@@ -344,10 +355,7 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(c.range, "a model cannot take axis parameters; name the axis directly");
       continue;
     }
-    SignatureParam sig{c.name, c.kind == ScalarKind::Int ? ArgKind::Int
-                               : c.kind == ScalarKind::Float ? ArgKind::Float
-                               : c.kind == ScalarKind::Bool  ? ArgKind::Bool
-                                                             : ArgKind::String};
+    SignatureParam sig{c.name, argKindOf(c.kind)};
     Value v = evalArgument(sig, c.defaultValue.get(), scope, ctx, c.range);
     if (v.ok())
       declare(c.name, c.range, v);
@@ -1059,11 +1067,7 @@ Value Elaborator::instantiate(const BlockAST &block, const CallExpr &call, Scope
   for (const ConfigParamAST &c : block.config) {
     SignatureParam p;
     p.name = c.name;
-    p.kind = c.kind == ScalarKind::Int      ? ArgKind::Int
-             : c.kind == ScalarKind::Float  ? ArgKind::Float
-             : c.kind == ScalarKind::Bool   ? ArgKind::Bool
-             : c.kind == ScalarKind::String ? ArgKind::String
-                                            : ArgKind::Axis;
+    p.kind = argKindOf(c.kind);
     p.hasDefault = c.defaultValue != nullptr;
     signature.push_back(p);
   }

@@ -49,29 +49,13 @@ bool globMatch(llvm::StringRef pattern, llvm::StringRef path) {
   return globMatch(pattern.drop_front(1), path.drop_front(1));
 }
 
-std::string targetText(const MeshTargetAST &t) {
-  if (t.axes.empty())
-    return "none";
-  if (t.axes.size() == 1)
-    return t.axes[0].first;
-  std::string out;
-  for (const auto &axis : t.axes)
-    out += (out.empty() ? "(" : ", ") + axis.first;
-  return out + ")";
-}
-
-std::vector<std::string> targetAxes(const MeshTargetAST &t) {
-  std::vector<std::string> axes;
-  for (const auto &axis : t.axes)
-    axes.push_back(axis.first);
-  return axes;
-}
+std::string targetText(const MeshTargetAST &t) { return formatMeshAxes(t.axisNames()); }
 
 bool sameSpec(const OverrideAST &a, const OverrideAST &b) {
   if (a.dims.size() != b.dims.size())
     return false;
   for (size_t i = 0; i < a.dims.size(); ++i)
-    if (targetAxes(a.dims[i]) != targetAxes(b.dims[i]))
+    if (a.dims[i].axisNames() != b.dims[i].axisNames())
       return false;
   return true;
 }
@@ -165,7 +149,7 @@ private:
         ruleFor[rule.logicalAxis] = &rule;
         continue;
       }
-      if (targetAxes(it->second->target) != targetAxes(rule.target)) {
+      if (it->second->target.axisNames() != rule.target.axisNames()) {
         diags.error(rule.range, "conflicting rules for logical axis '" + rule.logicalAxis +
                                     "': -> " + targetText(rule.target) + " here, -> " +
                                     targetText(it->second->target) + " before");
@@ -221,11 +205,11 @@ private:
     for (size_t i = 0; i < t.type.dims.size(); ++i) {
       DimSharding d;
       if (override) {
-        d.meshAxes = targetAxes(override->dims[i]);
+        d.meshAxes = override->dims[i].axisNames();
         d.reason = "override \"" + override->pattern + "\"";
         d.cause = override->dims[i].range;
       } else if (auto it = ruleFor.find(t.type.dims[i].axis); it != ruleFor.end()) {
-        d.meshAxes = targetAxes(it->second->target);
+        d.meshAxes = it->second->target.axisNames();
         d.reason = "rule " + it->second->logicalAxis + " -> " + targetText(it->second->target);
         d.cause = it->second->range;
       } else {

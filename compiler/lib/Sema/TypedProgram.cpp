@@ -1,6 +1,7 @@
 //===- TypedProgram.cpp ---------------------------------------------------===//
 
 #include "shardc/Sema/TypedProgram.h"
+#include "shardc/AST/RulesAST.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,21 +22,10 @@ std::string TensorType::str() const {
   return out + "]";
 }
 
-static std::string meshAxesStr(const std::vector<std::string> &axes) {
-  if (axes.empty())
-    return "none";
-  if (axes.size() == 1)
-    return axes[0];
-  std::string out;
-  for (const auto &a : axes)
-    out += (out.empty() ? "(" : ", ") + a;
-  return out + ")";
-}
-
 std::string Sharding::str() const {
   std::string out = "[";
   for (size_t i = 0; i < dims.size(); ++i)
-    out += (i ? ", " : "") + meshAxesStr(dims[i].meshAxes);
+    out += (i ? ", " : "") + formatMeshAxes(dims[i].meshAxes);
   return out + "]";
 }
 

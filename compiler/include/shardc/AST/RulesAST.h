@@ -28,7 +28,11 @@ struct MeshAST {
 struct MeshTargetAST {
   SMRange range;
   std::vector<std::pair<std::string, SMRange>> axes;
+  std::vector<std::string> axisNames() const;
 };
+
+/// `none`, `data` or `(data, model)`: how rules files spell mesh axes.
+std::string formatMeshAxes(const std::vector<std::string> &axes);
 
 struct RuleAST {
   std::string logicalAxis;
