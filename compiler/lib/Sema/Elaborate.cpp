@@ -162,6 +162,8 @@ private:
   Value callInstance(Instance &inst, const CallExpr &call, Scope &scope, GraphContext &ctx);
   std::optional<unsigned> inlineForward(Instance &inst, const std::vector<unsigned> &args,
                                         GraphContext &ctx, SMRange call);
+  std::optional<unsigned> inlineForwardBody(Instance &inst, const std::vector<unsigned> &args,
+                                            GraphContext &ctx, SMRange call);
   bool bindForwardArgs(Instance &inst, const std::vector<TensorType> &types,
                        const std::vector<Argument> &args);
   void createMembers(Instance &inst, GraphContext &ctx);
@@ -192,6 +194,7 @@ private:
   std::vector<std::unique_ptr<Instance>> instances;
   Instance modelOwner;
   std::set<std::string> usedPaths;
+  std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
 };
 
 //===----------------------------------------------------------------------===//
@@ -459,11 +462,11 @@ void Elaborator::elaborateModel(const ModelAST &model) {
 
 /// `let name = value [: constraint]` in a model, block or forward function.
 void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std::string &prefix) {
-  // A failed definition still binds its name, poisoned, so uses stay quiet.
-  scope.names[l.name] = Value();
   Value v = eval(*l.value, scope, ctx);
-  if (!v.ok())
+  if (!v.ok()) {
+    scope.names[l.name] = v; // poisoned: later uses stay quiet
     return;
+  }
   std::string path = prefix.empty() ? l.name : prefix + "." + l.name;
   if (v.kind == Value::InstanceRef && v.instance->path.empty()) {
     v.instance->path = path;
@@ -1267,6 +1270,24 @@ void Elaborator::createMembers(Instance &inst, GraphContext &ctx) {
 /// Inlines the forward function of `inst` on `args` into ctx's graph.
 std::optional<unsigned> Elaborator::inlineForward(Instance &inst, const std::vector<unsigned> &args,
                                                   GraphContext &ctx, SMRange call) {
+  const ForwardAST &fwd = inst.block->forwards[0];
+  if (llvm::is_contained(elaborating, inst.block)) {
+    std::string chain;
+    for (const BlockAST *b : elaborating)
+      chain += b->name + " -> ";
+    diags.error(call, "block '" + inst.block->name + "' uses itself: " + chain +
+                          inst.block->name + " (recursive blocks are not supported)");
+    return std::nullopt;
+  }
+  elaborating.push_back(inst.block);
+  auto result = inlineForwardBody(inst, args, ctx, call);
+  elaborating.pop_back();
+  return result;
+}
+
+std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
+                                                      const std::vector<unsigned> &args,
+                                                      GraphContext &ctx, SMRange call) {
   const ForwardAST &fwd = inst.block->forwards[0];
   if (!inst.elaborated) {
     inst.elaborated = true;
