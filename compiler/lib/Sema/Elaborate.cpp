@@ -473,6 +473,7 @@ void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std
     if (!usedPaths.insert(path).second)
       diags.error(l.range, "the path '" + path + "' is used by another instance");
   }
+  scope.names[l.name] = Value(); // poisoned unless the checks below pass
   if (l.constraint) {
     if (v.kind != Value::Tensor) {
       diags.error(l.constraintRange, "only tensors take a sharding constraint; '" + l.name +
