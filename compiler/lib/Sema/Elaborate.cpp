@@ -576,8 +576,16 @@ Value Elaborator::evalName(const NameExpr &name, Scope &scope) {
 
 Value Elaborator::eval(const Expr &expr, Scope &scope, GraphContext &ctx) {
   switch (expr.kind) {
-  case ExprKind::Name:
-    return evalName(static_cast<const NameExpr &>(expr), scope);
+  case ExprKind::Name: {
+    Value v = evalName(static_cast<const NameExpr &>(expr), scope);
+    // Sizes, config defaults and initialiser arguments are compile-time.
+    if (v.kind == Value::Tensor && !ctx.graph) {
+      diags.error(expr.range, "'" + static_cast<const NameExpr &>(expr).name +
+                                  "' is a tensor; a compile-time value is needed here");
+      return {};
+    }
+    return v;
+  }
   case ExprKind::Int: {
     Value v;
     v.kind = Value::Int;

@@ -21,8 +21,32 @@ RULES_TOKENS = "mesh rules override none ( ) { } [ ] , : = -> data model batch 2
 rng = random.Random(20261122)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+SEEDS = [open(os.path.join(ROOT, p)).read().split(" ") for p in
+         ("examples/mlp/mlp.shard", "examples/cnn/cnn.shard", "stdlib/nn.shard",
+          "test/Sema/conv-pool.shard", "test/Sema/instances.shard")]
+
+
+def mutate(words, tokens):
+    """A real model file with a few words deleted, duplicated or replaced."""
+    words = list(words)
+    for _ in range(rng.randrange(1, 6)):
+        at = rng.randrange(len(words))
+        op = rng.randrange(3)
+        if op == 0:
+            del words[at]
+        elif op == 1:
+            words.insert(at, words[rng.randrange(len(words))])
+        else:
+            words[at] = rng.choice(tokens)
+    return " ".join(words)
+
+
 def sample(i, tokens):
-    kind = i % 4
+    kind = i % 5
+    if kind == 4 and tokens is MODEL_TOKENS:
+        return mutate(rng.choice(SEEDS), tokens).encode()
     if kind == 0:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 600)))
     if kind == 1:
@@ -40,7 +64,8 @@ for i in range(count):
         f.write(sample(i, MODEL_TOKENS))
     with open(rules, "wb") as f:
         f.write(sample(i + 2, RULES_TOKENS))
-    for args in ([model, "--rules", rules], [model, "--emit=ast"], [rules.replace(".rules", ".shard"), "--rules", rules]):
+    good_rules = os.path.join(ROOT, "examples", "mlp", "tp.rules")
+    for args in ([model, "--rules", rules], [model, "--rules", good_rules], [model, "--emit=ast"]):
         try:
             run = subprocess.run([shardc] + args, capture_output=True, timeout=20)
         except subprocess.TimeoutExpired:
