@@ -13,5 +13,7 @@ config.test_exec_root = os.path.join(config.shardc_obj_root, "test")
 config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))
 config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
+config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
+config.substitutions.append(("%shardrt_bin", os.path.join(config.shardc_obj_root, "bin")))
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])

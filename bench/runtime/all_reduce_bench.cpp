@@ -1,0 +1,69 @@
+// shardrt-bench-all-reduce [MIB] [REPEATS]: shardrt_all_reduce_f32 against a plain
+// MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh).
+//
+// Each repeat times both, one after the other, so the machine's noise hits both alike.
+// Prints one JSON object on rank 0 with the medians in milliseconds.
+#include "shardrt/shardrt.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+template <typename Call> double timed(Call call) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  call();
+  double local = MPI_Wtime() - start, slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest * 1e3;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int numRanks = 1;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &numRanks);
+  int64_t meshSize = numRanks;
+  shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
+
+  const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 64;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 10;
+  const int64_t count = mib * (1 << 20) / sizeof(float);
+  std::vector<float> buffer(count, 1.0f);
+  const uint32_t allAxes = 1;
+
+  // One untimed call each: the scratch buffer's first touch, MPI's connections.
+  shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
+  MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                MPI_COMM_WORLD);
+  std::vector<double> shardrt, mpi;
+  for (int r = 0; r < repeats; ++r) {
+    shardrt.push_back(timed([&] {
+      shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
+    }));
+    mpi.push_back(timed([&] {
+      MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+    }));
+  }
+  if (shardrt_rank() == 0)
+    std::printf("{\"bench\": \"all_reduce_f32\", \"ranks\": %d, \"mib\": %lld, "
+                "\"repeats\": %d, \"shardrt_median_ms\": %.2f, "
+                "\"mpi_allreduce_median_ms\": %.2f}\n",
+                numRanks, static_cast<long long>(mib), repeats, median(shardrt), median(mpi));
+  shardrt_finalize();
+  MPI_Finalize();
+  return 0;
+}

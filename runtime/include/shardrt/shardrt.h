@@ -1,0 +1,193 @@
+/* shardrt.h - the C ABI of libshardrt, the runtime that shardc's generated SPMD code
+ * calls.
+ *
+ * Every rank of an `mpirun` job runs the same program on its shard of the data. The
+ * runtime knows the device mesh (named axes with sizes, one MPI rank per device), runs
+ * collectives over subsets of the mesh axes, and fills parameter shards with random
+ * numbers that do not depend on the layout.
+ *
+ * Conventions used throughout:
+ *  - Ranks map to mesh coordinates row-major (the last axis varies fastest), as in
+ *    MLIR's shard dialect: on a mesh (data = 2, model = 4), rank 6 is (data 1, model 2).
+ *  - A subset of mesh axes is a bitmask, bit i standing for mesh axis i. The ranks that
+ *    share their coordinates on the axes outside the subset form a *group*; a rank's
+ *    *group index* is its row-major linear index over the subset's axes, taken in mesh
+ *    order. Collectives run within groups, and the blocks they gather, scatter or
+ *    exchange are ordered by group index. The empty subset (0) makes every rank a group
+ *    of one; the full mask makes the whole mesh one group.
+ *  - Tensors are dense, row-major, described by their number of dimensions `ndim` and
+ *    their local (per-rank) shape.
+ *  - Collectives are SPMD: every rank of the mesh makes the same sequence of calls.
+ *    The first collective on a subset creates its communicator, which is a collective
+ *    operation over the whole mesh.
+ *  - Errors in the caller's arguments (a bad axis mask, a dimension that does not
+ *    divide by the group size, ...) print `shardrt: error: ...` and abort the job.
+ *
+ * Everything is single-threaded; call from one thread per rank.
+ */
+#ifndef SHARDRT_SHARDRT_H
+#define SHARDRT_SHARDRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; these declarations are its exports. */
+#pragma GCC visibility push(default)
+
+/* ---- Mesh setup -------------------------------------------------------------- */
+
+/* Initialises MPI (unless the caller already did) and the mesh of `num_axes` axes
+ * with the given sizes. `axis_names` (may be NULL) names the axes in messages.
+ * If the number of ranks differs from the product of the axis sizes, rank 0 prints
+ * `shardrt: error: the mesh (data = 2, model = 4) needs 8 ranks, but mpirun started 3`
+ * and every rank finalizes MPI and exits with status 1. */
+void shardrt_init(int *argc, char ***argv, int num_axes, const int64_t *axis_sizes,
+                  const char *const *axis_names);
+
+/* Frees the communicators and the scratch buffer; finalizes MPI if shardrt_init
+ * initialised it. */
+void shardrt_finalize(void);
+
+int shardrt_rank(void);      /* this process's rank in the mesh (= MPI_COMM_WORLD rank) */
+int shardrt_num_ranks(void); /* the number of ranks (= product of the axis sizes) */
+int shardrt_mesh_num_axes(void);
+int64_t shardrt_mesh_axis_size(int axis);
+int64_t shardrt_mesh_coord(int axis); /* this rank's coordinate on `axis` */
+
+/* The size of this rank's group over the subset `axes` (product of those axis sizes),
+ * and this rank's index in it: the order of its block in gathers and scatters. */
+int64_t shardrt_group_size(uint32_t axes);
+int64_t shardrt_group_index(uint32_t axes);
+
+/* The number of communicators created so far (one per non-empty axis subset used;
+ * the empty subset needs none). For tests. */
+int shardrt_debug_num_communicators(void);
+
+/* ---- Collectives ------------------------------------------------------------- */
+/* All take the axis subset first. `in` and `out` must not overlap except where said.
+ * From 32 MiB on, all_reduce and reduce_scatter run a ring of point-to-point messages
+ * through the runtime's scratch buffer instead of MPI's collective: OpenMPI allocates a
+ * temporary as large as the message on every call, and above 32 MiB glibc maps fresh
+ * pages for it each time (64 MiB on 2 ranks: ~14 ms by the ring, ~120 ms by
+ * MPI_Allreduce). The environment variable SHARDRT_RING_MIN_BYTES moves the switch-over
+ * (0: always the ring). */
+
+typedef enum shardrt_reduction {
+  SHARDRT_SUM = 0,
+  SHARDRT_MAX = 1,
+  SHARDRT_MIN = 2,
+  SHARDRT_PRODUCT = 3
+} shardrt_reduction;
+
+/* out[i] = reduction over the group of in[i], for `count` elements; in == out allowed.
+ * Every rank of a group gets bitwise the same result (the ring reduces each element in
+ * one place; test/Runtime checks it for MPI's collective too). */
+void shardrt_all_reduce_f32(uint32_t axes, const float *in, float *out, int64_t count,
+                            shardrt_reduction op);
+void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int64_t count,
+                            shardrt_reduction op);
+
+/* Concatenates the group's local tensors (all of shape `local_shape`) along
+ * `gather_dim`, ordered by group index: `out` has shape local_shape with
+ * local_shape[gather_dim] multiplied by the group size. */
+void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim,
+                            const int64_t *local_shape, int gather_dim);
+void shardrt_all_gather_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                            const int64_t *local_shape, int gather_dim);
+
+/* Reduces the group's tensors of shape `in_shape` element-wise, splits the result along
+ * `scatter_dim` into group-size blocks and gives block g to the rank of group index g:
+ * `out` has shape in_shape with in_shape[scatter_dim] divided by the group size (which
+ * must divide it). */
+void shardrt_reduce_scatter_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                const int64_t *in_shape, int scatter_dim, shardrt_reduction op);
+void shardrt_reduce_scatter_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                                const int64_t *in_shape, int scatter_dim, shardrt_reduction op);
+
+/* Splits the local tensor of shape `in_shape` along `split_dim` into group-size blocks,
+ * sends block g to the rank of group index g, and concatenates the blocks received
+ * along `concat_dim`, ordered by the sender's group index: `out` has shape in_shape
+ * with in_shape[split_dim] divided by, then in_shape[concat_dim] multiplied by, the
+ * group size. split_dim == concat_dim is allowed. */
+void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim,
+                            const int64_t *in_shape, int split_dim, int concat_dim);
+void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                            const int64_t *in_shape, int split_dim, int concat_dim);
+
+/* ---- Counter-based random numbers ----------------------------------------------- */
+/* A parameter's value at global element index n (row-major over the global shape) is a
+ * function of (seed, parameter path, n) only, so every sharding of a parameter holds
+ * the same numbers as the unsharded one. The generator is Philox4x32-10 (Salmon et al.,
+ * "Parallel random numbers: as easy as 1, 2, 3", SC'11) with
+ *   key     = the 64-bit FNV-1a hash of the path (low word first),
+ *   counter = (n low, n high, seed low, seed high).
+ * Nothing here needs shardrt_init. */
+
+/* One Philox4x32-10 block: out = philox(counter, key). */
+void shardrt_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
+/* FNV-1a, 64 bits, of the NUL-terminated `path`. */
+uint64_t shardrt_hash_path(const char *path);
+
+/* The draws at one element: uniform in [0, 1) from 24 bits of the block's first word;
+ * standard normal by Box-Muller from two 53-bit uniforms made of the block's four words
+ * (the cosine branch). */
+float shardrt_uniform01(uint64_t seed, uint64_t path_hash, uint64_t index);
+float shardrt_normal01(uint64_t seed, uint64_t path_hash, uint64_t index);
+
+/* ---- Parameter initialisers, named as in the language ------------------------------ */
+/* A shard is the block of a tensor of shape `global_shape` that starts at
+ * `local_offset` (per dimension) and has shape `local_shape`; `out` receives it densely,
+ * row-major. The random fills take the run's seed and the parameter's path
+ * (`blocks.W1`). */
+
+void shardrt_fill_zeros_f32(float *out, int64_t count);
+void shardrt_fill_ones_f32(float *out, int64_t count);
+void shardrt_fill_constant_f32(float *out, int64_t count, float value);
+
+/* normal(stddev): N(0, stddev^2). */
+void shardrt_fill_normal_f32(float *out, int ndim, const int64_t *global_shape,
+                             const int64_t *local_shape, const int64_t *local_offset, uint64_t seed,
+                             const char *path, float stddev);
+/* uniform(scale): U(-scale, scale). */
+void shardrt_fill_uniform_f32(float *out, int ndim, const int64_t *global_shape,
+                              const int64_t *local_shape, const int64_t *local_offset,
+                              uint64_t seed, const char *path, float scale);
+
+/* Variance scaling as in Flax/JAX, without truncation:
+ *   xavier_normal   N(0, 2 / (fan_in + fan_out))
+ *   xavier_uniform  U(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
+ *   lecun_normal    N(0, 1 / fan_in)
+ *   he_normal       N(0, 2 / fan_in)
+ * The caller passes the fans: shardrt_compute_fans gives them for a kernel; a stacked
+ * (scan) parameter's leading layer axis must be left out of them. */
+void shardrt_fill_xavier_normal_f32(float *out, int ndim, const int64_t *global_shape,
+                                    const int64_t *local_shape, const int64_t *local_offset,
+                                    uint64_t seed, const char *path, int64_t fan_in,
+                                    int64_t fan_out);
+void shardrt_fill_xavier_uniform_f32(float *out, int ndim, const int64_t *global_shape,
+                                     const int64_t *local_shape, const int64_t *local_offset,
+                                     uint64_t seed, const char *path, int64_t fan_in,
+                                     int64_t fan_out);
+void shardrt_fill_lecun_normal_f32(float *out, int ndim, const int64_t *global_shape,
+                                   const int64_t *local_shape, const int64_t *local_offset,
+                                   uint64_t seed, const char *path, int64_t fan_in,
+                                   int64_t fan_out);
+void shardrt_fill_he_normal_f32(float *out, int ndim, const int64_t *global_shape,
+                                const int64_t *local_shape, const int64_t *local_offset,
+                                uint64_t seed, const char *path, int64_t fan_in, int64_t fan_out);
+
+/* Fans of a kernel of shape [..., in, out] as Flax defines them: with the receptive
+ * field the product of the leading dimensions, fan_in = in * field and fan_out = out *
+ * field (a conv kernel HWIO: kh*kw*in and kh*kw*out). ndim must be at least 2. */
+void shardrt_compute_fans(int ndim, const int64_t *shape, int64_t *fan_in, int64_t *fan_out);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SHARDRT_SHARDRT_H */

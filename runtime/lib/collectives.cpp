@@ -1,0 +1,231 @@
+// Collectives over mesh-axis subsets: all_reduce, all_gather, reduce_scatter,
+// all_to_all, with MLIR shard semantics (blocks ordered by group index).
+//
+// A tensor is viewed around the dimension being split or joined as [outer, dim, inner].
+// MPI moves contiguous blocks, one per group member; cutting `dim` into G blocks, or
+// joining G blocks along it, is then the transpose [outer, G, row] <-> [G, outer, row]
+// with row = the block's extent of `dim` times `inner`. When `outer` is 1 (the
+// outermost dimension, or only size-1 dimensions before it) the blocks are already
+// contiguous and MPI reads or writes the caller's buffers directly; otherwise the
+// transposed copy goes through the scratch buffer.
+#include "element.h"
+#include "mesh.h"
+#include "ring.h"
+#include "scratch.h"
+
+#include "shardrt/shardrt.h"
+
+#include <cstring>
+
+namespace shardrt {
+namespace {
+
+struct DimView {
+  int64_t outer = 1, dim = 1, inner = 1;
+  int64_t elements() const { return outer * dim * inner; }
+};
+
+/// `shape` viewed around dimension `d`. Stops on a dimension out of range or a negative
+/// size; `role` names `d` in the message.
+DimView viewAround(int ndim, const int64_t *shape, int d, const char *caller, const char *role) {
+  if (ndim < 1 || !shape)
+    fatal("%s: the tensor needs at least one dimension (ndim = %d)", caller, ndim);
+  if (d < 0 || d >= ndim)
+    fatal("%s: %s %d is not a dimension of a %d-d tensor", caller, role, d, ndim);
+  DimView view;
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] < 0)
+      fatal("%s: dimension %d has negative size %lld", caller, i, static_cast<long long>(shape[i]));
+    (i < d ? view.outer : i == d ? view.dim : view.inner) *= shape[i];
+  }
+  return view;
+}
+
+void requireDivisible(const DimView &view, int groupSize, int d, const char *caller) {
+  if (view.dim % groupSize != 0)
+    fatal("%s: dimension %d of size %lld does not divide into %d blocks, one per rank of "
+          "the group",
+          caller, d, static_cast<long long>(view.dim), groupSize);
+}
+
+/// [outer][blocks][row] -> [blocks][outer][row]: makes each block contiguous.
+void splitBlocks(const std::byte *src, std::byte *dst, int64_t outer, int blocks, size_t rowBytes) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int b = 0; b < blocks; ++b)
+      std::memcpy(dst + (b * outer + o) * rowBytes, src + (o * blocks + b) * rowBytes, rowBytes);
+}
+
+/// [blocks][outer][row] -> [outer][blocks][row]: lays contiguous blocks side by side.
+void joinBlocks(const std::byte *src, std::byte *dst, int64_t outer, int blocks, size_t rowBytes) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int b = 0; b < blocks; ++b)
+      std::memcpy(dst + (o * blocks + b) * rowBytes, src + (b * outer + o) * rowBytes, rowBytes);
+}
+
+void copyUnlessSame(void *out, const void *in, size_t bytes) {
+  if (out != in)
+    std::memmove(out, in, bytes);
+}
+
+void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+               int64_t count, shardrt_reduction op) {
+  Group group = groupOver(axes, caller);
+  ElementType type = elementType(scalar);
+  MPI_Op mpiReduction = mpiOp(op, caller);
+  if (count < 0)
+    fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
+  if (group.size == 1 || count == 0)
+    return copyUnlessSame(out, in, count * type.bytes);
+
+  if (static_cast<int64_t>(count * type.bytes) < ringMinBytes()) {
+    MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
+                  mpiReduction, group.comm);
+    return;
+  }
+  Partition partition{count, group.size};
+  size_t blockBytes = partition.largest() * type.bytes;
+  auto [acc, recv] = scratch().regions<2>({blockBytes, blockBytes});
+  auto *bytes = static_cast<std::byte *>(out);
+  ringReduceScatter(group, type, op, static_cast<const std::byte *>(in),
+                    bytes + partition.begin(group.index) * type.bytes, partition, acc, recv);
+  ringAllGather(group, type, bytes, partition);
+}
+
+void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+               int ndim, const int64_t *localShape, int gatherDim) {
+  Group group = groupOver(axes, caller);
+  ElementType type = elementType(scalar);
+  DimView view = viewAround(ndim, localShape, gatherDim, caller, "gather dimension");
+  size_t localBytes = view.elements() * type.bytes;
+  if (group.size == 1)
+    return copyUnlessSame(out, in, localBytes);
+
+  int count = mpiCount(view.elements(), caller);
+  bool contiguous = view.outer == 1;
+  auto [gathered] = scratch().regions<1>({contiguous ? 0 : group.size * localBytes});
+  std::byte *received = contiguous ? static_cast<std::byte *>(out) : gathered;
+  MPI_Allgather(in, count, type.mpi, received, count, type.mpi, group.comm);
+  if (!contiguous)
+    joinBlocks(received, static_cast<std::byte *>(out), view.outer, group.size,
+               view.dim * view.inner * type.bytes);
+}
+
+void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+                   int ndim, const int64_t *inShape, int scatterDim, shardrt_reduction op) {
+  Group group = groupOver(axes, caller);
+  ElementType type = elementType(scalar);
+  MPI_Op mpiReduction = mpiOp(op, caller);
+  DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
+  requireDivisible(view, group.size, scatterDim, caller);
+  size_t inBytes = view.elements() * type.bytes;
+  if (group.size == 1)
+    return copyUnlessSame(out, in, inBytes);
+
+  Partition partition{view.elements(), group.size};
+  size_t blockBytes = partition.largest() * type.bytes;
+  bool contiguous = view.outer == 1;
+  bool ring = static_cast<int64_t>(inBytes) >= ringMinBytes();
+  auto [packed, acc, recv] = scratch().regions<3>(
+      {contiguous ? 0 : inBytes, ring ? blockBytes : 0, ring ? blockBytes : 0});
+  const std::byte *blocks = static_cast<const std::byte *>(in);
+  if (!contiguous) {
+    splitBlocks(blocks, packed, view.outer, group.size,
+                view.dim / group.size * view.inner * type.bytes);
+    blocks = packed;
+  }
+  if (ring)
+    ringReduceScatter(group, type, op, blocks, static_cast<std::byte *>(out), partition, acc, recv);
+  else
+    MPI_Reduce_scatter_block(blocks, out, mpiCount(partition.size(0), caller), type.mpi,
+                             mpiReduction, group.comm);
+}
+
+void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out, int ndim,
+              const int64_t *inShape, int splitDim, int concatDim) {
+  Group group = groupOver(axes, caller);
+  ElementType type = elementType(scalar);
+  DimView split = viewAround(ndim, inShape, splitDim, caller, "split dimension");
+  DimView concat = viewAround(ndim, inShape, concatDim, caller, "concat dimension");
+  requireDivisible(split, group.size, splitDim, caller);
+  size_t inBytes = split.elements() * type.bytes;
+  if (group.size == 1)
+    return copyUnlessSame(out, in, inBytes);
+
+  // The blocks sent have the input's shape with the split dimension cut G-fold; view
+  // them around the concat dimension to lay the received ones side by side.
+  if (splitDim < concatDim)
+    concat.outer /= group.size;
+  else if (splitDim > concatDim)
+    concat.inner /= group.size;
+  else
+    concat.dim /= group.size;
+
+  int blockCount = mpiCount(split.elements() / group.size, caller);
+  bool sendContiguous = split.outer == 1, recvContiguous = concat.outer == 1;
+  auto [packed, received] =
+      scratch().regions<2>({sendContiguous ? 0 : inBytes, recvContiguous ? 0 : inBytes});
+  const std::byte *send = static_cast<const std::byte *>(in);
+  if (!sendContiguous) {
+    splitBlocks(send, packed, split.outer, group.size,
+                split.dim / group.size * split.inner * type.bytes);
+    send = packed;
+  }
+  std::byte *receive = recvContiguous ? static_cast<std::byte *>(out) : received;
+  MPI_Alltoall(send, blockCount, type.mpi, receive, blockCount, type.mpi, group.comm);
+  if (!recvContiguous)
+    joinBlocks(receive, static_cast<std::byte *>(out), concat.outer, group.size,
+               concat.dim * concat.inner * type.bytes);
+}
+
+} // namespace
+} // namespace shardrt
+
+using namespace shardrt;
+
+extern "C" {
+
+void shardrt_all_reduce_f32(uint32_t axes, const float *in, float *out, int64_t count,
+                            shardrt_reduction op) {
+  allReduce("shardrt_all_reduce_f32", Scalar::F32, axes, in, out, count, op);
+}
+
+void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int64_t count,
+                            shardrt_reduction op) {
+  allReduce("shardrt_all_reduce_i32", Scalar::I32, axes, in, out, count, op);
+}
+
+void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim,
+                            const int64_t *local_shape, int gather_dim) {
+  allGather("shardrt_all_gather_f32", Scalar::F32, axes, in, out, ndim, local_shape, gather_dim);
+}
+
+void shardrt_all_gather_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                            const int64_t *local_shape, int gather_dim) {
+  allGather("shardrt_all_gather_i32", Scalar::I32, axes, in, out, ndim, local_shape, gather_dim);
+}
+
+void shardrt_reduce_scatter_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                const int64_t *in_shape, int scatter_dim, shardrt_reduction op) {
+  reduceScatter("shardrt_reduce_scatter_f32", Scalar::F32, axes, in, out, ndim, in_shape,
+                scatter_dim, op);
+}
+
+void shardrt_reduce_scatter_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                                const int64_t *in_shape, int scatter_dim, shardrt_reduction op) {
+  reduceScatter("shardrt_reduce_scatter_i32", Scalar::I32, axes, in, out, ndim, in_shape,
+                scatter_dim, op);
+}
+
+void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim,
+                            const int64_t *in_shape, int split_dim, int concat_dim) {
+  allToAll("shardrt_all_to_all_f32", Scalar::F32, axes, in, out, ndim, in_shape, split_dim,
+           concat_dim);
+}
+
+void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
+                            const int64_t *in_shape, int split_dim, int concat_dim) {
+  allToAll("shardrt_all_to_all_i32", Scalar::I32, axes, in, out, ndim, in_shape, split_dim,
+           concat_dim);
+}
+
+} // extern "C"

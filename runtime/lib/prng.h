@@ -1,0 +1,73 @@
+// Philox4x32-10 and the draws made from it, inline because the fills call them once
+// per element.
+//
+// Philox4x32-10 is defined in Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as
+// easy as 1, 2, 3" (SC'11) and implemented in their Random123 library: ten rounds of
+// two 32x32->64-bit multiplications and a Feistel-like mix of a 128-bit counter under a
+// 64-bit key, bumped by Weyl constants between rounds. It passes BigCrush for any key,
+// and any counter can be computed directly: what a layout-independent fill needs.
+#ifndef SHARDRT_LIB_PRNG_H
+#define SHARDRT_LIB_PRNG_H
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace shardrt {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+inline PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
+  constexpr uint64_t kMultiplier0 = 0xD2511F53, kMultiplier1 = 0xCD9E8D57;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key[0] += kWeyl0;
+      key[1] += kWeyl1;
+    }
+    uint64_t product0 = kMultiplier0 * counter[0];
+    uint64_t product1 = kMultiplier1 * counter[2];
+    counter = {uint32_t(product1 >> 32) ^ counter[1] ^ key[0], uint32_t(product1),
+               uint32_t(product0 >> 32) ^ counter[3] ^ key[1], uint32_t(product0)};
+  }
+  return counter;
+}
+
+/// FNV-1a, 64 bits (Fowler, Noll, Vo): the offset basis and prime of the published
+/// definition.
+inline uint64_t fnv1a64(const char *text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const unsigned char *p = reinterpret_cast<const unsigned char *>(text); *p; ++p) {
+    hash ^= *p;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+/// The block for element `index` of the parameter whose path hashes to `pathHash`:
+/// the path picks the key, (index, seed) the counter, so different seeds can never
+/// share a counter.
+inline PhiloxCounter philoxBlock(uint64_t seed, uint64_t pathHash, uint64_t index) {
+  return philox4x32_10(
+      {uint32_t(index), uint32_t(index >> 32), uint32_t(seed), uint32_t(seed >> 32)},
+      {uint32_t(pathHash), uint32_t(pathHash >> 32)});
+}
+
+/// Uniform in [0, 1): the top 24 bits of the first word, exactly representable in f32.
+inline float uniform01(const PhiloxCounter &block) { return float(block[0] >> 8) * 0x1p-24f; }
+
+/// Standard normal by Box-Muller (cosine branch), in double: u1 in (0, 1] from words 0
+/// and 1 (never 0, so the log is finite), u2 in [0, 1) from words 2 and 3.
+inline double normal01(const PhiloxCounter &block) {
+  uint64_t bits1 = (uint64_t(block[1]) << 32 | block[0]) >> 11;
+  uint64_t bits2 = (uint64_t(block[3]) << 32 | block[2]) >> 11;
+  double u1 = double(bits1 + 1) * 0x1p-53;
+  double u2 = double(bits2) * 0x1p-53;
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+}
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_PRNG_H

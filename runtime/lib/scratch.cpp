@@ -1,0 +1,46 @@
+// The scratch buffer: mmap'd, huge-page backed, grown geometrically, never shrunk.
+#include "scratch.h"
+#include "mesh.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace shardrt {
+
+namespace {
+constexpr size_t kHugePage = size_t(2) << 20;
+} // namespace
+
+std::byte *ScratchBuffer::reserve(size_t bytes) {
+  if (bytes <= capacity_)
+    return data_;
+  // Doubling keeps a run of ever larger calls to O(log) growths; whole huge pages
+  // because the kernel backs only aligned 2 MiB ranges with them.
+  size_t wanted = std::max(bytes, 2 * capacity_);
+  wanted = (wanted + kHugePage - 1) / kHugePage * kHugePage;
+  release();
+  void *memory = mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
+    fatal("cannot map %zu bytes of scratch memory: %s", wanted, std::strerror(errno));
+  madvise(memory, wanted, MADV_HUGEPAGE); // advice only: without THP it still works
+  data_ = static_cast<std::byte *>(memory);
+  capacity_ = wanted;
+  return data_;
+}
+
+void ScratchBuffer::release() {
+  if (data_)
+    munmap(data_, capacity_);
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
+ScratchBuffer &scratch() {
+  static ScratchBuffer buffer;
+  return buffer;
+}
+
+} // namespace shardrt

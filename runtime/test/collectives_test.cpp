@@ -1,0 +1,363 @@
+// shardrt-test-collectives SIZE...: every collective on every subset of the mesh's
+// axes, checked element by element.
+//
+// Run under `mpirun -np <product of the sizes>`. Rank r fills its input with
+// value(r, i), a formula of its rank and the element's linear index, so the expected
+// output can be computed here without communication: the test finds each group's
+// members and their order itself (by enumerating the mesh and sorting coordinate
+// tuples), not through the runtime's index arithmetic. All values are small integers,
+// exact in f32 whatever the reduction order. Prints `collectives: N checks passed` on
+// rank 0; exits non-zero on any mismatch, on any rank.
+#include "shardrt/shardrt.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Index = std::vector<int64_t>;
+
+std::vector<int64_t> meshSizes;
+int myRank = 0;
+int64_t checks = 0, failures = 0;
+
+/// The coordinates of every rank, in rank order: the row-major enumeration of the mesh
+/// (last axis fastest), made by counting like an odometer.
+std::vector<Index> allCoordinates() {
+  std::vector<Index> result;
+  Index coord(meshSizes.size(), 0);
+  for (;;) {
+    result.push_back(coord);
+    int a = static_cast<int>(meshSizes.size()) - 1;
+    while (a >= 0 && ++coord[a] == meshSizes[a])
+      coord[a--] = 0;
+    if (a < 0)
+      return result;
+  }
+}
+
+/// The ranks of my group over `mask`, ordered by their coordinates on the mask's axes.
+std::vector<int> groupMembers(uint32_t mask) {
+  std::vector<Index> coords = allCoordinates();
+  auto onAxes = [&](int rank, bool inMask) {
+    Index picked;
+    for (size_t a = 0; a < meshSizes.size(); ++a)
+      if (((mask >> a) & 1u) == static_cast<uint32_t>(inMask))
+        picked.push_back(coords[rank][a]);
+    return picked;
+  };
+  std::vector<int> members;
+  for (int r = 0; r < static_cast<int>(coords.size()); ++r)
+    if (onAxes(r, false) == onAxes(myRank, false))
+      members.push_back(r);
+  std::sort(members.begin(), members.end(),
+            [&](int a, int b) { return onAxes(a, true) < onAxes(b, true); });
+  return members;
+}
+
+int64_t elements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+Index unravel(int64_t linear, const Shape &shape) {
+  Index index(shape.size());
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    index[d] = linear % shape[d];
+    linear /= shape[d];
+  }
+  return index;
+}
+
+int64_t ravel(const Index &index, const Shape &shape) {
+  int64_t linear = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    linear = linear * shape[d] + index[d];
+  return linear;
+}
+
+/// The value rank `rank` puts at linear index `i`: products need small factors to stay
+/// exact; the others distinguish every (rank, index).
+int64_t value(int rank, int64_t i, shardrt_reduction op) {
+  if (op == SHARDRT_PRODUCT)
+    return 1 + (rank * 7 + i) % 3;
+  return rank * 4096 + i;
+}
+
+int64_t reduce(shardrt_reduction op, int64_t a, int64_t b) {
+  switch (op) {
+  case SHARDRT_SUM:
+    return a + b;
+  case SHARDRT_MAX:
+    return std::max(a, b);
+  case SHARDRT_MIN:
+    return std::min(a, b);
+  case SHARDRT_PRODUCT:
+    return a * b;
+  }
+  return 0;
+}
+
+const char *opName(shardrt_reduction op) {
+  const char *names[] = {"sum", "max", "min", "product"};
+  return names[op];
+}
+
+std::string describe(const Shape &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+/// Compares `got` with expected(i) for every i.
+template <typename T>
+void expectAll(const std::string &what, const std::vector<T> &got,
+               const std::function<int64_t(int64_t)> &expected) {
+  for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
+    ++checks;
+    int64_t want = expected(i);
+    if (got[i] != static_cast<T>(want)) {
+      if (++failures <= 10)
+        std::fprintf(stderr, "rank %d: %s: element %lld is %g, expected %lld\n", myRank,
+                     what.c_str(), static_cast<long long>(i), static_cast<double>(got[i]),
+                     static_cast<long long>(want));
+    }
+  }
+}
+
+void expectEqual(const std::string &what, int64_t got, int64_t want) {
+  ++checks;
+  if (got != want && ++failures <= 10)
+    std::fprintf(stderr, "rank %d: %s is %lld, expected %lld\n", myRank, what.c_str(),
+                 static_cast<long long>(got), static_cast<long long>(want));
+}
+
+template <typename T> std::vector<T> filled(int64_t n, shardrt_reduction op = SHARDRT_SUM) {
+  std::vector<T> data(n);
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = static_cast<T>(value(myRank, i, op));
+  return data;
+}
+
+// The runtime's typed entry points, chosen by element type.
+void allReduce(uint32_t m, const float *in, float *out, int64_t n, shardrt_reduction op) {
+  shardrt_all_reduce_f32(m, in, out, n, op);
+}
+void allReduce(uint32_t m, const int32_t *in, int32_t *out, int64_t n, shardrt_reduction op) {
+  shardrt_all_reduce_i32(m, in, out, n, op);
+}
+void allGather(uint32_t m, const float *in, float *out, const Shape &s, int d) {
+  shardrt_all_gather_f32(m, in, out, static_cast<int>(s.size()), s.data(), d);
+}
+void allGather(uint32_t m, const int32_t *in, int32_t *out, const Shape &s, int d) {
+  shardrt_all_gather_i32(m, in, out, static_cast<int>(s.size()), s.data(), d);
+}
+void reduceScatter(uint32_t m, const float *in, float *out, const Shape &s, int d,
+                   shardrt_reduction op) {
+  shardrt_reduce_scatter_f32(m, in, out, static_cast<int>(s.size()), s.data(), d, op);
+}
+void reduceScatter(uint32_t m, const int32_t *in, int32_t *out, const Shape &s, int d,
+                   shardrt_reduction op) {
+  shardrt_reduce_scatter_i32(m, in, out, static_cast<int>(s.size()), s.data(), d, op);
+}
+void allToAll(uint32_t m, const float *in, float *out, const Shape &s, int split, int concat) {
+  shardrt_all_to_all_f32(m, in, out, static_cast<int>(s.size()), s.data(), split, concat);
+}
+void allToAll(uint32_t m, const int32_t *in, int32_t *out, const Shape &s, int split, int concat) {
+  shardrt_all_to_all_i32(m, in, out, static_cast<int>(s.size()), s.data(), split, concat);
+}
+
+const shardrt_reduction kOps[] = {SHARDRT_SUM, SHARDRT_MAX, SHARDRT_MIN, SHARDRT_PRODUCT};
+// Local shapes: a 3-d one (every dimension split or joined in turn, the middle and
+// innermost ones needing the block transposes) and a 1-d one.
+const Shape kShapes[] = {{2, 3, 4}, {5}};
+
+template <typename T>
+void checkAllReduce(const char *type, uint32_t mask, const std::vector<int> &members) {
+  // 37: no group size divides it, so the ring's blocks are uneven; 3: fewer elements
+  // than ranks, so some blocks are empty.
+  for (int64_t count : {37, 3})
+    for (shardrt_reduction op : kOps) {
+      auto expected = [&](int64_t i) {
+        int64_t acc = value(members[0], i, op);
+        for (size_t m = 1; m < members.size(); ++m)
+          acc = reduce(op, acc, value(members[m], i, op));
+        return acc;
+      };
+      std::string what = std::string("all_reduce ") + opName(op) + " " + type + " " +
+                         std::to_string(count) + " elements, axes 0x" + std::to_string(mask);
+      std::vector<T> in = filled<T>(count, op), out(count);
+      allReduce(mask, in.data(), out.data(), count, op);
+      expectAll(what, out, expected);
+      expectAll(what + " (input kept)", in, [&](int64_t i) { return value(myRank, i, op); });
+      allReduce(mask, in.data(), in.data(), count, op);
+      expectAll(what + " in place", in, expected);
+    }
+}
+
+/// With values whose sum depends on the order of additions, every member of a group
+/// must still hold bitwise the same all_reduce result (replicated parameters would drift
+/// apart otherwise), close to the exact sum.
+void checkReplicasAgree(uint32_t mask, const std::vector<int> &members) {
+  const int64_t count = 1000;
+  auto valueAt = [](int rank, int64_t i) { return std::sin(rank * 1.7 + i * 0.37) * 1e3; };
+  std::vector<float> in(count), out(count);
+  for (int64_t i = 0; i < count; ++i)
+    in[i] = static_cast<float>(valueAt(myRank, i));
+  allReduce(mask, in.data(), out.data(), count, SHARDRT_SUM);
+  std::vector<float> everyone(count * shardrt_num_ranks());
+  MPI_Allgather(out.data(), count, MPI_FLOAT, everyone.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
+  for (int member : members) {
+    ++checks;
+    if (std::memcmp(&everyone[member * count], out.data(), count * sizeof(float)) != 0 &&
+        ++failures <= 10)
+      std::fprintf(stderr, "rank %d: all_reduce over 0x%x differs from rank %d's\n", myRank, mask,
+                   member);
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    double exact = 0, magnitude = 0;
+    for (int member : members) {
+      exact += static_cast<float>(valueAt(member, i));
+      magnitude += std::fabs(valueAt(member, i));
+    }
+    ++checks;
+    if (std::fabs(out[i] - exact) > 1e-6 * magnitude && ++failures <= 10)
+      std::fprintf(stderr,
+                   "rank %d: inexact all_reduce over 0x%x: element %lld is %.9g, "
+                   "expected %.9g\n",
+                   myRank, mask, static_cast<long long>(i), out[i], exact);
+  }
+}
+
+template <typename T>
+void checkAllGather(const char *type, uint32_t mask, const std::vector<int> &members) {
+  const int64_t groupSize = members.size();
+  for (const Shape &local : kShapes)
+    for (int d = 0; d < static_cast<int>(local.size()); ++d) {
+      Shape outShape = local;
+      outShape[d] *= groupSize;
+      std::vector<T> in = filled<T>(elements(local)), out(elements(outShape));
+      allGather(mask, in.data(), out.data(), local, d);
+      expectAll(std::string("all_gather ") + type + " " + describe(local) + " dim " +
+                    std::to_string(d) + " axes 0x" + std::to_string(mask),
+                out, [&](int64_t i) {
+                  Index q = unravel(i, outShape);
+                  int64_t from = q[d] / local[d];
+                  q[d] %= local[d];
+                  return value(members[from], ravel(q, local), SHARDRT_SUM);
+                });
+    }
+}
+
+template <typename T>
+void checkReduceScatter(const char *type, uint32_t mask, const std::vector<int> &members,
+                        int64_t myIndex) {
+  const int64_t groupSize = members.size();
+  for (shardrt_reduction op : kOps)
+    for (const Shape &block : kShapes)
+      for (int d = 0; d < static_cast<int>(block.size()); ++d) {
+        Shape inShape = block;
+        inShape[d] *= groupSize;
+        std::vector<T> in = filled<T>(elements(inShape), op), out(elements(block));
+        reduceScatter(mask, in.data(), out.data(), inShape, d, op);
+        expectAll(std::string("reduce_scatter ") + opName(op) + " " + type + " " +
+                      describe(inShape) + " dim " + std::to_string(d) + " axes 0x" +
+                      std::to_string(mask),
+                  out, [&](int64_t i) {
+                    Index p = unravel(i, block);
+                    p[d] += myIndex * block[d];
+                    int64_t at = ravel(p, inShape);
+                    int64_t acc = value(members[0], at, op);
+                    for (size_t m = 1; m < members.size(); ++m)
+                      acc = reduce(op, acc, value(members[m], at, op));
+                    return acc;
+                  });
+      }
+}
+
+template <typename T>
+void checkAllToAll(const char *type, uint32_t mask, const std::vector<int> &members,
+                   int64_t myIndex) {
+  const int64_t groupSize = members.size();
+  for (const Shape &base : kShapes)
+    for (int split = 0; split < static_cast<int>(base.size()); ++split)
+      for (int concat = 0; concat < static_cast<int>(base.size()); ++concat) {
+        Shape inShape = base, chunk = base, outShape = base;
+        inShape[split] *= groupSize; // so that the group size divides the split dim
+        outShape[concat] *= groupSize;
+        std::vector<T> in = filled<T>(elements(inShape)), out(elements(outShape));
+        allToAll(mask, in.data(), out.data(), inShape, split, concat);
+        expectAll(std::string("all_to_all ") + type + " " + describe(inShape) + " split " +
+                      std::to_string(split) + " concat " + std::to_string(concat) + " axes 0x" +
+                      std::to_string(mask),
+                  out, [&](int64_t i) {
+                    // Block `from` of the output came from member `from`: its block
+                    // number myIndex along the split dimension.
+                    Index q = unravel(i, outShape);
+                    int64_t from = q[concat] / chunk[concat];
+                    q[concat] %= chunk[concat];
+                    q[split] += myIndex * chunk[split];
+                    return value(members[from], ravel(q, inShape), SHARDRT_SUM);
+                  });
+      }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    meshSizes.push_back(std::atoll(argv[i]));
+  if (meshSizes.empty()) {
+    std::fprintf(stderr, "usage: %s SIZE... (the mesh's axis sizes)\n", argv[0]);
+    return 2;
+  }
+  shardrt_init(&argc, &argv, static_cast<int>(meshSizes.size()), meshSizes.data(), nullptr);
+  myRank = shardrt_rank();
+
+  const uint32_t numMasks = 1u << meshSizes.size();
+  for (uint32_t mask = 0; mask < numMasks; ++mask) {
+    std::vector<int> members = groupMembers(mask);
+    int64_t myIndex = std::find(members.begin(), members.end(), myRank) - members.begin();
+    expectEqual("group size over 0x" + std::to_string(mask), shardrt_group_size(mask),
+                members.size());
+    expectEqual("group index over 0x" + std::to_string(mask), shardrt_group_index(mask), myIndex);
+    checkAllReduce<float>("f32", mask, members);
+    checkAllReduce<int32_t>("i32", mask, members);
+    checkReplicasAgree(mask, members);
+    checkAllGather<float>("f32", mask, members);
+    checkAllGather<int32_t>("i32", mask, members);
+    checkReduceScatter<float>("f32", mask, members, myIndex);
+    checkReduceScatter<int32_t>("i32", mask, members, myIndex);
+    checkAllToAll<float>("f32", mask, members, myIndex);
+    checkAllToAll<int32_t>("i32", mask, members, myIndex);
+  }
+  expectEqual("communicators", shardrt_debug_num_communicators(), numMasks - 1);
+
+  int64_t totals[2] = {checks, failures}, sums[2];
+  MPI_Allreduce(totals, sums, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (myRank == 0) {
+    std::string mesh;
+    for (size_t a = 0; a < meshSizes.size(); ++a)
+      mesh += (a ? "x" : "") + std::to_string(meshSizes[a]);
+    if (sums[1] == 0)
+      std::printf("collectives: mesh %s, %lld checks passed\n", mesh.c_str(),
+                  static_cast<long long>(sums[0]));
+    else
+      std::printf("collectives: mesh %s, %lld of %lld checks FAILED\n", mesh.c_str(),
+                  static_cast<long long>(sums[1]), static_cast<long long>(sums[0]));
+  }
+  shardrt_finalize();
+  return sums[1] == 0 ? 0 : 1;
+}
