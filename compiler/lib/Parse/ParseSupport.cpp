@@ -267,14 +267,6 @@ void ParseSession::installErrorHandling(antlr4::Parser &parser) {
   parser.setErrorHandler(std::make_shared<SyntaxErrors>(*this));
 }
 
-void ParseSession::keepAlive(std::unique_ptr<antlr4::Lexer> l,
-                             std::unique_ptr<antlr4::CommonTokenStream> t,
-                             std::unique_ptr<antlr4::Parser> p) {
-  lexer = std::move(l);
-  tokens = std::move(t);
-  parser = std::move(p);
-}
-
 std::string shardc::parse::unquote(const std::string &literal) {
   std::string out;
   for (size_t i = 1; i + 1 < literal.size(); ++i) {

@@ -52,15 +52,16 @@ public:
   template <typename Lexer, typename Parser, typename RootFn>
   auto parse(RootFn parseRoot) -> decltype(parseRoot(std::declval<Parser &>())) {
     input = std::make_unique<antlr4::ANTLRInputStream>(source.text().str());
-    auto lexer = std::make_unique<Lexer>(input.get());
-    auto tokens = std::make_unique<antlr4::CommonTokenStream>(lexer.get());
-    auto parser = std::make_unique<Parser>(tokens.get());
-    decltype(parseRoot(*parser)) root = nullptr;
+    lexer = std::make_unique<Lexer>(input.get());
+    tokens = std::make_unique<antlr4::CommonTokenStream>(lexer.get());
+    auto typedParser = std::make_unique<Parser>(tokens.get());
+    Parser &p = *typedParser;
+    parser = std::move(typedParser);
+    decltype(parseRoot(p)) root = nullptr;
     if (lexAndCheck(*lexer, *tokens)) {
-      installErrorHandling(*parser);
-      root = parseRoot(*parser);
+      installErrorHandling(p);
+      root = parseRoot(p);
     }
-    keepAlive(std::move(lexer), std::move(tokens), std::move(parser));
     return numErrors == 0 ? root : nullptr;
   }
 
@@ -70,13 +71,11 @@ public:
 private:
   bool lexAndCheck(antlr4::Lexer &lexer, antlr4::CommonTokenStream &tokens);
   void installErrorHandling(antlr4::Parser &parser);
-  void keepAlive(std::unique_ptr<antlr4::Lexer> lexer,
-                 std::unique_ptr<antlr4::CommonTokenStream> tokens,
-                 std::unique_ptr<antlr4::Parser> parser);
 
   SourceText &source;
   DiagnosticEngine &diags;
   unsigned numErrors = 0;
+  // The parse tree points into these, so they live as long as the session.
   std::unique_ptr<antlr4::ANTLRInputStream> input;
   std::unique_ptr<antlr4::Lexer> lexer;
   std::unique_ptr<antlr4::CommonTokenStream> tokens;

@@ -94,7 +94,6 @@ struct Instance {
   std::map<std::string, std::string> axisParams; // axis parameter -> logical axis ("" unbound)
   AxisEnv axes;
   int64_t scanLength = 0;
-  SMRange createdAt;
 
   bool elaborated = false;
   std::vector<TensorType> argTypes;
@@ -1017,7 +1016,6 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     if (v.kind == Value::Tensor)
       arg.tensor = typeOf(ctx, v.node);
     arg.intValue = v.intValue;
-    arg.floatValue = v.floatValue;
     arg.stringValue = v.text;
     arg.shape = v.shape;
     args.push_back(arg);
@@ -1043,7 +1041,6 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     auto scanned = std::make_unique<Instance>(inner);
     scanned->path.clear();
     scanned->scanLength = values[1].intValue;
-    scanned->createdAt = call.range;
     Value v;
     v.kind = Value::InstanceRef;
     v.instance = scanned.get();
@@ -1088,7 +1085,6 @@ Value Elaborator::instantiate(const BlockAST &block, const CallExpr &call, Scope
     return {};
   auto inst = std::make_unique<Instance>();
   inst->block = &block;
-  inst->createdAt = call.range;
   // Defaults are evaluated in the block's own scope, after earlier parameters.
   Scope defaults{{}, inst.get(), &inst->axes, &inst->axisParams};
   for (size_t i = 0; i < block.config.size(); ++i) {
@@ -1189,8 +1185,6 @@ unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
     param.type = type;
     param.loc = loc;
     param.init = init;
-    if (!type.dims.empty() && type.dims[0].axis == kLayerAxis)
-      param.scanLength = type.dims[0].size;
     program.params.push_back(param);
     return ctx.graph->add(node);
   }

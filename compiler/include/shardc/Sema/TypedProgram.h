@@ -105,9 +105,9 @@ struct ShardedTensor {
   int64_t localBytes(const Mesh &mesh) const;
 };
 
+/// A scanned block's parameters carry a leading `layer` (kLayerAxis) dimension.
 struct Parameter : ShardedTensor {
   Initializer init;
-  int64_t scanLength = 0; // > 0: stacked by scan along a leading `layer` axis
 };
 
 struct Optimizer {
