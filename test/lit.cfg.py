@@ -5,11 +5,13 @@ import lit.formats
 
 config.name = "shardc"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".shard", ".rules", ".test"]
+config.suffixes = [".shard", ".rules", ".test", ".mlir"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.shardc_obj_root, "test")
 
+# %shardc-opt before %shardc: lit substitutes in order.
+config.substitutions.append(("%shardc-opt", os.path.join(config.shardc_obj_root, "bin", "shardc-opt")))
 config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))
 config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
