@@ -1,8 +1,871 @@
 //===- ShardToRuntime.cpp - lower shard collectives to libshardrt ---------===//
+//
+// The `shard-to-runtime` pass. It runs on a module after upstream
+// `shard-partition`: tensors have their local (per-rank) static shapes and
+// communication is explicit in shard collectives. Every such op becomes a
+// call into libshardrt (runtime/include/shardrt/shardrt.h), still at tensor
+// level, so that one-shot-bufferize runs afterwards. The runtime creates one
+// communicator per mesh-axis subset, once; upstream's convert-shard-to-mpi
+// instead splits a new communicator at every call and lowers only all_reduce.
+//
+// The algorithm:
+//  1. Reject, with an error at the op, every shard op this pass cannot lower
+//     (shard.shard, shard.sharding, broadcast, send/recv, ...): they must not
+//     survive partition.
+//  2. For each collective (all_reduce, all_gather, reduce_scatter, all_to_all)
+//     on f32 or i32 tensors of static shape:
+//     a. bufferization.to_buffer (read_only) of the input and memref.alloc of
+//        the output, both with the identity layout: the runtime wants dense
+//        row-major data, and one-shot-bufferize copies the input into a dense
+//        buffer when its buffer is a strided view. all_reduce runs in place
+//        instead: a writing to_buffer of the input, which one-shot-bufferize
+//        turns into a copy only where the input is still needed;
+//     b. pointers by memref.extract_aligned_pointer_as_index, index_cast and
+//        llvm.inttoptr (an identity layout has offset 0, so the aligned
+//        pointer is the first element);
+//     c. the local shape, where the runtime needs one, as a private constant
+//        memref.global of i64 (one per distinct shape; globals rather than
+//        allocas so that a collective inside a loop does not grow the stack);
+//     d. a func.call of the runtime function with the axis bitmask (bit i =
+//        grid axis i), then bufferization.to_tensor restrict writable of the
+//        output buffer replaces the op's result.
+//     The runtime orders a group by its axes in mesh order; shard orders it by
+//     the op's grid_axes. When grid_axes is not ascending, the blocks along
+//     the gathered / scattered / split / concatenated dimension are permuted
+//     at tensor level (expand_shape, linalg.transpose, collapse_shape) from
+//     one order into the other; all_reduce does not depend on the order.
+//  3. all_slice needs no communication: the rank's index in its group
+//     (shardrt_group_index, or mesh coordinates linearised in grid_axes
+//     order) times the result size gives the offset of a tensor.extract_slice.
+//  4. process_multi_index -> shardrt_mesh_coord per axis (0 for axes of size
+//     1); process_linear_index -> shardrt_rank; grid_shape -> constants, or
+//     shardrt_mesh_axis_size for dynamic axes; neighbors_linear_indices with
+//     one split axis -> index arithmetic.
+//  5. Erase the shard.grid ops that nothing refers to any more.
+//
+// Runtime functions are declared on first use as private func.func with
+// !llvm.ptr / i32 / i64 arguments matching the C ABI.
+//
+//===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/ShardToRuntime.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
-std::unique_ptr<mlir::Pass> shardc::createShardToRuntimePass() { return nullptr; }
-void shardc::registerShardToRuntimePass() {}
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "shard-to-runtime"
+
+using namespace mlir;
+
+namespace {
+
+// Values of shardrt_reduction (shardrt.h).
+enum RuntimeReduction : int32_t {
+  kSum = 0,
+  kMax = 1,
+  kMin = 2,
+  kProduct = 3,
+};
+
+/// Builds the runtime calls of one module: declares runtime functions and
+/// shape globals once, caching them by name.
+class RuntimeLowering {
+public:
+  RuntimeLowering(ModuleOp module)
+      : module(module), symbolTable(module), ctx(module.getContext()),
+        declBuilder(OpBuilder::atBlockBegin(module.getBody())) {}
+
+  LogicalResult lower(shard::AllReduceOp op);
+  LogicalResult lower(shard::AllGatherOp op);
+  LogicalResult lower(shard::ReduceScatterOp op);
+  LogicalResult lower(shard::AllToAllOp op);
+  LogicalResult lower(shard::AllSliceOp op);
+  LogicalResult lower(shard::ProcessMultiIndexOp op);
+  LogicalResult lower(shard::ProcessLinearIndexOp op);
+  LogicalResult lower(shard::GridShapeOp op);
+  LogicalResult lower(shard::NeighborsLinearIndicesOp op);
+
+private:
+  /// The grid of `op` and its axes, checked; the axis bitmask in `mask`.
+  FailureOr<shard::GridOp> checkGridAxes(Operation *op,
+                                         FlatSymbolRefAttr gridSym,
+                                         ArrayRef<shard::GridAxis> axes,
+                                         bool needStaticOrderSizes,
+                                         uint32_t &mask);
+  /// The element suffix ("f32"/"i32") of `t`, or an error at `op`.
+  FailureOr<StringRef> elementSuffix(Operation *op, Type t);
+  /// Checks that `v` is a ranked tensor of static shape.
+  FailureOr<RankedTensorType> staticTensor(Operation *op, Value v,
+                                           StringRef what);
+
+  func::FuncOp getOrDeclare(Operation *at, StringRef name,
+                            ArrayRef<Type> args, ArrayRef<Type> results);
+  Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
+
+  Value i32(OpBuilder &b, Location loc, int64_t v);
+  Value i64(OpBuilder &b, Location loc, int64_t v);
+  Value toPointer(OpBuilder &b, Location loc, Value memref);
+  /// Read-only dense buffer of tensor `t` as a pointer.
+  Value inputPointer(OpBuilder &b, Location loc, Value t);
+  /// A fresh dense buffer of type `t`; its pointer in `ptr`.
+  Value allocOutput(OpBuilder &b, Location loc, RankedTensorType t,
+                    Value &ptr);
+  /// Pointer to a constant i64 array holding `shape`.
+  Value shapePointer(OpBuilder &b, Location loc, ArrayRef<int64_t> shape);
+  /// Permutes the blocks of `t` along `dim` from a group order by `from` axes
+  /// to one by `to` axes (same axes, different order).
+  Value permuteBlocks(OpBuilder &b, Location loc, Value t, int64_t dim,
+                      ArrayRef<shard::GridAxis> from,
+                      ArrayRef<shard::GridAxis> to, shard::GridOp grid);
+
+  ModuleOp module;
+  SymbolTable symbolTable;
+  MLIRContext *ctx;
+  // Declarations and globals go to the top of the module, in order of use.
+  OpBuilder declBuilder;
+  llvm::StringMap<func::FuncOp> functions;
+  llvm::StringMap<memref::GlobalOp> shapeGlobals;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static bool isAscending(ArrayRef<shard::GridAxis> axes) {
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i - 1] >= axes[i])
+      return false;
+  return true;
+}
+
+static SmallVector<shard::GridAxis> sortedAxes(ArrayRef<shard::GridAxis> axes) {
+  SmallVector<shard::GridAxis> s(axes.begin(), axes.end());
+  llvm::sort(s);
+  return s;
+}
+
+static FailureOr<int32_t> runtimeReduction(Operation *op,
+                                           shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return int32_t(kSum);
+  case shard::ReductionKind::Max:
+    return int32_t(kMax);
+  case shard::ReductionKind::Min:
+    return int32_t(kMin);
+  case shard::ReductionKind::Product:
+    return int32_t(kProduct);
+  default:
+    return op->emitOpError("reduction '")
+           << shard::stringifyReductionKind(kind)
+           << "' is not supported by libshardrt (sum, max, min, product)";
+  }
+}
+
+FailureOr<shard::GridOp>
+RuntimeLowering::checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
+                               ArrayRef<shard::GridAxis> axes,
+                               bool needStaticOrderSizes, uint32_t &mask) {
+  SymbolTableCollection tables;
+  shard::GridOp grid = shard::getGridOrNull(op, gridSym, tables);
+  if (!grid)
+    return op->emitOpError("refers to an unknown grid ") << gridSym;
+  if (grid.getRank() > 32)
+    return op->emitOpError("grid has ")
+           << grid.getRank() << " axes; libshardrt supports at most 32";
+  mask = 0;
+  for (shard::GridAxis a : axes) {
+    if (a < 0 || a >= grid.getRank())
+      return op->emitOpError("grid axis ")
+             << a << " is out of range for grid " << gridSym;
+    if (mask & (1u << a))
+      return op->emitOpError("grid axis ") << a << " appears twice";
+    mask |= 1u << a;
+  }
+  // Reordering blocks between shard's and the runtime's group order needs
+  // the sizes of the axes.
+  if (needStaticOrderSizes && !isAscending(axes))
+    for (shard::GridAxis a : axes)
+      if (ShapedType::isDynamic(grid.getShape()[a]))
+        return op->emitOpError("grid_axes are not in ascending order and grid "
+                               "axis ")
+               << a << " has a dynamic size; cannot reorder the group";
+  return grid;
+}
+
+FailureOr<StringRef> RuntimeLowering::elementSuffix(Operation *op, Type t) {
+  if (t.isF32())
+    return StringRef("f32");
+  if (t.isSignlessInteger(32))
+    return StringRef("i32");
+  return op->emitOpError("element type ")
+         << t << " is not supported by libshardrt (f32 or i32)";
+}
+
+FailureOr<RankedTensorType>
+RuntimeLowering::staticTensor(Operation *op, Value v, StringRef what) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t)
+    return op->emitOpError(what)
+           << " must be a ranked tensor (run before bufferization), got "
+           << v.getType();
+  if (!t.hasStaticShape())
+    return op->emitOpError(what) << " must have a static shape, got " << t;
+  return t;
+}
+
+func::FuncOp RuntimeLowering::getOrDeclare(Operation *at, StringRef name,
+                                           ArrayRef<Type> args,
+                                           ArrayRef<Type> results) {
+  auto type = FunctionType::get(ctx, args, results);
+  if (func::FuncOp fn = functions.lookup(name))
+    return fn;
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
+    if (existing.getFunctionType() != type) {
+      at->emitOpError("needs runtime function @")
+          << name << " of type " << type << ", but the module declares "
+          << existing.getFunctionType();
+      return nullptr;
+    }
+    functions[name] = existing;
+    return existing;
+  }
+  if (module.lookupSymbol(name)) {
+    at->emitOpError("needs runtime function @")
+        << name << ", but the module defines that symbol otherwise";
+    return nullptr;
+  }
+  auto fn = func::FuncOp::create(declBuilder, module.getLoc(), name, type);
+  fn.setPrivate();
+  declBuilder.setInsertionPointAfter(fn);
+  functions[name] = fn;
+  return fn;
+}
+
+Value RuntimeLowering::call(OpBuilder &b, Location loc, func::FuncOp fn,
+                            ValueRange args) {
+  auto op = func::CallOp::create(b, loc, fn, args);
+  return op.getNumResults() ? op.getResult(0) : Value();
+}
+
+Value RuntimeLowering::i32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+Value RuntimeLowering::i64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+
+Value RuntimeLowering::toPointer(OpBuilder &b, Location loc, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value asInt =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
+                                  asInt);
+}
+
+Value RuntimeLowering::inputPointer(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, t,
+                                                   /*read_only=*/true);
+  return toPointer(b, loc, buffer);
+}
+
+Value RuntimeLowering::allocOutput(OpBuilder &b, Location loc,
+                                   RankedTensorType t, Value &ptr) {
+  auto memrefType = MemRefType::get(t.getShape(), t.getElementType());
+  // 64-byte alignment as one-shot-bufferize's own allocations.
+  Value buffer =
+      memref::AllocOp::create(b, loc, memrefType, b.getI64IntegerAttr(64));
+  ptr = toPointer(b, loc, buffer);
+  return buffer;
+}
+
+Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
+                                    ArrayRef<int64_t> shape) {
+  std::string name = "__shardrt_shape";
+  for (int64_t d : shape)
+    name += "_" + std::to_string(d);
+  auto type = MemRefType::get({int64_t(shape.size())}, b.getI64Type());
+  memref::GlobalOp global = shapeGlobals.lookup(name);
+  if (!global) {
+    auto tensorType =
+        RankedTensorType::get({int64_t(shape.size())}, b.getI64Type());
+    global = memref::GlobalOp::create(
+        declBuilder, module.getLoc(), declBuilder.getStringAttr(name),
+        declBuilder.getStringAttr("private"), TypeAttr::get(type),
+        DenseIntElementsAttr::get(tensorType, shape),
+        declBuilder.getUnitAttr(), declBuilder.getI64IntegerAttr(8));
+    declBuilder.setInsertionPointAfter(global);
+    // Renames the global if the name is taken.
+    symbolTable.insert(global, Block::iterator(global));
+    shapeGlobals[name] = global;
+  }
+  Value ref =
+      memref::GetGlobalOp::create(b, loc, type, global.getSymNameAttr().getValue());
+  return toPointer(b, loc, ref);
+}
+
+Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
+                                     int64_t dim,
+                                     ArrayRef<shard::GridAxis> from,
+                                     ArrayRef<shard::GridAxis> to,
+                                     shard::GridOp grid) {
+  auto type = cast<RankedTensorType>(t.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t groupSize = shard::collectiveProcessGroupSize(from, grid);
+  int64_t k = from.size();
+
+  // Expand `dim` into one dimension per axis (in `from` order) and the block.
+  SmallVector<int64_t> expanded;
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0, e = shape.size(); i < e; ++i) {
+    ReassociationIndices group;
+    if (i == dim) {
+      for (shard::GridAxis a : from) {
+        group.push_back(expanded.size());
+        expanded.push_back(grid.getShape()[a]);
+      }
+      group.push_back(expanded.size());
+      expanded.push_back(shape[i] / groupSize);
+    } else {
+      group.push_back(expanded.size());
+      expanded.push_back(shape[i]);
+    }
+    reassociation.push_back(group);
+  }
+  auto expandedType = RankedTensorType::get(expanded, type.getElementType());
+  Value v = tensor::ExpandShapeOp::create(b, loc, expandedType, t,
+                                          reassociation);
+
+  // Result axis dimension j holds the axis to[j], found in `from` at
+  // position p: transposed dim (dim + j) = expanded dim (dim + p).
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0, e = expanded.size(); i < e; ++i)
+    perm.push_back(i);
+  for (int64_t j = 0; j < k; ++j) {
+    auto it = llvm::find(from, to[j]);
+    perm[dim + j] = dim + (it - from.begin());
+  }
+  SmallVector<int64_t> transposed;
+  for (int64_t p : perm)
+    transposed.push_back(expanded[p]);
+  Value init =
+      tensor::EmptyOp::create(b, loc, transposed, type.getElementType());
+  v = linalg::TransposeOp::create(b, loc, v, init, perm)->getResult(0);
+  return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
+  uint32_t mask;
+  if (failed(checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                           /*needStaticOrderSizes=*/false, mask)))
+    return failure();
+  auto inType = staticTensor(op, op.getInput(), "input");
+  if (failed(inType))
+    return failure();
+  auto outType = staticTensor(op, op.getResult(), "result");
+  if (failed(outType))
+    return failure();
+  if (inType->getElementType() != outType->getElementType())
+    return op.emitOpError("converts ")
+           << inType->getElementType() << " to " << outType->getElementType()
+           << "; libshardrt reduces in the input's element type only";
+  auto suffix = elementSuffix(op, inType->getElementType());
+  if (failed(suffix))
+    return failure();
+  auto reduction = runtimeReduction(op, op.getReduction());
+  if (failed(reduction))
+    return failure();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn = getOrDeclare(
+      op, ("shardrt_all_reduce_" + *suffix).str(),
+      {b.getI32Type(), ptr, ptr, b.getI64Type(), b.getI32Type()}, {});
+  if (!fn)
+    return failure();
+  // In place (the runtime allows in == out): a writing to_buffer lets
+  // one-shot-bufferize reuse the input's buffer when the input is dead
+  // afterwards and copy it otherwise. That saves a buffer per all_reduce, and
+  // for large gradients the fresh pages of a new allocation every step. The
+  // group is a set: the result does not depend on grid_axes' order.
+  auto memrefType =
+      MemRefType::get(inType->getShape(), inType->getElementType());
+  Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType,
+                                                   op.getInput(),
+                                                   /*read_only=*/false);
+  Value inOut = toPointer(b, loc, buffer);
+  call(b, loc, fn,
+       {i32(b, loc, mask), inOut, inOut,
+        i64(b, loc, outType->getNumElements()), i32(b, loc, *reduction)});
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                            /*needStaticOrderSizes=*/true, mask);
+  if (failed(grid))
+    return failure();
+  auto inType = staticTensor(op, op.getInput(), "input");
+  if (failed(inType))
+    return failure();
+  auto outType = staticTensor(op, op.getResult(), "result");
+  if (failed(outType))
+    return failure();
+  auto suffix = elementSuffix(op, inType->getElementType());
+  if (failed(suffix))
+    return failure();
+  int64_t dim = op.getGatherAxis().getSExtValue();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn =
+      getOrDeclare(op, ("shardrt_all_gather_" + *suffix).str(),
+                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
+                    b.getI32Type()},
+                   {});
+  if (!fn)
+    return failure();
+  Value in = inputPointer(b, loc, op.getInput());
+  Value out;
+  Value buffer = allocOutput(b, loc, *outType, out);
+  call(b, loc, fn,
+       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
+        shapePointer(b, loc, inType->getShape()), i32(b, loc, dim)});
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (!isAscending(axes))
+    result = permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, *grid);
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                            /*needStaticOrderSizes=*/true, mask);
+  if (failed(grid))
+    return failure();
+  auto inType = staticTensor(op, op.getInput(), "input");
+  if (failed(inType))
+    return failure();
+  auto outType = staticTensor(op, op.getResult(), "result");
+  if (failed(outType))
+    return failure();
+  if (inType->getElementType() != outType->getElementType())
+    return op.emitOpError("converts ")
+           << inType->getElementType() << " to " << outType->getElementType()
+           << "; libshardrt reduces in the input's element type only";
+  auto suffix = elementSuffix(op, inType->getElementType());
+  if (failed(suffix))
+    return failure();
+  auto reduction = runtimeReduction(op, op.getReduction());
+  if (failed(reduction))
+    return failure();
+  int64_t dim = op.getScatterAxis().getSExtValue();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn =
+      getOrDeclare(op, ("shardrt_reduce_scatter_" + *suffix).str(),
+                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
+                    b.getI32Type(), b.getI32Type()},
+                   {});
+  if (!fn)
+    return failure();
+  // Put block g (shard's group order) where the runtime sends it to the
+  // rank of that index in mesh order.
+  Value input = op.getInput();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (!isAscending(axes))
+    input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), *grid);
+  Value in = inputPointer(b, loc, input);
+  Value out;
+  Value buffer = allocOutput(b, loc, *outType, out);
+  call(b, loc, fn,
+       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
+        shapePointer(b, loc, inType->getShape()), i32(b, loc, dim),
+        i32(b, loc, *reduction)});
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                            /*needStaticOrderSizes=*/true, mask);
+  if (failed(grid))
+    return failure();
+  auto inType = staticTensor(op, op.getInput(), "input");
+  if (failed(inType))
+    return failure();
+  auto outType = staticTensor(op, op.getResult(), "result");
+  if (failed(outType))
+    return failure();
+  auto suffix = elementSuffix(op, inType->getElementType());
+  if (failed(suffix))
+    return failure();
+  int64_t splitDim = op.getSplitAxis().getSExtValue();
+  int64_t concatDim = op.getConcatAxis().getSExtValue();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn =
+      getOrDeclare(op, ("shardrt_all_to_all_" + *suffix).str(),
+                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
+                    b.getI32Type(), b.getI32Type()},
+                   {});
+  if (!fn)
+    return failure();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  bool reorder = !isAscending(axes);
+  SmallVector<shard::GridAxis> sorted = sortedAxes(axes);
+  // Blocks are sent by receiver index and received by sender index: reorder
+  // both between shard's and the runtime's group order.
+  Value input = op.getInput();
+  if (reorder)
+    input = permuteBlocks(b, loc, input, splitDim, axes, sorted, *grid);
+  Value in = inputPointer(b, loc, input);
+  Value out;
+  Value buffer = allocOutput(b, loc, *outType, out);
+  call(b, loc, fn,
+       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
+        shapePointer(b, loc, inType->getShape()), i32(b, loc, splitDim),
+        i32(b, loc, concatDim)});
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+  if (reorder)
+    result = permuteBlocks(b, loc, result, concatDim, sorted, axes, *grid);
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Index computations
+//===----------------------------------------------------------------------===//
+
+LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                            /*needStaticOrderSizes=*/true, mask);
+  if (failed(grid))
+    return failure();
+  auto inType = staticTensor(op, op.getInput(), "input");
+  if (failed(inType))
+    return failure();
+  auto outType = staticTensor(op, op.getResult(), "result");
+  if (failed(outType))
+    return failure();
+  int64_t dim = op.getSliceAxis().getSExtValue();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type indexType = b.getIndexType();
+  Value groupIndex;
+  if (isAscending(axes)) {
+    // The runtime's group index is the same linearisation.
+    func::FuncOp fn = getOrDeclare(op, "shardrt_group_index",
+                                   {b.getI32Type()}, {b.getI64Type()});
+    if (!fn)
+      return failure();
+    Value idx = call(b, loc, fn, {i32(b, loc, mask)});
+    groupIndex = arith::IndexCastOp::create(b, loc, indexType, idx);
+  } else {
+    // Linearise the mesh coordinates in grid_axes order.
+    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
+                                   {b.getI64Type()});
+    if (!fn)
+      return failure();
+    Value acc;
+    for (shard::GridAxis a : axes) {
+      Value coord = call(b, loc, fn, {i32(b, loc, a)});
+      if (!acc) {
+        acc = coord;
+        continue;
+      }
+      acc = arith::MulIOp::create(b, loc, acc,
+                                  i64(b, loc, grid->getShape()[a]));
+      acc = arith::AddIOp::create(b, loc, acc, coord);
+    }
+    groupIndex = arith::IndexCastOp::create(b, loc, indexType, acc);
+  }
+  Value blockSize =
+      arith::ConstantIndexOp::create(b, loc, outType->getDimSize(dim));
+  Value offset = arith::MulIOp::create(b, loc, groupIndex, blockSize);
+
+  SmallVector<OpFoldResult> offsets(inType->getRank(), b.getIndexAttr(0));
+  offsets[dim] = offset;
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : outType->getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  SmallVector<OpFoldResult> strides(inType->getRank(), b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, *outType, op.getInput(),
+                                               offsets, sizes, strides);
+  op.getResult().replaceAllUsesWith(slice);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::ProcessMultiIndexOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getAxes(),
+                            /*needStaticOrderSizes=*/false, mask);
+  if (failed(grid))
+    return failure();
+  SmallVector<shard::GridAxis> axes(op.getAxes());
+  if (axes.empty())
+    for (int64_t a = 0; a < grid->getRank(); ++a)
+      axes.push_back(a);
+  if (axes.size() != op.getNumResults())
+    return op.emitOpError("has ") << op.getNumResults() << " results for "
+                                  << axes.size() << " grid axes";
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> results;
+  for (shard::GridAxis a : axes) {
+    // A coordinate on an axis of size 1 is 0; no call needed.
+    if (grid->getShape()[a] == 1) {
+      results.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+      continue;
+    }
+    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
+                                   {b.getI64Type()});
+    if (!fn)
+      return failure();
+    Value coord = call(b, loc, fn, {i32(b, loc, a)});
+    results.push_back(
+        arith::IndexCastOp::create(b, loc, b.getIndexType(), coord));
+  }
+  op->replaceAllUsesWith(results);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
+  uint32_t mask;
+  if (failed(checkGridAxes(op, op.getGridAttr(), {},
+                           /*needStaticOrderSizes=*/false, mask)))
+    return failure();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  // The mesh is row-major over MPI_COMM_WORLD: the rank is the linear index.
+  func::FuncOp fn = getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
+  if (!fn)
+    return failure();
+  Value rank = call(b, loc, fn, {});
+  Value result = arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::GridShapeOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getAxes(),
+                            /*needStaticOrderSizes=*/false, mask);
+  if (failed(grid))
+    return failure();
+  SmallVector<shard::GridAxis> axes(op.getAxes());
+  if (axes.empty())
+    for (int64_t a = 0; a < grid->getRank(); ++a)
+      axes.push_back(a);
+  if (axes.size() != op.getNumResults())
+    return op.emitOpError("has ") << op.getNumResults() << " results for "
+                                  << axes.size() << " grid axes";
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> results;
+  for (shard::GridAxis a : axes) {
+    int64_t size = grid->getShape()[a];
+    if (!ShapedType::isDynamic(size)) {
+      results.push_back(arith::ConstantIndexOp::create(b, loc, size));
+      continue;
+    }
+    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_axis_size",
+                                   {b.getI32Type()}, {b.getI64Type()});
+    if (!fn)
+      return failure();
+    Value v = call(b, loc, fn, {i32(b, loc, a)});
+    results.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), v));
+  }
+  op->replaceAllUsesWith(results);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
+  uint32_t mask;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getSplitAxes(),
+                            /*needStaticOrderSizes=*/false, mask);
+  if (failed(grid))
+    return failure();
+  if (op.getSplitAxes().size() != 1)
+    return op.emitOpError("with ")
+           << op.getSplitAxes().size()
+           << " split axes is not supported (exactly one)";
+  ArrayRef<int64_t> shape = grid->getShape();
+  if (ShapedType::isDynamicShape(shape))
+    return op.emitOpError("needs a grid of static shape");
+  if (op.getDevice().size() != shape.size())
+    return op.emitOpError("device index has ")
+           << op.getDevice().size() << " coordinates for a grid of "
+           << shape.size() << " axes";
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  int64_t axis = op.getSplitAxes()[0];
+  SmallVector<Value> device(op.getDevice());
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  // Row-major linear index of `device` with coordinate `axis` set to `c`.
+  auto linear = [&](Value c) {
+    Value acc;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      Value coord = int64_t(i) == axis ? c : device[i];
+      acc = acc ? arith::AddIOp::create(
+                      b, loc, arith::MulIOp::create(b, loc, acc, cst(shape[i])),
+                      coord)
+                : coord;
+    }
+    return acc;
+  };
+  Value c = device[axis];
+  Value minusOne = cst(-1);
+  Value down = linear(arith::SubIOp::create(b, loc, c, cst(1)));
+  Value atStart =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, c, cst(0));
+  down = arith::SelectOp::create(b, loc, atStart, minusOne, down);
+  Value up = linear(arith::AddIOp::create(b, loc, c, cst(1)));
+  Value atEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, c,
+                                      cst(shape[axis] - 1));
+  up = arith::SelectOp::create(b, loc, atEnd, minusOne, up);
+  op->replaceAllUsesWith(ValueRange{down, up});
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct ShardToRuntimePass
+    : public PassWrapper<ShardToRuntimePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ShardToRuntimePass)
+
+  StringRef getArgument() const final { return "shard-to-runtime"; }
+  StringRef getDescription() const final {
+    return "Lower shard collectives and process queries on tensors to calls "
+           "into libshardrt";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
+                    func::FuncDialect, linalg::LinalgDialect,
+                    LLVM::LLVMDialect, memref::MemRefDialect,
+                    tensor::TensorDialect>();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool failedAny = false;
+
+    // 1. Everything of the shard dialect except grids must be lowerable.
+    SmallVector<Operation *> work;
+    module.walk([&](Operation *op) {
+      if (!isa<shard::ShardDialect>(op->getDialect()) || isa<shard::GridOp>(op))
+        return;
+      if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+              shard::AllToAllOp, shard::AllSliceOp, shard::ProcessMultiIndexOp,
+              shard::ProcessLinearIndexOp, shard::GridShapeOp,
+              shard::NeighborsLinearIndicesOp>(op)) {
+        work.push_back(op);
+        return;
+      }
+      op->emitOpError("cannot be lowered to libshardrt; shard-to-runtime "
+                      "expects partitioned IR (after shard-partition) with "
+                      "all_reduce, all_gather, reduce_scatter, all_to_all, "
+                      "all_slice and process/grid queries only");
+      failedAny = true;
+    });
+    if (failedAny)
+      return signalPassFailure();
+
+    // 2.-4. Lower each op in place.
+    RuntimeLowering lowering(module);
+    for (Operation *op : work) {
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] lowering " << op->getName()
+                              << " at " << op->getLoc() << "\n");
+      LogicalResult result =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<shard::AllReduceOp, shard::AllGatherOp,
+                    shard::ReduceScatterOp, shard::AllToAllOp,
+                    shard::AllSliceOp, shard::ProcessMultiIndexOp,
+                    shard::ProcessLinearIndexOp, shard::GridShapeOp,
+                    shard::NeighborsLinearIndicesOp>(
+                  [&](auto concrete) { return lowering.lower(concrete); });
+      if (failed(result))
+        failedAny = true;
+    }
+    if (failedAny)
+      return signalPassFailure();
+
+    // 5. Grids nothing refers to any more.
+    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(grid, module))
+        grid.erase();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> shardc::createShardToRuntimePass() {
+  return std::make_unique<ShardToRuntimePass>();
+}
+
+void shardc::registerShardToRuntimePass() {
+  PassRegistration<ShardToRuntimePass>();
+}

@@ -1447,5 +1447,6 @@ std::optional<TypedProgram> shardc::analyzeModel(const std::string &modelPath,
   TypedProgram program;
   if (!Elaborator(options, diags, program).run(modelPath))
     return std::nullopt;
+  collectOutputs(program);
   return program;
 }

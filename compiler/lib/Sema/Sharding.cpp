@@ -81,6 +81,8 @@ public:
       shard(t, false, overrideUsed);
     for (ShardedTensor &t : program.constraints)
       shard(t, false, overrideUsed);
+    for (ShardedTensor &t : program.outputs)
+      shard(t, false, overrideUsed);
     reportUnused(overrideUsed);
     return diags.errorCount() == errorsBefore;
   }

@@ -3,6 +3,7 @@
 #include "shardc/Sema/TypedProgram.h"
 #include "shardc/AST/RulesAST.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -89,4 +90,26 @@ int64_t ShardedTensor::localBytes(const Mesh &mesh) const {
 
 unsigned Optimizer::stateTensorsPerParameter() const {
   return name == "adam" ? 2 : name == "momentum" ? 1 : 0;
+}
+
+void shardc::collectOutputs(TypedProgram &program) {
+  auto add = [&](const std::string &name, unsigned id) {
+    const Node &node = program.graph.nodes[id];
+    Output output;
+    output.path = name;
+    output.type = node.type;
+    output.loc = node.loc;
+    output.node = id;
+    program.outputs.push_back(output);
+  };
+  add("loss", program.loss);
+  for (const auto &[name, id] : program.metrics)
+    add(name, id);
+  // Named values of the model itself (block-internal ones have dotted paths);
+  // numbers only, the runtime reports no booleans.
+  for (const Node &node : program.graph.nodes)
+    if (!node.name.empty() && node.name.find('.') == std::string::npos && node.op != "input" &&
+        node.op != "param" && node.op != "constant" && node.type.dtype != DType::Bool &&
+        llvm::none_of(program.outputs, [&](const Output &o) { return o.node == node.id; }))
+      add(node.name, node.id);
 }

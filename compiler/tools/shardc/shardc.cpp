@@ -1,17 +1,25 @@
 //===- shardc.cpp - the shardc driver -------------------------------------===//
 //
-// shardc MODEL.shard --rules RULES.rules [--emit=ast|typed] [-o FILE] [-I DIR]
+// shardc MODEL.shard --rules RULES.rules [--emit=STAGE] [-o FILE] [-I DIR]
 //
-// Runs the pipeline up to the stage named by --emit and prints it. The work
+// Runs the pipeline up to the stage named by --emit and prints it; without
+// --emit, `-o FILE` builds an executable and no -o prints the typed plan. The work
 // runs on a thread with a large stack: parsing and elaboration recurse along
 // the input's nesting, which the parser bounds but a user may still push far.
 //
 //===----------------------------------------------------------------------===//
 
 #include "shardc/AST/ASTPrinter.h"
+#include "shardc/MLIRGen/MLIRGen.h"
+#include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Parse/Parser.h"
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OperationSupport.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,23 +33,81 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { AST, Typed };
+enum class Emit { AST, Typed, MLIR, Sharded, SPMD, LLVM, Executable };
 
 cl::OptionCategory category("shardc options");
 cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.shard>"), cl::Required,
                                cl::cat(category));
 cl::opt<std::string> rulesFile("rules", cl::desc("Partition rules file (mesh and rules)"),
                                cl::value_desc("file.rules"), cl::cat(category));
-cl::opt<Emit> emit("emit", cl::desc("Stage to print"), cl::init(Emit::Typed),
-                   cl::values(clEnumValN(Emit::AST, "ast", "syntax trees of the model (and rules) file"),
-                              clEnumValN(Emit::Typed, "typed",
-                                         "typed program with a sharding for every parameter, "
-                                         "input and constrained value (the rule linter)")),
-                   cl::cat(category));
+cl::opt<Emit> emit(
+    "emit", cl::desc("Stage to print (default: the executable with -o, else typed)"),
+    cl::values(clEnumValN(Emit::AST, "ast", "syntax trees of the model (and rules) file"),
+               clEnumValN(Emit::Typed, "typed",
+                          "typed program with a sharding for every parameter, input and "
+                          "constrained value (the rule linter)"),
+               clEnumValN(Emit::MLIR, "mlir",
+                          "the forward function in upstream dialects with shard annotations"),
+               clEnumValN(Emit::Sharded, "sharded", "after sharding propagation"),
+               clEnumValN(Emit::SPMD, "spmd", "partitioned: local shapes and collectives"),
+               clEnumValN(Emit::LLVM, "llvm", "lowered to the LLVM dialect"),
+               clEnumValN(Emit::Executable, "exe", "an executable (needs -o)")),
+    cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(category));
+cl::opt<bool> reference("reference",
+                        cl::desc("Build the unpartitioned reference: one rank, no collectives "
+                                 "(the rules file is optional)"),
+                        cl::cat(category));
+cl::opt<bool> printLocations("locations", cl::desc("Print source locations in MLIR output"),
+                             cl::cat(category));
+cl::opt<std::string> runtimeDir("runtime-dir", cl::desc("Folder holding libshardrt.so"),
+                                cl::value_desc("dir"), cl::init(SHARDRT_LIBRARY_DIR),
+                                cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
+
+int reportErrors(DiagnosticEngine &diags, unsigned atLeast = 0) {
+  unsigned n = std::max(diags.errorCount(), atLeast);
+  llvm::errs() << n << " error" << (n == 1 ? "" : "s") << " generated.\n";
+  return 1;
+}
+
+/// The MLIR stages: prints the module at `stage` to `os`, or writes the
+/// executable. MLIR's diagnostics are shown with the source lines.
+bool lower(const TypedProgram &program, Emit stage, DiagnosticEngine &diags,
+           llvm::raw_ostream &os) {
+  mlir::DialectRegistry registry;
+  registerPipelineDialects(registry);
+  mlir::MLIRContext context(registry);
+  mlir::SourceMgrDiagnosticHandler handler(diags.getSourceMgr(), &context);
+  auto module = mlirGen(context, program, diags, {reference});
+  if (!module)
+    return false;
+  auto print = [&] {
+    mlir::OpPrintingFlags flags;
+    if (printLocations)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+    return true;
+  };
+  if (stage == Emit::MLIR)
+    return print();
+  std::string manifest = buildManifest(*module, program, reference);
+  if (!reference && mlir::failed(propagateShardings(*module)))
+    return false;
+  if (stage == Emit::Sharded)
+    return print();
+  if (!reference && mlir::failed(partition(*module)))
+    return false;
+  if (stage == Emit::SPMD)
+    return print();
+  if (mlir::failed(lowerToLLVM(*module, manifest)))
+    return false;
+  if (stage == Emit::LLVM)
+    return print();
+  return mlir::succeeded(emitExecutable(*module, outputFile, runtimeDir));
+}
 
 int compile() {
   llvm::SourceMgr sourceMgr;
@@ -62,22 +128,33 @@ int compile() {
     if (rules)
       printAST(*rules, sourceMgr, os);
   } else {
-    if (rulesFile.empty()) {
+    Emit stage = emit.getNumOccurrences() ? emit.getValue()
+                 : outputFile == "-"     ? Emit::Typed
+                                         : Emit::Executable;
+    if (rulesFile.empty() && !(reference && stage != Emit::Typed)) {
       llvm::WithColor::error(llvm::errs(), "shardc")
-          << "--emit=typed needs a rules file: --rules FILE.rules\n";
+          << "a rules file is needed: --rules FILE.rules (or --reference to build the "
+             "unpartitioned program)\n";
+      return 1;
+    }
+    if (stage == Emit::Executable && outputFile == "-") {
+      llvm::WithColor::error(llvm::errs(), "shardc") << "an executable needs -o FILE\n";
       return 1;
     }
     SemaOptions options;
     options.importPaths.assign(importDirs.begin(), importDirs.end());
     auto program = analyzeModel(modelFile, options, diags);
-    if (program && rules && applyRules(*program, *rules, diags))
+    if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
+      program.reset();
+    if (program && stage == Emit::Typed)
       printTypedProgram(*program, diags, os);
+    else if (program && !lower(*program, stage, diags, os))
+      return reportErrors(diags, 1);
+    else if (program && stage == Emit::Executable)
+      return 0; // written by the linker
   }
-  if (diags.hasErrors()) {
-    llvm::errs() << diags.errorCount() << " error" << (diags.errorCount() == 1 ? "" : "s")
-                 << " generated.\n";
-    return 1;
-  }
+  if (diags.hasErrors())
+    return reportErrors(diags);
 
   std::error_code ec;
   llvm::ToolOutputFile output(outputFile, ec, llvm::sys::fs::OF_Text);

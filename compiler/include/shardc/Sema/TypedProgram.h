@@ -110,6 +110,12 @@ struct Parameter : ShardedTensor {
   Initializer init;
 };
 
+/// A value a forward run reports: the loss, a metric or one of the model's
+/// named values (`let h = ...`), sharded by the rules like an input.
+struct Output : ShardedTensor {
+  unsigned node = 0;
+};
+
 struct Optimizer {
   std::string name;
   std::vector<std::pair<std::string, double>> hyperparameters;
@@ -129,7 +135,12 @@ struct TypedProgram {
   unsigned loss = 0;
   std::vector<std::pair<std::string, unsigned>> metrics;
   std::optional<Optimizer> optimizer;
+  std::vector<Output> outputs;
 };
+
+/// Fills `outputs`: the loss, the metrics, then the model's named values in
+/// graph order.
+void collectOutputs(TypedProgram &program);
 
 /// The logical axis a scanned block's parameters gain in front.
 inline constexpr const char *kLayerAxis = "layer";

@@ -1,0 +1,62 @@
+//===- Pipeline.h - from annotated MLIR to an executable --------*- C++ -*-===//
+//
+// The stages after MLIRGen, each printable with `shardc --emit=STAGE`:
+//   sharded  upstream sharding-propagation: every value annotated
+//   spmd     upstream shard-partition: local shapes and explicit collectives
+//   llvm     collectives lowered to libshardrt calls, bufferized, lowered to
+//            the LLVM dialect, with the entry point and `main` added
+//   (exe)    LLVM IR optimised, an object file, linked with libshardrt
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_PIPELINE_PIPELINE_H
+#define SHARDC_PIPELINE_PIPELINE_H
+
+#include "shardc/Sema/TypedProgram.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace shardc {
+
+/// Every dialect, interface and sharding model the pipeline needs, the
+/// project's sharding models first (the first model attached to an op wins).
+void registerPipelineDialects(mlir::DialectRegistry &registry);
+
+/// Runs a textual pass pipeline on the module, written without the
+/// `builtin.module(...)` anchor: `func.func(cse), inline`.
+mlir::LogicalResult runPassPipeline(mlir::ModuleOp module, llvm::StringRef pipeline);
+
+/// sharding-propagation on every function (no cse before partitioning: it
+/// merges tensor.empty ops that then carry two shardings, which crashes
+/// shard-partition).
+mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
+
+/// shard-partition (then canonicalize) on every function.
+mlir::LogicalResult partition(mlir::ModuleOp module);
+
+/// The program description the runtime's driver reads (runtime/README.md):
+/// mesh, arguments with their initialisers or fills and their splits over the
+/// mesh, results. Built from the annotated forward function and the program.
+std::string buildManifest(mlir::ModuleOp module, const TypedProgram &program, bool reference);
+
+/// Lowers a partitioned (or reference) module to the LLVM dialect, adding
+/// `shardc_entry(void **buffers)` and a `main` that calls shardrt_main with
+/// `manifest`.
+mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module, llvm::StringRef manifest);
+
+/// Translates to LLVM IR, optimises at -O3 for the host, writes an object
+/// file and links it with libshardrt from `runtimeLibDir` into `output`.
+/// Reports errors on stderr.
+mlir::LogicalResult emitExecutable(mlir::ModuleOp module, llvm::StringRef output,
+                                   llvm::StringRef runtimeLibDir);
+
+} // namespace shardc
+
+#endif

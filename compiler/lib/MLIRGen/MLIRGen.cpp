@@ -1,0 +1,750 @@
+//===- MLIRGen.cpp - the typed program as MLIR ----------------------------===//
+//
+// One emit function per kind of node, as in the Toy tutorial's MLIRGen. Every
+// op is a linalg structured op (or a tensor reshape/pad) so that upstream's
+// sharding propagation, or the project's models in lib/Shard, can place it:
+//   elementwise ops        linalg.generic, broadcasting by trailing axes
+//   matmul                 linalg.matmul (2-D) or a contraction linalg.generic
+//   sum/mean/max/argmax    reduction linalg.generic
+//   conv2d / avg_pool      tensor.pad (SAME) + linalg.conv_2d_nhwc_hwcf /
+//                          linalg.pooling_nhwc_sum
+//   flatten / reshape      tensor.collapse_shape / tensor.expand_shape
+// Scalar constants are folded into the bodies of the generics that use them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/MLIRGen/MLIRGen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace shardc;
+
+namespace {
+
+/// Builds the body of a linalg.generic from its block arguments.
+using BodyBuilder = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+class MLIRGenImpl {
+public:
+  MLIRGenImpl(MLIRContext &context, const TypedProgram &program, shardc::DiagnosticEngine &diags,
+              const MLIRGenOptions &options)
+      : program(program), diags(diags), options(options), b(&context) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  const TypedProgram &program;
+  shardc::DiagnosticEngine &diags;
+  const MLIRGenOptions &options;
+  OpBuilder b;
+  bool failed = false;
+
+  /// Function arguments of each parameter: one, or one per layer of a
+  /// scanned parameter.
+  std::map<std::string, std::vector<Value>> paramArgs;
+  std::map<std::string, Value> inputArgs;
+
+  // Locations and types.
+  Location loc(SMRange range);
+  Type elementType(DType dtype);
+  RankedTensorType tensorType(const shardc::TensorType &type);
+  void error(SMRange range, const llvm::Twine &message);
+
+  // Shardings.
+  Value annotate(Value value, const Sharding &sharding, Location at);
+  Sharding withoutLayer(const Sharding &sharding, SMRange at);
+
+  // The function.
+  func::FuncOp buildFunction(ModuleOp module);
+  bool emitGraph(const Graph &graph, std::vector<Value> &values);
+  Value emitNode(const Graph &graph, const Node &node, std::vector<Value> &values);
+  Value emitScan(const Graph &graph, const Node &node, std::vector<Value> &values);
+
+  // Building blocks.
+  Value empty(ArrayRef<int64_t> shape, Type element, Location at);
+  Value filled(ArrayRef<int64_t> shape, Type element, TypedAttr value, Location at);
+  Value scalar(Type type, double value, Location at);
+  Value generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Value init, AffineMap initMap,
+                ArrayRef<utils::IteratorType> iterators, Location at, BodyBuilder body);
+  Value elementwise(const Graph &graph, ArrayRef<unsigned> operands, ArrayRef<Value> values,
+                    const shardc::TensorType &resultType, Location at, BodyBuilder body);
+  Value map(ValueRange inputs, Type resultElement, Location at, BodyBuilder body);
+  Value reduce(ValueRange inputs, ArrayRef<bool> reduced, TypedAttr init, Location at,
+               BodyBuilder combine);
+  Value reduceLast(ValueRange inputs, TypedAttr init, Location at, BodyBuilder combine);
+  Value broadcastLast(Value full, Value reducedValue, Location at, BodyBuilder body);
+
+  // Operations.
+  Value matmul(Value lhs, Value rhs, Location at);
+  Value logSoftmax(Value x, Location at, bool softmax);
+  Value argmax(Value x, Location at);
+  Value conv2d(Value x, Value w, const Node &node, Location at);
+  Value avgPool(Value x, const Node &node, Location at);
+  Value padSame(Value x, int64_t window, int64_t stride, Location at);
+  Value reshapeTo(Value x, RankedTensorType to, Location at);
+};
+
+//===----------------------------------------------------------------------===//
+// Locations, types, shardings
+//===----------------------------------------------------------------------===//
+
+Location MLIRGenImpl::loc(SMRange range) {
+  llvm::SourceMgr &sm = diags.getSourceMgr();
+  if (!range.Start.isValid())
+    return b.getUnknownLoc();
+  unsigned buffer = sm.FindBufferContainingLoc(range.Start);
+  auto [line, col] = sm.getLineAndColumn(range.Start, buffer);
+  return FileLineColLoc::get(b.getStringAttr(sm.getMemoryBuffer(buffer)->getBufferIdentifier()),
+                             line, col);
+}
+
+Type MLIRGenImpl::elementType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return b.getF32Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::Bool:
+    return b.getI1Type();
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+RankedTensorType MLIRGenImpl::tensorType(const shardc::TensorType &type) {
+  SmallVector<int64_t> shape;
+  for (const Dim &d : type.dims)
+    shape.push_back(d.size);
+  return RankedTensorType::get(shape, elementType(type.dtype));
+}
+
+void MLIRGenImpl::error(SMRange range, const llvm::Twine &message) {
+  diags.error(range, message);
+  failed = true;
+}
+
+/// `shard.shard %value to (shard.sharding @mesh split_axes = ...)`.
+/// Scalars stay unannotated: they are replicated, and shard-partition crashes
+/// on a sharding with no split axes (`split_axes = []`, which the printer
+/// also writes in a form the parser rejects).
+Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) {
+  if (options.reference || cast<RankedTensorType>(value.getType()).getRank() == 0)
+    return value;
+  SmallVector<shard::GridAxesAttr> split;
+  for (const DimSharding &dim : sharding.dims) {
+    SmallVector<int16_t> axes;
+    for (const std::string &axis : dim.meshAxes)
+      for (size_t i = 0; i < program.mesh.axes.size(); ++i)
+        if (program.mesh.axes[i].first == axis)
+          axes.push_back(static_cast<int16_t>(i));
+    split.push_back(b.getDenseI16ArrayAttr(axes));
+  }
+  Value spec = shard::ShardingOp::create(b, at, FlatSymbolRefAttr::get(b.getContext(), kGridName),
+                                         split);
+  return shard::ShardOp::create(b, at, value, spec);
+}
+
+/// A scanned parameter's sharding per layer: its layer dimension dropped.
+Sharding MLIRGenImpl::withoutLayer(const Sharding &sharding, SMRange at) {
+  Sharding result = sharding;
+  if (!result.dims.empty()) {
+    if (!result.dims.front().meshAxes.empty())
+      error(at, "the layer axis of a scanned parameter cannot be sharded (" +
+                    result.dims.front().reason + "); layers run one after another");
+    result.dims.erase(result.dims.begin());
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+Value MLIRGenImpl::empty(ArrayRef<int64_t> shape, Type element, Location at) {
+  return tensor::EmptyOp::create(b, at, shape, element);
+}
+
+/// A splat constant rather than tensor.empty + linalg.fill: shard-partition
+/// crashes on the latter when cse has merged two empties.
+Value MLIRGenImpl::filled(ArrayRef<int64_t> shape, Type element, TypedAttr value, Location at) {
+  return arith::ConstantOp::create(
+      b, at, DenseElementsAttr::get(RankedTensorType::get(shape, element), value));
+}
+
+Value MLIRGenImpl::scalar(Type type, double value, Location at) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(b, at, b.getFloatAttr(type, value));
+  return arith::ConstantOp::create(b, at, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+
+Value MLIRGenImpl::generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Value init,
+                           AffineMap initMap, ArrayRef<utils::IteratorType> iterators,
+                           Location at, BodyBuilder body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(initMap);
+  auto op = linalg::GenericOp::create(
+      b, at, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nested, Location l, ValueRange args) {
+        linalg::YieldOp::create(nested, l, body(nested, l, args));
+      });
+  return op.getResult(0);
+}
+
+/// Over the result's dims; each operand maps to the trailing dims (numpy
+/// broadcasting); scalar constants become constants in the body.
+Value MLIRGenImpl::elementwise(const Graph &graph, ArrayRef<unsigned> operands,
+                               ArrayRef<Value> values, const shardc::TensorType &resultType, Location at,
+                               BodyBuilder body) {
+  RankedTensorType type = tensorType(resultType);
+  unsigned rank = type.getRank();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (unsigned id : operands) {
+    const Node &operand = graph.nodes[id];
+    if (operand.op == "constant")
+      continue;
+    unsigned operandRank = operand.type.dims.size();
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d = rank - operandRank; d < rank; ++d)
+      exprs.push_back(b.getAffineDimExpr(d));
+    maps.push_back(AffineMap::get(rank, 0, exprs, b.getContext()));
+    inputs.push_back(values[id]);
+  }
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return generic(inputs, maps, empty(type.getShape(), type.getElementType(), at),
+                 b.getMultiDimIdentityMap(rank), iterators, at,
+                 [&](OpBuilder &nested, Location l, ValueRange args) {
+                   SmallVector<Value> scalars;
+                   unsigned next = 0;
+                   for (unsigned id : operands) {
+                     const Node &operand = graph.nodes[id];
+                     if (operand.op == "constant")
+                       scalars.push_back(
+                           scalar(elementType(operand.type.dtype),
+                                  std::get<double>(operand.attrs.at("value")), l));
+                     else
+                       scalars.push_back(args[next++]);
+                   }
+                   return body(nested, l, scalars);
+                 });
+}
+
+/// Same-shape elementwise map.
+Value MLIRGenImpl::map(ValueRange inputs, Type resultElement, Location at, BodyBuilder body) {
+  auto type = cast<RankedTensorType>(inputs.front().getType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return generic(inputs, maps, empty(type.getShape(), resultElement, at),
+                 b.getMultiDimIdentityMap(rank), iterators, at, body);
+}
+
+/// Reduces same-shape `inputs` over the dims marked in `reduced`, starting
+/// from `init`. The body gets the inputs' elements, then the accumulator.
+Value MLIRGenImpl::reduce(ValueRange inputs, ArrayRef<bool> reduced, TypedAttr init, Location at,
+                          BodyBuilder combine) {
+  auto type = cast<RankedTensorType>(inputs.front().getType());
+  unsigned rank = type.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> kept;
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < rank; ++d) {
+    iterators.push_back(reduced[d] ? utils::IteratorType::reduction
+                                   : utils::IteratorType::parallel);
+    if (!reduced[d]) {
+      shape.push_back(type.getDimSize(d));
+      kept.push_back(b.getAffineDimExpr(d));
+    }
+  }
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
+  return generic(inputs, maps, filled(shape, init.getType(), init, at),
+                 AffineMap::get(rank, 0, kept, b.getContext()), iterators, at, combine);
+}
+
+Value MLIRGenImpl::reduceLast(ValueRange inputs, TypedAttr init, Location at,
+                              BodyBuilder combine) {
+  unsigned rank = cast<RankedTensorType>(inputs.front().getType()).getRank();
+  SmallVector<bool> reduced(rank, false);
+  reduced.back() = true;
+  return reduce(inputs, reduced, init, at, combine);
+}
+
+/// body(full[..., i], reducedValue[...]) over the shape of `full`.
+Value MLIRGenImpl::broadcastLast(Value full, Value reducedValue, Location at, BodyBuilder body) {
+  auto type = cast<RankedTensorType>(full.getType());
+  unsigned rank = type.getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return generic({full, reducedValue}, {identity, identity.dropResult(rank - 1)},
+                 empty(type.getShape(), type.getElementType(), at), identity, iterators, at,
+                 body);
+}
+
+//===----------------------------------------------------------------------===//
+// Operations
+//===----------------------------------------------------------------------===//
+
+/// `a @ b` contracts the last dim of a with the first of b.
+Value MLIRGenImpl::matmul(Value lhs, Value rhs, Location at) {
+  auto lt = cast<RankedTensorType>(lhs.getType()), rt = cast<RankedTensorType>(rhs.getType());
+  SmallVector<int64_t> shape(lt.getShape().drop_back());
+  llvm::append_range(shape, rt.getShape().drop_front());
+  Value init = filled(shape, b.getF32Type(), b.getF32FloatAttr(0), at);
+  if (lt.getRank() == 2 && rt.getRank() == 2)
+    return linalg::MatmulOp::create(b, at, ValueRange{lhs, rhs}, ValueRange{init}).getResult(0);
+  // Loops: lhs's free dims, rhs's free dims, then the contracted one.
+  unsigned lFree = lt.getRank() - 1, rFree = rt.getRank() - 1, rank = lFree + rFree + 1;
+  AffineExpr k = b.getAffineDimExpr(rank - 1);
+  SmallVector<AffineExpr> lExprs, rExprs{k}, outExprs;
+  for (unsigned d = 0; d < lFree; ++d)
+    lExprs.push_back(b.getAffineDimExpr(d));
+  lExprs.push_back(k);
+  for (unsigned d = lFree; d < lFree + rFree; ++d)
+    rExprs.push_back(b.getAffineDimExpr(d));
+  for (unsigned d = 0; d < lFree + rFree; ++d)
+    outExprs.push_back(b.getAffineDimExpr(d));
+  SmallVector<utils::IteratorType> iterators(rank - 1, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  MLIRContext *ctx = b.getContext();
+  return generic({lhs, rhs}, {AffineMap::get(rank, 0, lExprs, ctx), AffineMap::get(rank, 0, rExprs, ctx)},
+                 init, AffineMap::get(rank, 0, outExprs, ctx), iterators, at,
+                 [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value product = arith::MulFOp::create(n, l, a[0], a[1]);
+                   return arith::AddFOp::create(n, l, a[2], product);
+                 });
+}
+
+/// log_softmax (or softmax) over the last dim, stabilised by the maximum.
+Value MLIRGenImpl::logSoftmax(Value x, Location at, bool softmax) {
+  Type f32 = b.getF32Type();
+  Value max = reduceLast(x, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()), at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           return arith::MaximumFOp::create(n, l, a[0], a[1]);
+                         });
+  Value shifted = broadcastLast(x, max, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+    return arith::SubFOp::create(n, l, a[0], a[1]);
+  });
+  Value exps = map(shifted, f32, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+    return math::ExpOp::create(n, l, a[0]);
+  });
+  Value total = reduceLast(exps, b.getF32FloatAttr(0), at,
+                           [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                             return arith::AddFOp::create(n, l, a[0], a[1]);
+                           });
+  if (softmax)
+    return broadcastLast(exps, total, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return arith::DivFOp::create(n, l, a[0], a[1]);
+    });
+  return broadcastLast(shifted, total, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+    return arith::SubFOp::create(n, l, a[0], math::LogOp::create(n, l, a[1]));
+  });
+}
+
+/// The index of the first maximum along the last dim: max, then the least
+/// index holding it (both are reductions upstream knows how to split).
+Value MLIRGenImpl::argmax(Value x, Location at) {
+  Value max = reduceLast(x, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()), at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           return arith::MaximumFOp::create(n, l, a[0], a[1]);
+                         });
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank - 1, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Type i32 = b.getI32Type();
+  Value init = filled(type.getShape().drop_back(), i32,
+                      b.getI32IntegerAttr(std::numeric_limits<int32_t>::max()), at);
+  return generic({x, max}, {identity, identity.dropResult(rank - 1)}, init,
+                 identity.dropResult(rank - 1), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value index = linalg::IndexOp::create(n, l, rank - 1);
+                   Value asI32 = arith::IndexCastOp::create(n, l, i32, index);
+                   Value isMax = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OEQ, a[0], a[1]);
+                   Value none = arith::ConstantOp::create(
+                       n, l, n.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
+                   Value candidate = arith::SelectOp::create(n, l, isMax, asI32, none);
+                   return arith::MinSIOp::create(n, l, a[2], candidate);
+                 });
+}
+
+/// Zero padding of NHWC height and width as XLA's SAME: the output has
+/// ceil(in / stride) positions; the extra padding goes to the high side.
+Value MLIRGenImpl::padSame(Value x, int64_t window, int64_t stride, Location at) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> low(4, 0), high(4, 0), shape(type.getShape());
+  bool any = false;
+  for (int d : {1, 2}) {
+    int64_t size = type.getDimSize(d), out = (size + stride - 1) / stride;
+    int64_t total = std::max<int64_t>((out - 1) * stride + window - size, 0);
+    low[d] = total / 2;
+    high[d] = total - low[d];
+    shape[d] += total;
+    any |= total != 0;
+  }
+  if (!any)
+    return x;
+  auto padded = RankedTensorType::get(shape, type.getElementType());
+  Value zero = scalar(type.getElementType(), 0, at);
+  return tensor::PadOp::create(b, at, padded, x, getAsIndexOpFoldResult(b.getContext(), low),
+                               getAsIndexOpFoldResult(b.getContext(), high), zero);
+}
+
+Value MLIRGenImpl::conv2d(Value x, Value w, const Node &node, Location at) {
+  int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
+  auto wType = cast<RankedTensorType>(w.getType());
+  if (std::get<std::string>(node.attrs.at("padding")) == "SAME")
+    x = padSame(x, wType.getDimSize(0), stride, at);
+  RankedTensorType out = tensorType(node.type);
+  Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  auto conv = linalg::Conv2DNhwcHwcfOp::create(b, at, TypeRange{out}, ValueRange{x, w},
+                                              ValueRange{init});
+  conv.setStridesAttr(b.getI64TensorAttr({stride, stride}));
+  conv.setDilationsAttr(b.getI64TensorAttr({1, 1}));
+  return conv.getResult(0);
+}
+
+/// Sum over each window, then divided by the window's size (padding counts,
+/// as Flax's avg_pool with count_include_pad).
+Value MLIRGenImpl::avgPool(Value x, const Node &node, Location at) {
+  int64_t window = std::get<int64_t>(node.attrs.at("window"));
+  int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
+  if (std::get<std::string>(node.attrs.at("padding")) == "SAME")
+    x = padSame(x, window, stride, at);
+  RankedTensorType out = tensorType(node.type);
+  Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  Value windowShape = empty({window, window}, b.getF32Type(), at);
+  auto pool = linalg::PoolingNhwcSumOp::create(b, at, TypeRange{out}, ValueRange{x, windowShape},
+                                              ValueRange{init});
+  pool.setStridesAttr(b.getI64TensorAttr({stride, stride}));
+  pool.setDilationsAttr(b.getI64TensorAttr({1, 1}));
+  float scale = 1.0f / static_cast<float>(window * window);
+  return map(pool.getResult(0), b.getF32Type(), at,
+             [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+               return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
+             });
+}
+
+/// A collapse or an expand when one is enough; else both, through 1-D.
+Value MLIRGenImpl::reshapeTo(Value x, RankedTensorType to, Location at) {
+  auto from = cast<RankedTensorType>(x.getType());
+  if (from == to)
+    return x;
+  if (from.getRank() > to.getRank())
+    if (auto groups = getReassociationIndicesForCollapse(from.getShape(), to.getShape()))
+      return tensor::CollapseShapeOp::create(b, at, to, x, *groups);
+  if (from.getRank() < to.getRank())
+    if (auto groups = getReassociationIndicesForCollapse(to.getShape(), from.getShape()))
+      return tensor::ExpandShapeOp::create(b, at, to, x, *groups);
+  auto flat = RankedTensorType::get({from.getNumElements()}, from.getElementType());
+  return reshapeTo(reshapeTo(x, flat, at), to, at);
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+Value MLIRGenImpl::emitNode(const Graph &graph, const Node &node, std::vector<Value> &values) {
+  Location at = loc(node.loc);
+  const std::string &op = node.op;
+  auto operand = [&](unsigned i) { return values[node.operands[i]]; };
+  auto each = [&](BodyBuilder body) {
+    return elementwise(graph, node.operands, values, node.type, at, body);
+  };
+  bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
+                 DType::F32;
+
+  if (op == "input")
+    return inputArgs.at(node.name); // annotated where the argument was made
+  if (op == "param")
+    return paramArgs.at(node.name).front(); // annotated where the argument was made
+  if (op == "constant")
+    return arith::ConstantOp::create(
+        b, at, DenseElementsAttr::get(tensorType(node.type),
+                                      b.getFloatAttr(b.getF32Type(),
+                                                     std::get<double>(node.attrs.at("value")))));
+  if (op == "sharding_constraint")
+    return annotate(operand(0), program.constraints[node.constraint].sharding, at);
+
+  // Elementwise arithmetic and comparisons.
+  using Binary = Value (*)(OpBuilder &, Location, Value, Value);
+  static const std::map<std::string, std::pair<Binary, Binary>> arithmetic = {
+      {"add", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::AddFOp::create(n, l, x, y); },
+               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::AddIOp::create(n, l, x, y); }}},
+      {"sub", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::SubFOp::create(n, l, x, y); },
+               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::SubIOp::create(n, l, x, y); }}},
+      {"mul", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::MulFOp::create(n, l, x, y); },
+               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::MulIOp::create(n, l, x, y); }}},
+      {"div", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::DivFOp::create(n, l, x, y); },
+               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::DivSIOp::create(n, l, x, y); }}},
+  };
+  if (auto it = arithmetic.find(op); it != arithmetic.end()) {
+    Binary fn = isFloat ? it->second.first : it->second.second;
+    return each([fn](OpBuilder &n, Location l, ValueRange a) { return fn(n, l, a[0], a[1]); });
+  }
+  static const std::map<std::string, std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+      comparisons = {{"eq", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
+                     {"ne", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
+                     {"lt", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
+                     {"le", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
+                     {"gt", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
+                     {"ge", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}}};
+  if (auto it = comparisons.find(op); it != comparisons.end()) {
+    auto [fp, ip] = it->second;
+    return each([&, fp = fp, ip = ip](OpBuilder &n, Location l, ValueRange a) -> Value {
+      if (isFloat)
+        return arith::CmpFOp::create(n, l, fp, a[0], a[1]);
+      return arith::CmpIOp::create(n, l, ip, a[0], a[1]);
+    });
+  }
+  if (op == "neg")
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      if (isFloat)
+        return arith::NegFOp::create(n, l, a[0]);
+      return arith::SubIOp::create(n, l, scalar(a[0].getType(), 0, l), a[0]);
+    });
+  if (op == "relu")
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return arith::MaximumFOp::create(n, l, a[0], scalar(n.getF32Type(), 0, l));
+    });
+  if (op == "exp")
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::ExpOp::create(n, l, a[0]); });
+  if (op == "log")
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::LogOp::create(n, l, a[0]); });
+  if (op == "tanh")
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::TanhOp::create(n, l, a[0]); });
+  if (op == "sigmoid")
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value one = scalar(n.getF32Type(), 1, l);
+      Value e = math::ExpOp::create(n, l, arith::NegFOp::create(n, l, a[0]));
+      return arith::DivFOp::create(n, l, one, arith::AddFOp::create(n, l, one, e));
+    });
+
+  if (op == "matmul")
+    return matmul(operand(0), operand(1), at);
+  if (op == "log_softmax" || op == "softmax")
+    return logSoftmax(operand(0), at, op == "softmax");
+  if (op == "softmax_cross_entropy") {
+    // -sum(labels * log_softmax(logits)) over the class dim.
+    Value logProbs = logSoftmax(operand(0), at, false);
+    return reduceLast({operand(1), logProbs}, b.getF32FloatAttr(0), at,
+                      [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                        Value term = arith::MulFOp::create(n, l, a[0], a[1]);
+                        return arith::SubFOp::create(n, l, a[2], term);
+                      });
+  }
+  if (op == "one_hot") {
+    RankedTensorType type = tensorType(node.type);
+    unsigned rank = type.getRank();
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    return generic({operand(0)}, {identity.dropResult(rank - 1)},
+                   empty(type.getShape(), b.getF32Type(), at), identity, iterators, at,
+                   [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                     Value index = linalg::IndexOp::create(n, l, rank - 1);
+                     Value asI32 = arith::IndexCastOp::create(n, l, n.getI32Type(), index);
+                     Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
+                     return arith::UIToFPOp::create(n, l, n.getF32Type(), hit);
+                   });
+  }
+  if (op == "sum" || op == "mean") {
+    const Node &input = graph.nodes[node.operands[0]];
+    const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
+    SmallVector<bool> reduced;
+    int64_t count = 1;
+    for (const Dim &d : input.type.dims) {
+      reduced.push_back(llvm::is_contained(over, d.axis));
+      if (reduced.back())
+        count *= d.size;
+    }
+    Type result = elementType(node.type.dtype);
+    DType inputType = input.type.dtype;
+    Value total = reduce(operand(0), reduced, cast<TypedAttr>(b.getZeroAttr(result)), at,
+                         [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           Value x = a[0];
+                           if (inputType == DType::Bool)
+                             x = arith::UIToFPOp::create(n, l, result, x);
+                           if (isa<FloatType>(result))
+                             return arith::AddFOp::create(n, l, a[1], x);
+                           return arith::AddIOp::create(n, l, a[1], x);
+                         });
+    if (op == "sum")
+      return total;
+    float scale = 1.0f / static_cast<float>(count);
+    return map(total, result, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
+    });
+  }
+  if (op == "argmax")
+    return argmax(operand(0), at);
+  if (op == "conv2d")
+    return conv2d(operand(0), operand(1), node, at);
+  if (op == "avg_pool")
+    return avgPool(operand(0), node, at);
+  if (op == "flatten" || op == "reshape")
+    return reshapeTo(operand(0), tensorType(node.type), at);
+
+  error(node.loc, "code generation does not support '" + op + "' yet");
+  return {};
+}
+
+/// Unrolls a scan: the body once per layer, with the carry threaded through
+/// and each stacked parameter's layer slice bound to the body's arguments.
+Value MLIRGenImpl::emitScan(const Graph &graph, const Node &node, std::vector<Value> &values) {
+  const Graph &body = *node.body;
+  int64_t length = std::get<int64_t>(node.attrs.at("length"));
+  Value carry = values[node.operands[0]];
+  for (int64_t layer = 0; layer < length && carry; ++layer) {
+    std::vector<Value> inner(body.nodes.size());
+    inner[body.args[0]] = carry;
+    // Operands after the carry are the stacked parameters, in body.args order.
+    for (size_t i = 1; i < node.operands.size(); ++i) {
+      const Node &stacked = graph.nodes[node.operands[i]];
+      if (stacked.op != "param") {
+        error(node.loc, "code generation does not support a scan inside a scanned block yet");
+        return {};
+      }
+      inner[body.args[i]] = paramArgs.at(stacked.name)[layer];
+    }
+    if (!emitGraph(body, inner))
+      return {};
+    carry = inner[body.result];
+  }
+  return carry;
+}
+
+bool MLIRGenImpl::emitGraph(const Graph &graph, std::vector<Value> &values) {
+  for (const Node &node : graph.nodes) {
+    if (node.op == "arg")
+      continue; // bound by the caller
+    if (node.op == "param" && paramArgs.at(node.name).size() != 1)
+      continue; // a stacked parameter: its scan takes the layer slices
+    values[node.id] = node.op == "scan" ? emitScan(graph, node, values)
+                                        : emitNode(graph, node, values);
+    if (!values[node.id])
+      return false;
+    // An output is annotated where it is made: sharding-propagation expects
+    // a value's annotation right after its definition, before other users.
+    if (&graph == &program.graph)
+      for (const Output &o : program.outputs)
+        if (o.node == node.id)
+          values[node.id] = annotate(values[node.id], o.sharding, loc(o.loc));
+  }
+  return true;
+}
+
+/// Arguments: every parameter (a scanned one once per layer), then every
+/// input, each annotated with its sharding on entry. Results: the outputs.
+func::FuncOp MLIRGenImpl::buildFunction(ModuleOp module) {
+  std::map<std::string, int64_t> scanLength;
+  for (const Node &node : program.graph.nodes)
+    if (node.op == "scan")
+      for (size_t i = 1; i < node.operands.size(); ++i)
+        scanLength[program.graph.nodes[node.operands[i]].name] =
+            std::get<int64_t>(node.attrs.at("length"));
+
+  struct Arg {
+    const ShardedTensor *tensor;
+    int64_t layer; // -1: not a layer slice
+    Sharding sharding;
+    RankedTensorType type;
+  };
+  std::vector<Arg> args;
+  for (const Parameter &p : program.params) {
+    auto it = scanLength.find(p.path);
+    if (it == scanLength.end()) {
+      args.push_back({&p, -1, p.sharding, tensorType(p.type)});
+      continue;
+    }
+    shardc::TensorType slice = p.type;
+    slice.dims.erase(slice.dims.begin());
+    Sharding sharding = withoutLayer(p.sharding, p.loc);
+    for (int64_t layer = 0; layer < it->second; ++layer)
+      args.push_back({&p, layer, sharding, tensorType(slice)});
+  }
+  for (const ShardedTensor &t : program.inputs)
+    args.push_back({&t, -1, t.sharding, tensorType(t.type)});
+
+  SmallVector<Type> argTypes, resultTypes;
+  for (const Arg &a : args)
+    argTypes.push_back(a.type);
+  for (const Output &o : program.outputs)
+    resultTypes.push_back(tensorType(o.type));
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc(SMRange()), kForwardFunction,
+                                 b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, a] : llvm::enumerate(args)) {
+    fn.setArgAttr(i, kNameAttr, b.getStringAttr(a.tensor->path));
+    if (a.layer >= 0)
+      fn.setArgAttr(i, kLayerAttr, b.getI64IntegerAttr(a.layer));
+  }
+  for (auto [i, o] : llvm::enumerate(program.outputs))
+    fn.setResultAttr(i, kNameAttr, b.getStringAttr(o.path));
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  for (auto [i, a] : llvm::enumerate(args)) {
+    Value value = annotate(entry->getArgument(i), a.sharding, loc(a.tensor->loc));
+    if (a.layer >= 0)
+      paramArgs[a.tensor->path].push_back(value);
+    else if (i < args.size() - program.inputs.size())
+      paramArgs[a.tensor->path] = {value};
+    else
+      inputArgs[a.tensor->path] = value;
+  }
+  return fn;
+}
+
+OwningOpRef<ModuleOp> MLIRGenImpl::run() {
+  MLIRContext *ctx = b.getContext();
+  ctx->loadDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
+                   math::MathDialect, shard::ShardDialect, tensor::TensorDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc(SMRange()));
+  module->setName(program.modelName);
+  b.setInsertionPointToEnd(module->getBody());
+  if (!options.reference) {
+    SmallVector<int64_t> shape;
+    for (const auto &axis : program.mesh.axes)
+      shape.push_back(axis.second);
+    shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
+  }
+  func::FuncOp fn = buildFunction(*module);
+  if (failed)
+    return nullptr;
+  std::vector<Value> values(program.graph.nodes.size());
+  if (!emitGraph(program.graph, values))
+    return nullptr;
+  SmallVector<Value> results;
+  for (const Output &o : program.outputs)
+    results.push_back(values[o.node]);
+  func::ReturnOp::create(b, fn.getLoc(), results);
+  if (failed || mlir::failed(verify(*module))) {
+    if (!failed)
+      diags.error(SMRange(), "internal error: the generated MLIR does not verify");
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> shardc::mlirGen(MLIRContext &context, const TypedProgram &program,
+                                      shardc::DiagnosticEngine &diags, const MLIRGenOptions &options) {
+  return MLIRGenImpl(context, program, diags, options).run();
+}

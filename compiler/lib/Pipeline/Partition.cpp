@@ -1,0 +1,52 @@
+//===- Partition.cpp - sharding propagation and SPMD partitioning ---------===//
+//
+// Upstream's passes do the work; they must run nested under func.func. The
+// project's sharding models (lib/Shard) are attached before upstream's so
+// that convolutions, pooling, padding and reshapes propagate too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Shard/ShardingModels.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void shardc::registerPipelineDialects(DialectRegistry &registry) {
+  registerShardingModels(registry);
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  // Textual pipelines below name upstream passes and ours.
+  static bool passesRegistered = [] {
+    registerAllPasses();
+    registerShardToRuntimePass();
+    return true;
+  }();
+  (void)passesRegistered;
+}
+
+LogicalResult shardc::runPassPipeline(ModuleOp module, llvm::StringRef pipeline) {
+  PassManager pm(module.getContext());
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  if (failed(parsePassPipeline(pipeline, pm, os))) {
+    module.emitError() << "internal error: bad pass pipeline: " << message;
+    return failure();
+  }
+  return pm.run(module);
+}
+
+LogicalResult shardc::propagateShardings(ModuleOp module) {
+  return runPassPipeline(module, "func.func(sharding-propagation)");
+}
+
+LogicalResult shardc::partition(ModuleOp module) {
+  return runPassPipeline(module, "func.func(shard-partition,canonicalize)");
+}

@@ -1,0 +1,355 @@
+//===- TensorShardingModels.cpp - sharding of pad and reshapes ------------===//
+//
+// MLIR 22 models only tensor.empty and tensor.splat; propagation stops with
+// "sharding interface is not implemented" at the tensor ops shardc emits for
+// SAME convolutions and flatten. Models here:
+//
+// tensor.pad (constant padding value): one parallel loop per dimension, the
+//   source and the result indexed by the identity. A dimension with zero low
+//   and high padding keeps its split; a padded one is replicated (a split one
+//   would need the neighbours' rows: left to propagation's reshard).
+//
+// tensor.collapse_shape / tensor.expand_shape (static shapes): one parallel
+//   loop per dimension of the expanded side. In row-major order, splitting the
+//   head of a reassociation group (its outermost non-unit dimension) into
+//   contiguous blocks splits the collapsed dimension into the same contiguous
+//   blocks, provided the group's other dimensions are whole. So the collapsed
+//   side is indexed by the group heads, the expanded side by the identity, and
+//   only head loops are shardable:
+//     - expanded side: the head's split carries over when the rest of its group
+//       is unsplit; any other split of the group is left out (replicated);
+//     - collapsed side: a dimension's split goes to its group head when the
+//       head's size divides by the number of devices of those axes.
+//   Partition rebuilds the op on local shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Shard/ShardingModels.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::shard;
+using shardc::shard_detail::deviceCountOfAxes;
+using shardc::shard_detail::LoopShardingBuilder;
+using shardc::shard_detail::splitAxesOfDim;
+
+namespace {
+
+SmallVector<utils::IteratorType> parallelLoops(int64_t rank) {
+  return SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel);
+}
+
+// Map of a non-tensor operand (a dynamic size or offset): indexes nothing.
+AffineMap scalarMap(int64_t numLoops, MLIRContext *ctx) {
+  return AffineMap::get(numLoops, /*symbolCount=*/0, ctx);
+}
+
+LogicalResult cannotPartition(Operation *op, StringRef what) {
+  return op->emitOpError() << "cannot partition: " << what
+                           << " is split in a way the op cannot compute "
+                              "locally";
+}
+
+//===----------------------------------------------------------------------===//
+// tensor.pad
+//===----------------------------------------------------------------------===//
+
+// Dimensions with static zero padding on both sides.
+llvm::SmallBitVector getUnpaddedDims(tensor::PadOp op) {
+  llvm::SmallBitVector unpadded(op.getResultType().getRank());
+  for (auto [dim, low, high] :
+       llvm::enumerate(op.getStaticLow(), op.getStaticHigh()))
+    unpadded[dim] = low == 0 && high == 0;
+  return unpadded;
+}
+
+struct PadShardingModel
+    : public ShardingInterface::ExternalModel<PadShardingModel,
+                                              tensor::PadOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
+    return parallelLoops(cast<tensor::PadOp>(op).getResultType().getRank());
+  }
+
+  SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
+    int64_t rank = cast<tensor::PadOp>(op).getResultType().getRank();
+    MLIRContext *ctx = op->getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    SmallVector<AffineMap> maps(op->getNumOperands(), scalarMap(rank, ctx));
+    maps.front() = identity;
+    maps.push_back(identity);
+    return maps;
+  }
+
+  FailureOr<ShardingOption>
+  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                    ArrayRef<Sharding> resultShardings) const {
+    auto padOp = cast<tensor::PadOp>(op);
+    llvm::SmallBitVector unpadded = getUnpaddedDims(padOp);
+    LoopShardingBuilder builder(unpadded.size());
+    // Result first, then the source; padded dimensions are left out.
+    for (const Sharding &sharding :
+         {resultShardings.front(), operandShardings.front()}) {
+      if (failed(builder.addTensor(sharding)))
+        return failure();
+      for (int64_t dim : unpadded.set_bits())
+        if (failed(builder.addLoop(dim, splitAxesOfDim(sharding, dim))))
+          return failure();
+    }
+    return builder.finish();
+  }
+
+  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap,
+                          SymbolTableCollection &symbolTable,
+                          OpBuilder &builder) const {
+    auto padOp = cast<tensor::PadOp>(op);
+    llvm::SmallBitVector unpadded = getUnpaddedDims(padOp);
+    for (int64_t dim = 0, e = unpadded.size(); dim < e; ++dim) {
+      ArrayRef<GridAxis> source = splitAxesOfDim(operandShardings[0], dim);
+      ArrayRef<GridAxis> result = splitAxesOfDim(resultShardings[0], dim);
+      if (source != result || (!source.empty() && !unpadded.test(dim)))
+        return cannotPartition(op, "dimension " + std::to_string(dim));
+    }
+    // The padding value and the region come along unchanged; only the
+    // result type shrinks with the source.
+    partitionTriviallyShardableOperation(*op, partitionedOperands,
+                                         operandShardings, resultShardings,
+                                         partitionMap, symbolTable, builder);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// tensor.collapse_shape / tensor.expand_shape
+//===----------------------------------------------------------------------===//
+
+// The head of each reassociation group: its outermost non-unit dimension
+// (leading unit dimensions hold no rows to split), or its first dimension if
+// all are unit.
+SmallVector<int64_t>
+getGroupHeads(ArrayRef<ReassociationIndices> groups, RankedTensorType expanded) {
+  SmallVector<int64_t> heads;
+  for (const ReassociationIndices &group : groups) {
+    const int64_t *head = llvm::find_if(
+        group, [&](int64_t dim) { return expanded.getDimSize(dim) != 1; });
+    heads.push_back(head == group.end() ? group.front() : *head);
+  }
+  return heads;
+}
+
+// The collapsed side's map: each dimension reads its group head's loop.
+AffineMap getHeadsMap(ArrayRef<int64_t> heads, int64_t numLoops,
+                      MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t head : heads)
+    exprs.push_back(getAffineDimExpr(head, ctx));
+  return AffineMap::get(numLoops, /*symbolCount=*/0, exprs, ctx);
+}
+
+// Adds the shardings of both sides of a reshape to `builder`; `collapsedIsResult`
+// tells which side is the result (collapse_shape) or the source (expand_shape).
+LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
+                                  ArrayRef<ReassociationIndices> groups,
+                                  RankedTensorType expanded,
+                                  const Sharding &expandedSharding,
+                                  const Sharding &collapsedSharding,
+                                  bool collapsedIsResult) {
+  SmallVector<int64_t> heads = getGroupHeads(groups, expanded);
+
+  auto addExpanded = [&]() -> LogicalResult {
+    if (failed(builder.addTensor(expandedSharding)))
+      return failure();
+    for (auto [group, head] : llvm::zip_equal(groups, heads)) {
+      bool restWhole = llvm::all_of(group, [&](int64_t dim) {
+        return dim == head || splitAxesOfDim(expandedSharding, dim).empty();
+      });
+      if (restWhole &&
+          failed(builder.addLoop(head, splitAxesOfDim(expandedSharding, head))))
+        return failure();
+    }
+    return success();
+  };
+
+  auto addCollapsed = [&]() -> LogicalResult {
+    if (failed(builder.addTensor(collapsedSharding)))
+      return failure();
+    for (auto [dim, head] : llvm::enumerate(heads)) {
+      ArrayRef<GridAxis> axes = splitAxesOfDim(collapsedSharding, dim);
+      if (axes.empty())
+        continue;
+      std::optional<int64_t> devices =
+          deviceCountOfAxes(op, collapsedSharding, axes);
+      int64_t size = expanded.getDimSize(head);
+      if (!devices || ShapedType::isDynamic(size) || size % *devices != 0)
+        continue;
+      if (failed(builder.addLoop(head, axes)))
+        return failure();
+    }
+    return success();
+  };
+
+  // Result first, then the source, as upstream does.
+  if (collapsedIsResult)
+    return success(succeeded(addCollapsed()) && succeeded(addExpanded()));
+  return success(succeeded(addExpanded()) && succeeded(addCollapsed()));
+}
+
+// Partition precondition: the expanded side is split on group heads only, the
+// collapsed side exactly like the heads.
+LogicalResult checkReshapeShardings(Operation *op,
+                                    ArrayRef<ReassociationIndices> groups,
+                                    RankedTensorType expanded,
+                                    const Sharding &expandedSharding,
+                                    const Sharding &collapsedSharding) {
+  SmallVector<int64_t> heads = getGroupHeads(groups, expanded);
+  for (auto [dim, group] : llvm::enumerate(groups)) {
+    for (int64_t member : group)
+      if (member != heads[dim] &&
+          !splitAxesOfDim(expandedSharding, member).empty())
+        return cannotPartition(op, "expanded dimension " +
+                                       std::to_string(member));
+    if (splitAxesOfDim(expandedSharding, heads[dim]) !=
+        splitAxesOfDim(collapsedSharding, dim))
+      return cannotPartition(op, "collapsed dimension " + std::to_string(dim));
+  }
+  return success();
+}
+
+RankedTensorType getLocalType(Operation *op, Type type,
+                              const Sharding &sharding,
+                              SymbolTableCollection &symbolTable) {
+  return cast<RankedTensorType>(shardType(
+      type, getGridOrNull(op, sharding.getGridAttr(), symbolTable), sharding));
+}
+
+struct CollapseShapeShardingModel
+    : public ShardingInterface::ExternalModel<CollapseShapeShardingModel,
+                                              tensor::CollapseShapeOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
+    return parallelLoops(cast<tensor::CollapseShapeOp>(op).getSrcType().getRank());
+  }
+
+  SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
+    auto collapseOp = cast<tensor::CollapseShapeOp>(op);
+    RankedTensorType srcType = collapseOp.getSrcType();
+    MLIRContext *ctx = op->getContext();
+    SmallVector<int64_t> heads =
+        getGroupHeads(collapseOp.getReassociationIndices(), srcType);
+    return {AffineMap::getMultiDimIdentityMap(srcType.getRank(), ctx),
+            getHeadsMap(heads, srcType.getRank(), ctx)};
+  }
+
+  FailureOr<ShardingOption>
+  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                    ArrayRef<Sharding> resultShardings) const {
+    auto collapseOp = cast<tensor::CollapseShapeOp>(op);
+    LoopShardingBuilder builder(collapseOp.getSrcType().getRank());
+    if (failed(addReshapeShardings(op, builder,
+                                   collapseOp.getReassociationIndices(),
+                                   collapseOp.getSrcType(), operandShardings[0],
+                                   resultShardings[0],
+                                   /*collapsedIsResult=*/true)))
+      return failure();
+    return builder.finish();
+  }
+
+  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap,
+                          SymbolTableCollection &symbolTable,
+                          OpBuilder &builder) const {
+    auto collapseOp = cast<tensor::CollapseShapeOp>(op);
+    SmallVector<ReassociationIndices> groups =
+        collapseOp.getReassociationIndices();
+    if (failed(checkReshapeShardings(op, groups, collapseOp.getSrcType(),
+                                     operandShardings[0], resultShardings[0])))
+      return failure();
+    RankedTensorType localType = getLocalType(
+        op, collapseOp.getResultType(), resultShardings[0], symbolTable);
+    auto local = tensor::CollapseShapeOp::create(
+        builder, op->getLoc(), localType, partitionedOperands[0], groups);
+    partitionMap.map(collapseOp.getResult(), local.getResult());
+    return success();
+  }
+};
+
+struct ExpandShapeShardingModel
+    : public ShardingInterface::ExternalModel<ExpandShapeShardingModel,
+                                              tensor::ExpandShapeOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
+    return parallelLoops(
+        cast<tensor::ExpandShapeOp>(op).getResultType().getRank());
+  }
+
+  SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
+    auto expandOp = cast<tensor::ExpandShapeOp>(op);
+    RankedTensorType resultType = expandOp.getResultType();
+    int64_t rank = resultType.getRank();
+    MLIRContext *ctx = op->getContext();
+    SmallVector<int64_t> heads =
+        getGroupHeads(expandOp.getReassociationIndices(), resultType);
+    // Source, then the dynamic output_shape values, then the result.
+    SmallVector<AffineMap> maps(op->getNumOperands(), scalarMap(rank, ctx));
+    maps.front() = getHeadsMap(heads, rank, ctx);
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    return maps;
+  }
+
+  FailureOr<ShardingOption>
+  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                    ArrayRef<Sharding> resultShardings) const {
+    auto expandOp = cast<tensor::ExpandShapeOp>(op);
+    LoopShardingBuilder builder(expandOp.getResultType().getRank());
+    if (failed(addReshapeShardings(op, builder,
+                                   expandOp.getReassociationIndices(),
+                                   expandOp.getResultType(), resultShardings[0],
+                                   operandShardings[0],
+                                   /*collapsedIsResult=*/false)))
+      return failure();
+    return builder.finish();
+  }
+
+  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap,
+                          SymbolTableCollection &symbolTable,
+                          OpBuilder &builder) const {
+    auto expandOp = cast<tensor::ExpandShapeOp>(op);
+    if (!expandOp.getResultType().hasStaticShape())
+      return op->emitOpError() << "cannot partition: dynamic output shape";
+    SmallVector<ReassociationIndices> groups =
+        expandOp.getReassociationIndices();
+    if (failed(checkReshapeShardings(op, groups, expandOp.getResultType(),
+                                     resultShardings[0], operandShardings[0])))
+      return failure();
+    // Rebuilt rather than cloned: static_output_shape must shrink too.
+    RankedTensorType localType = getLocalType(
+        op, expandOp.getResultType(), resultShardings[0], symbolTable);
+    auto local = tensor::ExpandShapeOp::create(
+        builder, op->getLoc(), localType, partitionedOperands[0], groups);
+    partitionMap.map(expandOp.getResult(), local.getResult());
+    return success();
+  }
+};
+
+} // namespace
+
+void shardc::registerTensorShardingModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::PadOp::attachInterface<PadShardingModel>(*ctx);
+    tensor::CollapseShapeOp::attachInterface<CollapseShapeShardingModel>(*ctx);
+    tensor::ExpandShapeOp::attachInterface<ExpandShapeShardingModel>(*ctx);
+  });
+}
