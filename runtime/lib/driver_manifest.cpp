@@ -1,0 +1,340 @@
+// Reading the manifest: nlohmann_json parses, and every entry is checked here with a
+// message that names it (`manifest: args[2] "x": split[0]: ...`), so a compiler bug
+// shows up as one clear line before any rank allocates or communicates.
+#include "driver_manifest.h"
+#include "driver_layout.h"
+
+#include <nlohmann/json.hpp>
+
+#include <climits>
+#include <cmath>
+#include <initializer_list>
+#include <set>
+
+namespace shardrt {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string &where, const std::string &what) {
+  throw ManifestError("manifest: " + (where.empty() ? "" : where + ": ") + what);
+}
+
+std::string join(const std::string &where, const std::string &key) {
+  return where.empty() ? key : where + "." + key;
+}
+
+void requireObject(const json &value, const std::string &where) {
+  if (!value.is_object())
+    fail(where, std::string("expected an object, not ") + value.type_name());
+}
+
+/// Unknown keys are errors: a misspelt key would otherwise be a silent default.
+void allowKeys(const json &object, const std::string &where,
+               std::initializer_list<const char *> keys) {
+  for (const auto &item : object.items()) {
+    bool known = false;
+    for (const char *key : keys)
+      known = known || item.key() == key;
+    if (!known)
+      fail(where, "unknown key '" + item.key() + "'");
+  }
+}
+
+const json &member(const json &object, const std::string &where, const char *key) {
+  auto found = object.find(key);
+  if (found == object.end())
+    fail(where, std::string("missing '") + key + "'");
+  return *found;
+}
+
+std::string getString(const json &value, const std::string &where) {
+  if (!value.is_string())
+    fail(where, std::string("expected a string, not ") + value.type_name());
+  return value.get<std::string>();
+}
+
+int64_t getInt(const json &value, const std::string &where, int64_t min, int64_t max) {
+  bool ok = value.is_number_unsigned() ? value.get<uint64_t>() <= uint64_t(max)
+                                       : value.is_number_integer();
+  int64_t number = ok ? value.get<int64_t>() : 0;
+  if (!ok || number < min || number > max)
+    fail(where, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                    ", not " + value.dump());
+  return number;
+}
+
+double getNumber(const json &value, const std::string &where) {
+  if (!value.is_number())
+    fail(where, std::string("expected a number, not ") + value.type_name());
+  return value.get<double>();
+}
+
+const json &getArray(const json &value, const std::string &where) {
+  if (!value.is_array())
+    fail(where, std::string("expected an array, not ") + value.type_name());
+  return value;
+}
+
+std::string describe(const Shape &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+/// A shape whose element count fits in int64.
+Shape getShape(const json &value, const std::string &where) {
+  Shape shape;
+  int64_t count = 1;
+  for (size_t d = 0; d < getArray(value, where).size(); ++d) {
+    shape.push_back(getInt(value[d], where + "[" + std::to_string(d) + "]", 0, INT64_MAX));
+    if (__builtin_mul_overflow(count, shape.back(), &count))
+      fail(where, "the shape " + value.dump() + " has more than 2^63 elements");
+  }
+  return shape;
+}
+
+DType getDType(const json &value, const std::string &where) {
+  std::string name = getString(value, where);
+  if (name == "f32")
+    return DType::F32;
+  if (name == "i32")
+    return DType::I32;
+  fail(where, "unknown dtype '" + name + "'; known: f32, i32");
+}
+
+void readSplit(const json &value, const std::string &where, const Manifest &manifest,
+               TensorSpec &spec) {
+  if (getArray(value, where).size() != spec.shape.size())
+    fail(where, "expected one entry per dimension of the shape " + describe(spec.shape) + ", not " +
+                    std::to_string(value.size()));
+  const int numAxes = static_cast<int>(manifest.axisSizes.size());
+  std::set<int> seen;
+  for (size_t d = 0; d < value.size(); ++d) {
+    std::string here = where + "[" + std::to_string(d) + "]";
+    std::vector<int> axes;
+    int64_t parts = 1;
+    for (size_t i = 0; i < getArray(value[d], here).size(); ++i) {
+      std::string axisWhere = here + "[" + std::to_string(i) + "]";
+      if (!value[d][i].is_number_integer() || value[d][i].get<int64_t>() < 0 ||
+          value[d][i].get<int64_t>() >= numAxes)
+        fail(axisWhere, value[d][i].dump() + " is not a mesh axis index (the mesh has " +
+                            std::to_string(numAxes) + " axes)");
+      int axis = value[d][i].get<int>();
+      if (!seen.insert(axis).second)
+        fail(axisWhere, "mesh axis '" + manifest.axisNames[axis] + "' splits this tensor twice");
+      axes.push_back(axis);
+      parts *= manifest.axisSizes[axis];
+    }
+    if (spec.shape[d] % parts != 0)
+      fail(here, "dimension " + std::to_string(d) + " of size " + std::to_string(spec.shape[d]) +
+                     " does not divide into " + std::to_string(parts) + " blocks");
+    spec.split.push_back(axes);
+  }
+  int64_t localCount = numElements(localShape(spec, manifest.axisSizes));
+  if (localCount > INT_MAX)
+    fail(where, "a rank's block has " + std::to_string(localCount) +
+                    " elements; one MPI message holds at most 2^31 - 1");
+}
+
+/// Reads name, dtype, shape and split, the keys every tensor has.
+TensorSpec readTensor(const json &value, const std::string &where, const Manifest &manifest,
+                      Role role) {
+  requireObject(value, where);
+  TensorSpec spec;
+  spec.role = role;
+  spec.name = getString(member(value, where, "name"), join(where, "name"));
+  if (spec.name.empty())
+    fail(join(where, "name"), "is empty");
+  std::string named = where + " \"" + spec.name + "\"";
+  spec.dtype = getDType(member(value, named, "dtype"), named + ": dtype");
+  spec.shape = getShape(member(value, named, "shape"), named + ": shape");
+  readSplit(member(value, named, "split"), named + ": split", manifest, spec);
+  return spec;
+}
+
+struct InitName {
+  const char *name;
+  InitKind kind;
+  const char *arg;   // its one argument, or nullptr
+  double defaultArg; // NaN: the argument is required
+  bool needsFans;
+};
+
+// As in the language (grammar/README.md): normal(stddev = 0.01), uniform(scale = 0.05).
+const InitName kInits[] = {
+    {"zeros", InitKind::Zeros, nullptr, 0, false},
+    {"ones", InitKind::Ones, nullptr, 0, false},
+    {"constant", InitKind::Constant, "value", NAN, false},
+    {"normal", InitKind::Normal, "stddev", 0.01, false},
+    {"uniform", InitKind::Uniform, "scale", 0.05, false},
+    {"xavier_normal", InitKind::XavierNormal, nullptr, 0, true},
+    {"xavier_uniform", InitKind::XavierUniform, nullptr, 0, true},
+    {"lecun_normal", InitKind::LecunNormal, nullptr, 0, true},
+    {"he_normal", InitKind::HeNormal, nullptr, 0, true},
+};
+
+void readInit(const json &value, const std::string &where, TensorSpec &spec) {
+  requireObject(value, where);
+  allowKeys(value, where, {"name", "args"});
+  std::string name = getString(member(value, where, "name"), where + ".name");
+  const InitName *init = nullptr;
+  for (const InitName &candidate : kInits)
+    if (name == candidate.name)
+      init = &candidate;
+  if (!init)
+    fail(where + ".name", "unknown initialiser '" + name +
+                              "'; known: zeros, ones, constant, normal, uniform, xavier_normal, "
+                              "xavier_uniform, lecun_normal, he_normal");
+  spec.init = init->kind;
+  spec.initArg = init->defaultArg;
+  auto args = value.find("args");
+  if (args != value.end()) {
+    requireObject(*args, where + ".args");
+    for (const auto &item : args->items()) {
+      if (!init->arg || item.key() != init->arg)
+        fail(where + ".args", name + " has no argument '" + item.key() + "'");
+      spec.initArg = getNumber(item.value(), where + ".args." + item.key());
+    }
+  }
+  if (std::isnan(spec.initArg))
+    fail(where + ".args", name + " needs its argument '" + init->arg + "'");
+  // Fans come from one layer's shape: a stack's layer dimension is no receptive field.
+  if (init->needsFans && spec.shape.size() < 2)
+    fail(where, name + " needs a tensor of 2 or more dimensions for its fans, not " +
+                    describe(spec.shape));
+}
+
+TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
+  TensorSpec spec = readTensor(value, where, manifest, Role::Param);
+  std::string named = where + " \"" + spec.name + "\"";
+  allowKeys(value, named,
+            {"role", "name", "dtype", "shape", "split", "global_shape", "layer", "init"});
+  if (spec.dtype != DType::F32)
+    fail(named, "parameters are f32; the initialisers make nothing else");
+  auto global = value.find("global_shape");
+  auto layer = value.find("layer");
+  spec.globalShape =
+      global != value.end() ? getShape(*global, named + ": global_shape") : spec.shape;
+  if (layer != value.end()) {
+    if (global == value.end())
+      fail(named, "a parameter with a layer needs the global_shape of its stack");
+    Shape perLayer(spec.globalShape.begin() + (spec.globalShape.empty() ? 0 : 1),
+                   spec.globalShape.end());
+    if (spec.globalShape.empty() || perLayer != spec.shape)
+      fail(named, "global_shape " + describe(spec.globalShape) + " is not [layers] + shape " +
+                      describe(spec.shape));
+    spec.layer = getInt(*layer, named + ": layer", 0, spec.globalShape[0] - 1);
+  } else if (spec.globalShape != spec.shape) {
+    fail(named, "global_shape " + describe(spec.globalShape) + " differs from shape " +
+                    describe(spec.shape) + ", and there is no layer");
+  }
+  readInit(member(value, named, "init"), named + ": init", spec);
+  return spec;
+}
+
+TensorSpec readInput(const json &value, const std::string &where, const Manifest &manifest) {
+  TensorSpec spec = readTensor(value, where, manifest, Role::Input);
+  std::string named = where + " \"" + spec.name + "\"";
+  allowKeys(value, named, {"role", "name", "dtype", "shape", "split", "fill"});
+  std::string fillWhere = named + ": fill";
+  const json &fill = member(value, named, "fill");
+  requireObject(fill, fillWhere);
+  std::string kind = getString(member(fill, fillWhere, "kind"), fillWhere + ".kind");
+  if (kind == "normal") {
+    allowKeys(fill, fillWhere, {"kind"});
+    if (spec.dtype != DType::F32)
+      fail(fillWhere, "a normal fill makes f32, but the input is i32");
+    spec.fill = FillKind::Normal;
+  } else if (kind == "integers") {
+    allowKeys(fill, fillWhere, {"kind", "high"});
+    if (spec.dtype != DType::I32)
+      fail(fillWhere, "an integers fill makes i32, but the input is f32");
+    spec.fill = FillKind::Integers;
+    spec.high = getInt(member(fill, fillWhere, "high"), fillWhere + ".high", 1, int64_t(1) << 31);
+  } else {
+    fail(fillWhere + ".kind", "unknown fill '" + kind + "'; known: normal, integers");
+  }
+  return spec;
+}
+
+void readMesh(const json &value, Manifest &manifest) {
+  requireObject(value, "mesh");
+  allowKeys(value, "mesh", {"axes", "sizes"});
+  const json &axes = getArray(member(value, "mesh", "axes"), "mesh.axes");
+  const json &sizes = getArray(member(value, "mesh", "sizes"), "mesh.sizes");
+  if (axes.size() != sizes.size())
+    fail("mesh",
+         std::to_string(axes.size()) + " axes but " + std::to_string(sizes.size()) + " sizes");
+  if (axes.size() > 31)
+    fail("mesh", "a mesh has at most 31 axes");
+  int64_t ranks = 1;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    std::string name = getString(axes[a], "mesh.axes[" + std::to_string(a) + "]");
+    for (const std::string &earlier : manifest.axisNames)
+      if (earlier == name)
+        fail("mesh.axes", "axis '" + name + "' appears twice");
+    manifest.axisNames.push_back(name);
+    manifest.axisSizes.push_back(
+        getInt(sizes[a], "mesh.sizes[" + std::to_string(a) + "]", 1, INT_MAX));
+    ranks *= manifest.axisSizes.back();
+    if (ranks > INT_MAX)
+      fail("mesh", "needs more than 2^31 - 1 ranks");
+  }
+}
+
+} // namespace
+
+const char *dtypeName(DType dtype) { return dtype == DType::F32 ? "f32" : "i32"; }
+
+Manifest parseManifest(const char *text) {
+  if (!text)
+    throw ManifestError("manifest: none was given (NULL)");
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error &error) {
+    // what() starts with "[json.exception.parse_error.101] "; the rest says where.
+    std::string what = error.what();
+    size_t bracket = what.find("] ");
+    throw ManifestError("manifest: not valid JSON: " +
+                        (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+  }
+  requireObject(root, "");
+  allowKeys(root, "", {"model", "mode", "mesh", "args", "results"});
+
+  Manifest manifest;
+  manifest.model = getString(member(root, "", "model"), "model");
+  manifest.mode = getString(member(root, "", "mode"), "mode");
+  if (manifest.mode != "forward")
+    fail("mode", "'" + manifest.mode + "' is not a mode this runtime runs; known: forward");
+  readMesh(member(root, "", "mesh"), manifest);
+
+  const json &args = getArray(member(root, "", "args"), "args");
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string where = "args[" + std::to_string(i) + "]";
+    requireObject(args[i], where);
+    std::string role = getString(member(args[i], where, "role"), where + ".role");
+    if (role == "param")
+      manifest.args.push_back(readParam(args[i], where, manifest));
+    else if (role == "input")
+      manifest.args.push_back(readInput(args[i], where, manifest));
+    else
+      fail(where + ".role", "unknown role '" + role + "'; known: param, input");
+  }
+
+  const json &results = getArray(member(root, "", "results"), "results");
+  std::set<std::string> resultNames;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string where = "results[" + std::to_string(i) + "]";
+    TensorSpec spec = readTensor(results[i], where, manifest, Role::Result);
+    allowKeys(results[i], where + " \"" + spec.name + "\"", {"name", "dtype", "shape", "split"});
+    if (!resultNames.insert(spec.name).second)
+      fail(where, "a second result named '" + spec.name + "'");
+    manifest.results.push_back(spec);
+  }
+  return manifest;
+}
+
+} // namespace shardrt

@@ -1,0 +1,75 @@
+// The manifest that shardc compiles into a program: its mesh, its arguments and
+// results, and how each is split over the mesh (format in runtime/README.md).
+#ifndef SHARDRT_LIB_DRIVER_MANIFEST_H
+#define SHARDRT_LIB_DRIVER_MANIFEST_H
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shardrt {
+
+enum class DType { F32, I32 };
+
+const char *dtypeName(DType dtype);
+
+/// The initialisers of the language; each maps to one shardrt_fill_*.
+enum class InitKind {
+  Zeros,
+  Ones,
+  Constant,
+  Normal,
+  Uniform,
+  XavierNormal,
+  XavierUniform,
+  LecunNormal,
+  HeNormal
+};
+
+/// How an input is made up: N(0, 1) for f32, integers in [0, high) for i32.
+enum class FillKind { Normal, Integers };
+
+enum class Role { Param, Input, Result };
+
+/// One argument or result of the program.
+struct TensorSpec {
+  Role role = Role::Result;
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;          // the whole tensor (for a layer: one layer of it)
+  std::vector<std::vector<int>> split; // per dimension, the mesh axes it is split over, major first
+
+  // Parameters.
+  std::vector<int64_t> globalShape; // = shape, or [layers, shape...] when `layer` is set
+  int64_t layer = -1;               // which slice of globalShape's dimension 0, or -1
+  InitKind init = InitKind::Zeros;
+  double initArg = 0; // constant's value, normal's stddev, uniform's scale
+
+  // Inputs.
+  FillKind fill = FillKind::Normal;
+  int64_t high = 0; // integers are drawn from [0, high)
+};
+
+struct Manifest {
+  std::string model, mode;
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  std::vector<TensorSpec> args, results;
+};
+
+/// A manifest that is not valid JSON or does not follow the format; what() names the
+/// offending entry.
+struct ManifestError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses the manifest and checks everything that can be checked before running: types,
+/// known names, split axes that exist, are used once per tensor and divide the
+/// dimension they split, layers inside their stack, blocks small enough for one MPI
+/// message. Throws ManifestError.
+Manifest parseManifest(const char *text);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_MANIFEST_H

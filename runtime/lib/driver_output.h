@@ -1,0 +1,33 @@
+// The results of a run: gathered to rank 0, summarised and written as JSON.
+#ifndef SHARDRT_LIB_DRIVER_OUTPUT_H
+#define SHARDRT_LIB_DRIVER_OUTPUT_H
+
+#include "driver_layout.h"
+#include "driver_manifest.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace shardrt {
+
+/// A result assembled on rank 0: the whole tensor, row-major, as raw 4-byte elements.
+struct GatheredResult {
+  const TensorSpec *spec;
+  std::vector<uint32_t> elements;
+};
+
+/// Every rank calls this with its block of `spec` (in manifest order, one result after
+/// the other). The first copy of each block goes to rank 0, which places it at its
+/// rank's offset; rank 0 gets the whole tensor, other ranks an empty one.
+GatheredResult gatherResult(const TensorSpec &spec, const Shape &meshSizes, const void *block,
+                            int tag);
+
+/// Writes the results JSON (runtime/README.md) on rank 0.
+void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64_t numValues,
+                  const std::vector<GatheredResult> &results);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_OUTPUT_H
