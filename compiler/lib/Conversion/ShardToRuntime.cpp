@@ -114,8 +114,8 @@ private:
   FailureOr<RankedTensorType> staticTensor(Operation *op, Value v,
                                            StringRef what);
 
-  func::FuncOp getOrDeclare(Operation *at, StringRef name,
-                            ArrayRef<Type> args, ArrayRef<Type> results);
+  func::FuncOp getOrDeclare(Operation *at, StringRef name, ArrayRef<Type> args,
+                            ArrayRef<Type> results);
   Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
 
   Value i32(OpBuilder &b, Location loc, int64_t v);
@@ -124,8 +124,7 @@ private:
   /// Read-only dense buffer of tensor `t` as a pointer.
   Value inputPointer(OpBuilder &b, Location loc, Value t);
   /// A fresh dense buffer of type `t`; its pointer in `ptr`.
-  Value allocOutput(OpBuilder &b, Location loc, RankedTensorType t,
-                    Value &ptr);
+  Value allocOutput(OpBuilder &b, Location loc, RankedTensorType t, Value &ptr);
   /// Pointer to a constant i64 array holding `shape`.
   Value shapePointer(OpBuilder &b, Location loc, ArrayRef<int64_t> shape);
   /// Permutes the blocks of `t` along `dim` from a group order by `from` axes
@@ -136,6 +135,8 @@ private:
 
   ModuleOp module;
   SymbolTable symbolTable;
+  // Grid lookups, cached across ops.
+  SymbolTableCollection symbolTables;
   MLIRContext *ctx;
   // Declarations and globals go to the top of the module, in order of use.
   OpBuilder declBuilder;
@@ -184,8 +185,7 @@ FailureOr<shard::GridOp>
 RuntimeLowering::checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
                                ArrayRef<shard::GridAxis> axes,
                                bool needStaticOrderSizes, uint32_t &mask) {
-  SymbolTableCollection tables;
-  shard::GridOp grid = shard::getGridOrNull(op, gridSym, tables);
+  shard::GridOp grid = shard::getGridOrNull(op, gridSym, symbolTables);
   if (!grid)
     return op->emitOpError("refers to an unknown grid ") << gridSym;
   if (grid.getRank() > 32)
@@ -313,15 +313,15 @@ Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
     global = memref::GlobalOp::create(
         declBuilder, module.getLoc(), declBuilder.getStringAttr(name),
         declBuilder.getStringAttr("private"), TypeAttr::get(type),
-        DenseIntElementsAttr::get(tensorType, shape),
-        declBuilder.getUnitAttr(), declBuilder.getI64IntegerAttr(8));
+        DenseIntElementsAttr::get(tensorType, shape), declBuilder.getUnitAttr(),
+        declBuilder.getI64IntegerAttr(8));
     declBuilder.setInsertionPointAfter(global);
     // Renames the global if the name is taken.
     symbolTable.insert(global, Block::iterator(global));
     shapeGlobals[name] = global;
   }
-  Value ref =
-      memref::GetGlobalOp::create(b, loc, type, global.getSymNameAttr().getValue());
+  Value ref = memref::GetGlobalOp::create(b, loc, type,
+                                          global.getSymNameAttr().getValue());
   return toPointer(b, loc, ref);
 }
 
@@ -354,8 +354,8 @@ Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
     reassociation.push_back(group);
   }
   auto expandedType = RankedTensorType::get(expanded, type.getElementType());
-  Value v = tensor::ExpandShapeOp::create(b, loc, expandedType, t,
-                                          reassociation);
+  Value v =
+      tensor::ExpandShapeOp::create(b, loc, expandedType, t, reassociation);
 
   // Result axis dimension j holds the axis to[j], found in `from` at
   // position p: transposed dim (dim + j) = expanded dim (dim + p).
@@ -416,13 +416,13 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
   // group is a set: the result does not depend on grid_axes' order.
   auto memrefType =
       MemRefType::get(inType->getShape(), inType->getElementType());
-  Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType,
-                                                   op.getInput(),
-                                                   /*read_only=*/false);
+  Value buffer =
+      bufferization::ToBufferOp::create(b, loc, memrefType, op.getInput(),
+                                        /*read_only=*/false);
   Value inOut = toPointer(b, loc, buffer);
   call(b, loc, fn,
-       {i32(b, loc, mask), inOut, inOut,
-        i64(b, loc, outType->getNumElements()), i32(b, loc, *reduction)});
+       {i32(b, loc, mask), inOut, inOut, i64(b, loc, outType->getNumElements()),
+        i32(b, loc, *reduction)});
   Value result = bufferization::ToTensorOp::create(
       b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
   op.getResult().replaceAllUsesWith(result);
@@ -450,11 +450,9 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn =
-      getOrDeclare(op, ("shardrt_all_gather_" + *suffix).str(),
-                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
-                    b.getI32Type()},
-                   {});
+  func::FuncOp fn = getOrDeclare(
+      op, ("shardrt_all_gather_" + *suffix).str(),
+      {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr, b.getI32Type()}, {});
   if (!fn)
     return failure();
   Value in = inputPointer(b, loc, op.getInput());
@@ -548,11 +546,10 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn =
-      getOrDeclare(op, ("shardrt_all_to_all_" + *suffix).str(),
-                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
-                    b.getI32Type(), b.getI32Type()},
-                   {});
+  func::FuncOp fn = getOrDeclare(op, ("shardrt_all_to_all_" + *suffix).str(),
+                                 {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
+                                  b.getI32Type(), b.getI32Type()},
+                                 {});
   if (!fn)
     return failure();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
@@ -604,8 +601,8 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
   Value groupIndex;
   if (isAscending(axes)) {
     // The runtime's group index is the same linearisation.
-    func::FuncOp fn = getOrDeclare(op, "shardrt_group_index",
-                                   {b.getI32Type()}, {b.getI64Type()});
+    func::FuncOp fn = getOrDeclare(op, "shardrt_group_index", {b.getI32Type()},
+                                   {b.getI64Type()});
     if (!fn)
       return failure();
     Value idx = call(b, loc, fn, {i32(b, loc, mask)});
@@ -623,8 +620,8 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
         acc = coord;
         continue;
       }
-      acc = arith::MulIOp::create(b, loc, acc,
-                                  i64(b, loc, grid->getShape()[a]));
+      acc =
+          arith::MulIOp::create(b, loc, acc, i64(b, loc, grid->getShape()[a]));
       acc = arith::AddIOp::create(b, loc, acc, coord);
     }
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, acc);
@@ -804,9 +801,8 @@ struct ShardToRuntimePass
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
-                    func::FuncDialect, linalg::LinalgDialect,
-                    LLVM::LLVMDialect, memref::MemRefDialect,
-                    tensor::TensorDialect>();
+                    func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                    memref::MemRefDialect, tensor::TensorDialect>();
   }
 
   void runOnOperation() override {

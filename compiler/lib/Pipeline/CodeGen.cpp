@@ -64,6 +64,7 @@ static LogicalResult addEntry(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>(shardc::kForwardFunction);
   if (!forward)
     return module.emitError("no @forward function");
+  module.getContext()->loadDialect<bufferization::BufferizationDialect, memref::MemRefDialect>();
   FunctionType type = forward.getFunctionType();
   auto asMemRef = [](Type t) {
     auto tensor = cast<RankedTensorType>(t);
@@ -127,7 +128,8 @@ static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
       b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr}));
   auto main = LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
   b.setInsertionPointToStart(main.addEntryBlock(b));
-  Value text = LLVM::createGlobalString(loc, b, "shardc_manifest", manifest,
+  // A C string: createGlobalString adds no terminator.
+  Value text = LLVM::createGlobalString(loc, b, "shardc_manifest", manifest.str() + '\0',
                                         LLVM::Linkage::Internal);
   Value runAddress = LLVM::AddressOfOp::create(b, loc, ptr, kRun);
   auto status = LLVM::CallOp::create(

@@ -1,4 +1,4 @@
-//===- LinalgShardingModels.cpp - sharding of convolution and pooling -----===//
+//===- LinalgShardingModels.cpp - conv, pooling and generic models --------===//
 //
 // Upstream's linalg model (StructuredOpShardingInterface) accepts only ops
 // whose indexing maps are projected permutations. A convolution or pooling

@@ -4,10 +4,11 @@
 // "sharding interface is not implemented" at the tensor ops shardc emits for
 // SAME convolutions and flatten. Models here:
 //
-// tensor.pad (constant padding value): one parallel loop per dimension, the
-//   source and the result indexed by the identity. A dimension with zero low
-//   and high padding keeps its split; a padded one is replicated (a split one
-//   would need the neighbours' rows: left to propagation's reshard).
+// tensor.pad: one parallel loop per dimension, the source and the result
+//   indexed by the identity. With a constant padding value, a dimension with
+//   zero low and high padding keeps its split; a padded one is replicated (a
+//   split one would need the neighbours' rows: left to propagation's
+//   reshard). A padding value computed from the indices replicates all.
 //
 // tensor.collapse_shape / tensor.expand_shape (static shapes): one parallel
 //   loop per dimension of the expanded side. In row-major order, splitting the
@@ -62,13 +63,16 @@ LogicalResult cannotPartition(Operation *op, StringRef what) {
 // tensor.pad
 //===----------------------------------------------------------------------===//
 
-// Dimensions with static zero padding on both sides.
-llvm::SmallBitVector getUnpaddedDims(tensor::PadOp op) {
-  llvm::SmallBitVector unpadded(op.getResultType().getRank());
+// Dimensions with static zero padding on both sides; none when the padding
+// value is computed from the indices (they would be local after a split).
+llvm::SmallBitVector getShardableDims(tensor::PadOp op) {
+  llvm::SmallBitVector shardable(op.getResultType().getRank());
+  if (!op.getConstantPaddingValue())
+    return shardable;
   for (auto [dim, low, high] :
        llvm::enumerate(op.getStaticLow(), op.getStaticHigh()))
-    unpadded[dim] = low == 0 && high == 0;
-  return unpadded;
+    shardable[dim] = low == 0 && high == 0;
+  return shardable;
 }
 
 struct PadShardingModel
@@ -92,14 +96,14 @@ struct PadShardingModel
   getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
                     ArrayRef<Sharding> resultShardings) const {
     auto padOp = cast<tensor::PadOp>(op);
-    llvm::SmallBitVector unpadded = getUnpaddedDims(padOp);
-    LoopShardingBuilder builder(unpadded.size());
+    llvm::SmallBitVector shardable = getShardableDims(padOp);
+    LoopShardingBuilder builder(shardable.size());
     // Result first, then the source; padded dimensions are left out.
     for (const Sharding &sharding :
          {resultShardings.front(), operandShardings.front()}) {
       if (failed(builder.addTensor(sharding)))
         return failure();
-      for (int64_t dim : unpadded.set_bits())
+      for (int64_t dim : shardable.set_bits())
         if (failed(builder.addLoop(dim, splitAxesOfDim(sharding, dim))))
           return failure();
     }
@@ -113,11 +117,11 @@ struct PadShardingModel
                           SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
     auto padOp = cast<tensor::PadOp>(op);
-    llvm::SmallBitVector unpadded = getUnpaddedDims(padOp);
-    for (int64_t dim = 0, e = unpadded.size(); dim < e; ++dim) {
+    llvm::SmallBitVector shardable = getShardableDims(padOp);
+    for (int64_t dim = 0, e = shardable.size(); dim < e; ++dim) {
       ArrayRef<GridAxis> source = splitAxesOfDim(operandShardings[0], dim);
       ArrayRef<GridAxis> result = splitAxesOfDim(resultShardings[0], dim);
-      if (source != result || (!source.empty() && !unpadded.test(dim)))
+      if (source != result || (!source.empty() && !shardable.test(dim)))
         return cannotPartition(op, "dimension " + std::to_string(dim));
     }
     // The padding value and the region come along unchanged; only the

@@ -120,7 +120,10 @@ int compile() {
     if (unsigned buffer = diags.addFile(rulesFile))
       rules = parseRulesFile(buffer, diags);
 
-  if (emit == Emit::AST) {
+  Emit stage = emit.getNumOccurrences() ? emit.getValue()
+               : outputFile == "-"     ? Emit::Typed
+                                       : Emit::Executable;
+  if (stage == Emit::AST) {
     unsigned buffer = diags.addFile(modelFile);
     auto module = buffer ? parseModelFile(buffer, diags) : nullptr;
     if (module)
@@ -128,9 +131,6 @@ int compile() {
     if (rules)
       printAST(*rules, sourceMgr, os);
   } else {
-    Emit stage = emit.getNumOccurrences() ? emit.getValue()
-                 : outputFile == "-"     ? Emit::Typed
-                                         : Emit::Executable;
     if (rulesFile.empty() && !(reference && stage != Emit::Typed)) {
       llvm::WithColor::error(llvm::errs(), "shardc")
           << "a rules file is needed: --rules FILE.rules (or --reference to build the "

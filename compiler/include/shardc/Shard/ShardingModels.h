@@ -5,9 +5,13 @@
 // projected permutations), tensor.pad and the reshapes tensor.collapse_shape /
 // tensor.expand_shape. These external models fill the gap.
 //
+// linalg.generic gets one too: upstream's, plus the global position for a
+// `linalg.index` of a split loop (upstream leaves the local one).
+//
 // The models live one file per dialect, like upstream's:
 //   lib/Shard/LinalgShardingModels.cpp  linalg.conv_2d_nhwc_hwcf,
-//                                       linalg.pooling_nhwc_{sum,max}
+//                                       linalg.pooling_nhwc_{sum,max},
+//                                       linalg.generic
 //   lib/Shard/TensorShardingModels.cpp  tensor.pad, tensor.collapse_shape,
 //                                       tensor.expand_shape
 // and share the helpers declared at the end of this header.
