@@ -17,9 +17,7 @@
 //     a. bufferization.to_buffer (read_only) of the input and memref.alloc of
 //        the output, both with the identity layout: the runtime wants dense
 //        row-major data, and one-shot-bufferize copies the input into a dense
-//        buffer when its buffer is a strided view. all_reduce runs in place
-//        instead: a writing to_buffer of the input, which one-shot-bufferize
-//        turns into a copy only where the input is still needed;
+//        buffer when its buffer is a strided view;
 //     b. pointers by memref.extract_aligned_pointer_as_index, index_cast and
 //        llvm.inttoptr (an identity layout has offset 0, so the aligned
 //        pointer is the first element);
@@ -409,19 +407,14 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
       {b.getI32Type(), ptr, ptr, b.getI64Type(), b.getI32Type()}, {});
   if (!fn)
     return failure();
-  // In place (the runtime allows in == out): a writing to_buffer lets
-  // one-shot-bufferize reuse the input's buffer when the input is dead
-  // afterwards and copy it otherwise. That saves a buffer per all_reduce, and
-  // for large gradients the fresh pages of a new allocation every step. The
-  // group is a set: the result does not depend on grid_axes' order.
-  auto memrefType =
-      MemRefType::get(inType->getShape(), inType->getElementType());
-  Value buffer =
-      bufferization::ToBufferOp::create(b, loc, memrefType, op.getInput(),
-                                        /*read_only=*/false);
-  Value inOut = toPointer(b, loc, buffer);
+  // The group is a set: the result does not depend on grid_axes' order.
+  // Out of place although the runtime allows in == out: a writing to_buffer
+  // of the input is Pure, so CSE would merge two all_reduces of one tensor.
+  Value in = inputPointer(b, loc, op.getInput());
+  Value out;
+  Value buffer = allocOutput(b, loc, *outType, out);
   call(b, loc, fn,
-       {i32(b, loc, mask), inOut, inOut, i64(b, loc, outType->getNumElements()),
+       {i32(b, loc, mask), in, out, i64(b, loc, outType->getNumElements()),
         i32(b, loc, *reduction)});
   Value result = bufferization::ToTensorOp::create(
       b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());

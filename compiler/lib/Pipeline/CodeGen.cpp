@@ -195,9 +195,13 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     return fail("no C compiler driver 'cc' on PATH to link with (install gcc or clang)");
+  // libmlir_c_runner_utils has memrefCopy, which strided copies lower to.
   std::string libFlag = ("-L" + runtimeLibDir).str(), rpath = ("-Wl,-rpath," + runtimeLibDir).str();
-  llvm::SmallVector<llvm::StringRef> args = {*cc, object, "-o", output, libFlag, rpath,
-                                             "-lshardrt", "-lm"};
+  std::string mlirLibFlag = "-L" MLIR_RUNNER_UTILS_DIR,
+              mlirRpath = "-Wl,-rpath," MLIR_RUNNER_UTILS_DIR;
+  llvm::SmallVector<llvm::StringRef> args = {*cc,        object,     "-o",       output,
+                                             libFlag,    rpath,      mlirLibFlag, mlirRpath,
+                                             "-lshardrt", "-lmlir_c_runner_utils", "-lm"};
   std::string message;
   if (int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
     return fail("linking '" + output + "' failed (" + *cc + " exited with " +

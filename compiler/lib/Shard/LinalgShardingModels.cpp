@@ -186,9 +186,8 @@ LogicalResult partitionWithSplitReduction(
   Value localInit = partitionedOperands[initNumber];
   Value groupIndex = createProcessLinearIndex(gridName, reductionAxes, b);
   Value zero = arith::ConstantIndexOp::create(b, 0);
-  Value isLead = arith::CmpIOp::create(b, b.getI1Type(),
-                                       arith::CmpIPredicate::eq, groupIndex,
-                                       zero);
+  Value isLead = arith::CmpIOp::create(
+      b, b.getI1Type(), arith::CmpIPredicate::eq, groupIndex, zero);
   auto ifOp = scf::IfOp::create(b, localInit.getType(), isLead,
                                 /*addThenBlock=*/true, /*addElseBlock=*/true);
   {
@@ -226,8 +225,9 @@ LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
                                 OpBuilder &builder) {
   SmallVector<GridAxis> reductionAxes =
       getReductionGridAxes(op.getIteratorTypesArray(), loopAxes);
-  bool anySplit = llvm::any_of(
-      loopAxes, [](const SmallVector<GridAxis> &axes) { return !axes.empty(); });
+  bool anySplit = llvm::any_of(loopAxes, [](const SmallVector<GridAxis> &axes) {
+    return !axes.empty();
+  });
   if (!anySplit) {
     partitionTriviallyShardableOperation(*op, partitionedOperands,
                                          operandShardings, resultShardings,
@@ -268,8 +268,8 @@ LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
     return failure();
   }
 
-  auto localOp = cast<linalg::LinalgOp>(
-      localMap.lookup(op->getResult(0)).getDefiningOp());
+  auto localOp =
+      cast<linalg::LinalgOp>(localMap.lookup(op->getResult(0)).getDefiningOp());
   if (localOp.hasIndexSemantics() &&
       failed(globalizeIndices(localOp, op.getStaticLoopRanges(), loopAxes,
                               gridName, grid, builder)))
@@ -300,7 +300,8 @@ struct LinalgModelBase
     return getOperandAndResultMaps(cast<linalg::LinalgOp>(op));
   }
 
-  SmallVector<ReductionKind> getReductionLoopIteratorKinds(Operation *op) const {
+  SmallVector<ReductionKind>
+  getReductionLoopIteratorKinds(Operation *op) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     Operation *combiner = getCombiner(linalgOp);
     ReductionKind kind =
@@ -395,9 +396,8 @@ struct GenericOpShardingModel
                           OpBuilder &builder) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
-    if (!llvm::all_of(maps, [](AffineMap map) {
-          return map.isProjectedPermutation();
-        }))
+    if (!llvm::all_of(
+            maps, [](AffineMap map) { return map.isProjectedPermutation(); }))
       return op->emitOpError()
              << "supports indexing maps that are only projected permutation.";
     // Operand maps only: upstream's helper reads the operand shardings alone.
@@ -410,8 +410,7 @@ struct GenericOpShardingModel
   }
 };
 
-template <typename... OpTys>
-void attachWindowedModels(MLIRContext *ctx) {
+template <typename... OpTys> void attachWindowedModels(MLIRContext *ctx) {
   (OpTys::template attachInterface<WindowedOpShardingModel<OpTys>>(*ctx), ...);
 }
 

@@ -21,8 +21,7 @@ void shardc::registerShardingModels(DialectRegistry &registry) {
 
 namespace shardc::shard_detail {
 
-LoopShardingBuilder::LoopShardingBuilder(unsigned numLoops)
-    : loops(numLoops) {}
+LoopShardingBuilder::LoopShardingBuilder(unsigned numLoops) : loops(numLoops) {}
 
 LogicalResult LoopShardingBuilder::addTensor(const Sharding &sharding) {
   if (!sharding)

@@ -76,8 +76,7 @@ llvm::SmallBitVector getShardableDims(tensor::PadOp op) {
 }
 
 struct PadShardingModel
-    : public ShardingInterface::ExternalModel<PadShardingModel,
-                                              tensor::PadOp> {
+    : public ShardingInterface::ExternalModel<PadShardingModel, tensor::PadOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
     return parallelLoops(cast<tensor::PadOp>(op).getResultType().getRank());
   }
@@ -140,8 +139,8 @@ struct PadShardingModel
 // The head of each reassociation group: its outermost non-unit dimension
 // (leading unit dimensions hold no rows to split), or its first dimension if
 // all are unit.
-SmallVector<int64_t>
-getGroupHeads(ArrayRef<ReassociationIndices> groups, RankedTensorType expanded) {
+SmallVector<int64_t> getGroupHeads(ArrayRef<ReassociationIndices> groups,
+                                   RankedTensorType expanded) {
   SmallVector<int64_t> heads;
   for (const ReassociationIndices &group : groups) {
     const int64_t *head = llvm::find_if(
@@ -160,8 +159,9 @@ AffineMap getHeadsMap(ArrayRef<int64_t> heads, int64_t numLoops,
   return AffineMap::get(numLoops, /*symbolCount=*/0, exprs, ctx);
 }
 
-// Adds the shardings of both sides of a reshape to `builder`; `collapsedIsResult`
-// tells which side is the result (collapse_shape) or the source (expand_shape).
+// Adds the shardings of both sides of a reshape to `builder`;
+// `collapsedIsResult` tells which side is the result (collapse_shape) or the
+// source (expand_shape).
 LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
                                   ArrayRef<ReassociationIndices> groups,
                                   RankedTensorType expanded,
@@ -220,8 +220,8 @@ LogicalResult checkReshapeShardings(Operation *op,
     for (int64_t member : group)
       if (member != heads[dim] &&
           !splitAxesOfDim(expandedSharding, member).empty())
-        return cannotPartition(op, "expanded dimension " +
-                                       std::to_string(member));
+        return cannotPartition(op,
+                               "expanded dimension " + std::to_string(member));
     if (splitAxesOfDim(expandedSharding, heads[dim]) !=
         splitAxesOfDim(collapsedSharding, dim))
       return cannotPartition(op, "collapsed dimension " + std::to_string(dim));
@@ -240,7 +240,8 @@ struct CollapseShapeShardingModel
     : public ShardingInterface::ExternalModel<CollapseShapeShardingModel,
                                               tensor::CollapseShapeOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return parallelLoops(cast<tensor::CollapseShapeOp>(op).getSrcType().getRank());
+    return parallelLoops(
+        cast<tensor::CollapseShapeOp>(op).getSrcType().getRank());
   }
 
   SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
@@ -258,11 +259,10 @@ struct CollapseShapeShardingModel
                     ArrayRef<Sharding> resultShardings) const {
     auto collapseOp = cast<tensor::CollapseShapeOp>(op);
     LoopShardingBuilder builder(collapseOp.getSrcType().getRank());
-    if (failed(addReshapeShardings(op, builder,
-                                   collapseOp.getReassociationIndices(),
-                                   collapseOp.getSrcType(), operandShardings[0],
-                                   resultShardings[0],
-                                   /*collapsedIsResult=*/true)))
+    if (failed(addReshapeShardings(
+            op, builder, collapseOp.getReassociationIndices(),
+            collapseOp.getSrcType(), operandShardings[0], resultShardings[0],
+            /*collapsedIsResult=*/true)))
       return failure();
     return builder.finish();
   }
@@ -279,8 +279,8 @@ struct CollapseShapeShardingModel
     if (failed(checkReshapeShardings(op, groups, collapseOp.getSrcType(),
                                      operandShardings[0], resultShardings[0])))
       return failure();
-    RankedTensorType localType = getLocalType(
-        op, collapseOp.getResultType(), resultShardings[0], symbolTable);
+    RankedTensorType localType = getLocalType(op, collapseOp.getResultType(),
+                                              resultShardings[0], symbolTable);
     auto local = tensor::CollapseShapeOp::create(
         builder, op->getLoc(), localType, partitionedOperands[0], groups);
     partitionMap.map(collapseOp.getResult(), local.getResult());
@@ -315,11 +315,10 @@ struct ExpandShapeShardingModel
                     ArrayRef<Sharding> resultShardings) const {
     auto expandOp = cast<tensor::ExpandShapeOp>(op);
     LoopShardingBuilder builder(expandOp.getResultType().getRank());
-    if (failed(addReshapeShardings(op, builder,
-                                   expandOp.getReassociationIndices(),
-                                   expandOp.getResultType(), resultShardings[0],
-                                   operandShardings[0],
-                                   /*collapsedIsResult=*/false)))
+    if (failed(addReshapeShardings(
+            op, builder, expandOp.getReassociationIndices(),
+            expandOp.getResultType(), resultShardings[0], operandShardings[0],
+            /*collapsedIsResult=*/false)))
       return failure();
     return builder.finish();
   }
@@ -339,10 +338,10 @@ struct ExpandShapeShardingModel
                                      resultShardings[0], operandShardings[0])))
       return failure();
     // Rebuilt rather than cloned: static_output_shape must shrink too.
-    RankedTensorType localType = getLocalType(
-        op, expandOp.getResultType(), resultShardings[0], symbolTable);
-    auto local = tensor::ExpandShapeOp::create(
-        builder, op->getLoc(), localType, partitionedOperands[0], groups);
+    RankedTensorType localType = getLocalType(op, expandOp.getResultType(),
+                                              resultShardings[0], symbolTable);
+    auto local = tensor::ExpandShapeOp::create(builder, op->getLoc(), localType,
+                                               partitionedOperands[0], groups);
     partitionMap.map(expandOp.getResult(), local.getResult());
     return success();
   }
