@@ -61,6 +61,18 @@ cl::opt<bool> reference("reference",
                         cl::cat(category));
 cl::opt<bool> printLocations("locations", cl::desc("Print source locations in MLIR output"),
                              cl::cat(category));
+enum class ReportFormat { None, Text, JSON };
+cl::opt<ReportFormat> report(
+    "report", cl::desc("Print the communication plan (memory per rank, every collective)"),
+    cl::ValueOptional, cl::init(ReportFormat::None),
+    cl::values(clEnumValN(ReportFormat::Text, "", "as text (the default)"),
+               clEnumValN(ReportFormat::Text, "text", "as text"),
+               clEnumValN(ReportFormat::JSON, "json", "as JSON")),
+    cl::cat(category));
+cl::opt<bool> strict("strict",
+                     cl::desc("Make every reshard the partitioner inserts that no rule or "
+                              "constraint asked for an error"),
+                     cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir", cl::desc("Folder holding libshardrt.so"),
                                 cl::value_desc("dir"), cl::init(SHARDRT_LIBRARY_DIR),
                                 cl::cat(category));
@@ -75,7 +87,7 @@ int reportErrors(DiagnosticEngine &diags, unsigned atLeast = 0) {
 
 /// The MLIR stages: prints the module at `stage` to `os`, or writes the
 /// executable. MLIR's diagnostics are shown with the source lines.
-bool lower(const TypedProgram &program, Emit stage, DiagnosticEngine &diags,
+bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticEngine &diags,
            llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
   registerPipelineDialects(registry);
@@ -85,6 +97,8 @@ bool lower(const TypedProgram &program, Emit stage, DiagnosticEngine &diags,
   if (!module)
     return false;
   auto print = [&] {
+    if (!printStage)
+      return true;
     mlir::OpPrintingFlags flags;
     if (printLocations)
       flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
@@ -100,6 +114,14 @@ bool lower(const TypedProgram &program, Emit stage, DiagnosticEngine &diags,
     return print();
   if (!reference && mlir::failed(partition(*module)))
     return false;
+  if (report != ReportFormat::None || strict) {
+    auto text = buildReport(*module, program, diags.getSourceMgr(),
+                            report == ReportFormat::JSON, strict);
+    if (mlir::failed(text))
+      return false;
+    if (report != ReportFormat::None)
+      llvm::outs() << *text;
+  }
   if (stage == Emit::SPMD)
     return print();
   if (mlir::failed(lowerToLLVM(*module, manifest)))
@@ -121,8 +143,11 @@ int compile() {
       rules = parseRulesFile(buffer, diags);
 
   Emit stage = emit.getNumOccurrences() ? emit.getValue()
-               : outputFile == "-"     ? Emit::Typed
-                                       : Emit::Executable;
+               : outputFile != "-"     ? Emit::Executable
+               : report != ReportFormat::None || strict ? Emit::SPMD
+                                                        : Emit::Typed;
+  // --report without --emit prints only the plan.
+  bool printStage = emit.getNumOccurrences() || (report == ReportFormat::None && !strict);
   if (stage == Emit::AST) {
     unsigned buffer = diags.addFile(modelFile);
     auto module = buffer ? parseModelFile(buffer, diags) : nullptr;
@@ -148,7 +173,7 @@ int compile() {
       program.reset();
     if (program && stage == Emit::Typed)
       printTypedProgram(*program, diags, os);
-    else if (program && !lower(*program, stage, diags, os))
+    else if (program && !lower(*program, stage, printStage, diags, os))
       return reportErrors(diags, 1);
     else if (program && stage == Emit::Executable)
       return 0; // written by the linker

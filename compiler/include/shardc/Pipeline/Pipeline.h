@@ -17,6 +17,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include "llvm/Support/SourceMgr.h"
+
 #include <string>
 
 namespace mlir {
@@ -45,6 +47,14 @@ mlir::LogicalResult partition(mlir::ModuleOp module);
 /// mesh, arguments with their initialisers or fills and their splits over the
 /// mesh, results. Built from the annotated forward function and the program.
 std::string buildManifest(mlir::ModuleOp module, const TypedProgram &program, bool reference);
+
+/// The communication plan of a partitioned module (text, or JSON): memory
+/// per rank and every collective with its cause. With `strict`, a reshard no
+/// constraint or output sharding asked for is reported as an error on
+/// stderr and the result is failure.
+mlir::FailureOr<std::string> buildReport(mlir::ModuleOp module, const TypedProgram &program,
+                                         const llvm::SourceMgr &sourceMgr, bool asJson,
+                                         bool strict);
 
 /// Lowers a partitioned (or reference) module to the LLVM dialect, adding
 /// `shardc_entry(void **buffers)` and a `main` that calls shardrt_main with
