@@ -125,6 +125,10 @@ private:
   Value allocOutput(OpBuilder &b, Location loc, RankedTensorType t, Value &ptr);
   /// Pointer to a constant i64 array holding `shape`.
   Value shapePointer(OpBuilder &b, Location loc, ArrayRef<int64_t> shape);
+  /// Checks that dimension `dim` of `t` splits into one block per rank of
+  /// the group of `axes` (release builds of the shard verifier do not).
+  LogicalResult checkBlocks(Operation *op, RankedTensorType t, int64_t dim,
+                            ArrayRef<shard::GridAxis> axes, shard::GridOp grid);
   /// Permutes the blocks of `t` along `dim` from a group order by `from` axes
   /// to one by `to` axes (same axes, different order).
   Value permuteBlocks(OpBuilder &b, Location loc, Value t, int64_t dim,
@@ -323,6 +327,20 @@ Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
   return toPointer(b, loc, ref);
 }
 
+LogicalResult RuntimeLowering::checkBlocks(Operation *op, RankedTensorType t,
+                                           int64_t dim,
+                                           ArrayRef<shard::GridAxis> axes,
+                                           shard::GridOp grid) {
+  int64_t groupSize = shard::collectiveProcessGroupSize(axes, grid);
+  if (dim < 0 || dim >= t.getRank())
+    return op->emitOpError("dimension ") << dim << " is out of range for " << t;
+  if (!ShapedType::isDynamic(groupSize) && t.getDimSize(dim) % groupSize != 0)
+    return op->emitOpError("dimension ")
+           << dim << " of " << t << " does not divide into " << groupSize
+           << " blocks, one per rank of the group";
+  return success();
+}
+
 Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
                                      int64_t dim,
                                      ArrayRef<shard::GridAxis> from,
@@ -439,6 +457,9 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
   if (failed(suffix))
     return failure();
   int64_t dim = op.getGatherAxis().getSExtValue();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (failed(checkBlocks(op, *outType, dim, axes, *grid)))
+    return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -456,7 +477,6 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
         shapePointer(b, loc, inType->getShape()), i32(b, loc, dim)});
   Value result = bufferization::ToTensorOp::create(
       b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
-  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
   if (!isAscending(axes))
     result = permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, *grid);
   op.getResult().replaceAllUsesWith(result);
@@ -487,6 +507,9 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
   if (failed(reduction))
     return failure();
   int64_t dim = op.getScatterAxis().getSExtValue();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (failed(checkBlocks(op, *inType, dim, axes, *grid)))
+    return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -501,7 +524,6 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
   // Put block g (shard's group order) where the runtime sends it to the
   // rank of that index in mesh order.
   Value input = op.getInput();
-  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
   if (!isAscending(axes))
     input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), *grid);
   Value in = inputPointer(b, loc, input);
@@ -535,6 +557,10 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
     return failure();
   int64_t splitDim = op.getSplitAxis().getSExtValue();
   int64_t concatDim = op.getConcatAxis().getSExtValue();
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (failed(checkBlocks(op, *inType, splitDim, axes, *grid)) ||
+      failed(checkBlocks(op, *outType, concatDim, axes, *grid)))
+    return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -545,7 +571,6 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
                                  {});
   if (!fn)
     return failure();
-  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
   bool reorder = !isAscending(axes);
   SmallVector<shard::GridAxis> sorted = sortedAxes(axes);
   // Blocks are sent by receiver index and received by sender index: reorder
@@ -587,6 +612,8 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
     return failure();
   int64_t dim = op.getSliceAxis().getSExtValue();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (failed(checkBlocks(op, *inType, dim, axes, *grid)))
+    return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();

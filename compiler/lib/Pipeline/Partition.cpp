@@ -44,7 +44,7 @@ LogicalResult shardc::runPassPipeline(ModuleOp module, llvm::StringRef pipeline)
 }
 
 LogicalResult shardc::propagateShardings(ModuleOp module) {
-  return runPassPipeline(module, "func.func(sharding-propagation)");
+  return runPassPipeline(module, "func.func(sharding-propagation{traversal=forward-backward})");
 }
 
 LogicalResult shardc::partition(ModuleOp module) {

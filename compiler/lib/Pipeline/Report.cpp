@@ -68,13 +68,13 @@ struct Collective {
 };
 
 /// The parameters (with their layers) among the operands of the op that
-/// produced `value`: the sharded inputs that made the collective necessary.
+/// produced `value`, or `value` itself if it is one: the sharded inputs that
+/// made the collective necessary.
 std::string causeOf(Value value, func::FuncOp fn) {
   Operation *def = value.getDefiningOp();
-  if (!def)
-    return "";
+  ValueRange candidates = def ? ValueRange(def->getOperands()) : ValueRange(value);
   std::vector<std::string> names;
-  for (Value operand : def->getOperands()) {
+  for (Value operand : candidates) {
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner()->getParentOp() != fn)
       continue;

@@ -101,7 +101,7 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
       return true;
     mlir::OpPrintingFlags flags;
     if (printLocations)
-      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false).useLocalScope();
     module->print(os, flags);
     return true;
   };
