@@ -3,6 +3,7 @@
 // 1. Wrap @forward in @shardc_entry, whose arguments are the buffers the
 //    runtime allocates (parameters, inputs, then results), and inline it.
 // 2. Lower collectives to libshardrt calls (shard-to-runtime), bufferize,
+//    free temporaries,
 //    lower linalg to loops and everything to the LLVM dialect with bare
 //    pointers for memrefs (all shapes are static).
 // 3. Add @shardc_run(void **buffers), which unpacks the buffer table for
@@ -44,15 +45,21 @@ static const char *kRun = "shardc_run";
 
 /// Why each pass sits where it does:
 ///   inline, symbol-dce     @forward disappears into @shardc_entry
+///   canonicalize, cse      before shard-to-runtime: afterwards canonicalize
+///                          folds to_buffer(to_tensor %alloc) and hides the
+///                          runtime's reads from bufferization
 ///   shard-to-runtime       collectives become calls while still on tensors
 ///   one-shot-bufferize     function boundaries with identity layouts, so
 ///                          that memref arguments can be bare pointers
+///   buffer-deallocation-pipeline, convert-bufferization-to-memref
+///                          frees every temporary (the clones it makes
+///                          become memref copies)
 ///   convert-linalg-to-loops .. reconcile   the standard path to LLVM
 static const char *kLoweringPipeline =
-    "inline, symbol-dce, shard-to-runtime, canonicalize, cse,"
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "inline, symbol-dce, canonicalize, cse, shard-to-runtime,"
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
-    "func.func(buffer-hoisting), buffer-deallocation-pipeline,"
+    "func.func(buffer-hoisting), buffer-deallocation-pipeline, convert-bufferization-to-memref,"
     "convert-linalg-to-loops, lower-affine, convert-scf-to-cf, expand-strided-metadata,"
     "finalize-memref-to-llvm, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
     "convert-index-to-llvm, convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
