@@ -15,6 +15,7 @@ config.substitutions.append(("%shardc-opt", os.path.join(config.shardc_obj_root,
 config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))
 config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
+config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 config.substitutions.append(("%shardrt_bin", os.path.join(config.shardc_obj_root, "bin")))
 config.environment["PATH"] = os.pathsep.join(
