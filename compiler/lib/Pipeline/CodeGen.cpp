@@ -31,6 +31,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -159,6 +160,9 @@ static LogicalResult fail(const llvm::Twine &message) {
 
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
                                      llvm::StringRef runtimeLibDir) {
+  llvm::StringRef folder = llvm::sys::path::parent_path(output);
+  if (!folder.empty() && !llvm::sys::fs::is_directory(folder))
+    return fail("cannot write '" + output + "': no folder '" + folder + "'");
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   llvm::LLVMContext llvmContext;
