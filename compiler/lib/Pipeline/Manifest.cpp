@@ -21,18 +21,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
-
 json shapeOf(const std::vector<Dim> &dims) {
   json shape = json::array();
   for (const Dim &d : dims)
@@ -100,7 +88,7 @@ std::string shardc::buildManifest(ModuleOp module, const TypedProgram &program, 
       for (const auto &[key, value] : p->init.args)
         initArgs[key] = value;
       arg.update({{"role", "param"},
-                  {"dtype", dtypeName(p->type.dtype)},
+                  {"dtype", dtypeName(p->type.dtype).str()},
                   {"global_shape", shapeOf(p->type.dims)},
                   {"shape", shapeOf(dims)},
                   {"split", splitOf(sharding, program.mesh, dims.size(), reference)},
@@ -112,7 +100,7 @@ std::string shardc::buildManifest(ModuleOp module, const TypedProgram &program, 
                       ? json{{"kind", "integers"}, {"high", integerRange(program, name)}}
                       : json{{"kind", "normal"}};
       arg.update({{"role", "input"},
-                  {"dtype", dtypeName(t.type.dtype)},
+                  {"dtype", dtypeName(t.type.dtype).str()},
                   {"shape", shapeOf(t.type.dims)},
                   {"split", splitOf(t.sharding, program.mesh, t.type.dims.size(), reference)},
                   {"fill", fill}});
@@ -124,7 +112,7 @@ std::string shardc::buildManifest(ModuleOp module, const TypedProgram &program, 
   json results = json::array();
   for (const Output &o : program.outputs)
     results.push_back({{"name", o.path},
-                       {"dtype", dtypeName(o.type.dtype)},
+                       {"dtype", dtypeName(o.type.dtype).str()},
                        {"shape", shapeOf(o.type.dims)},
                        {"split", splitOf(o.sharding, program.mesh, o.type.dims.size(), reference)}});
   manifest["results"] = results;
