@@ -10,7 +10,6 @@
 #include "shardc/Conversion/ShardToRuntime.h"
 #include "shardc/Shard/ShardingModels.h"
 
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -44,29 +43,8 @@ LogicalResult shardc::runPassPipeline(ModuleOp module, llvm::StringRef pipeline)
   return pm.run(module);
 }
 
-/// Scalars are replicated; propagation still annotates them with a sharding
-/// of no split axes, which MLIR 22 prints as `split_axes = []` and cannot
-/// parse back. Dropping those annotations keeps every stage re-parsable and
-/// changes nothing: an unannotated scalar is replicated.
-static void dropScalarAnnotations(ModuleOp module) {
-  module.walk([](shard::ShardOp op) {
-    if (cast<RankedTensorType>(op.getType()).getRank() != 0)
-      return;
-    op.getResult().replaceAllUsesWith(op.getSrc());
-    op.erase();
-  });
-  module.walk([](shard::ShardingOp op) {
-    if (op->use_empty())
-      op.erase();
-  });
-}
-
 LogicalResult shardc::propagateShardings(ModuleOp module) {
-  if (failed(runPassPipeline(module,
-                             "func.func(sharding-propagation{traversal=forward-backward})")))
-    return failure();
-  dropScalarAnnotations(module);
-  return success();
+  return runPassPipeline(module, "func.func(sharding-propagation{traversal=forward-backward})");
 }
 
 LogicalResult shardc::partition(ModuleOp module) {
