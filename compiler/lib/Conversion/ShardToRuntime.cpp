@@ -100,6 +100,13 @@ public:
   LogicalResult lower(shard::NeighborsLinearIndicesOp op);
 
 private:
+  /// What every collective (and all_slice) needs, checked.
+  struct CollectiveOperands {
+    shard::GridOp grid;
+    uint32_t mask;
+    RankedTensorType inType, outType;
+  };
+
   /// The grid of `op` and its axes, checked; the axis bitmask in `mask`.
   FailureOr<shard::GridOp> checkGridAxes(Operation *op,
                                          FlatSymbolRefAttr gridSym,
@@ -112,9 +119,37 @@ private:
   FailureOr<RankedTensorType> staticTensor(Operation *op, Value v,
                                            StringRef what);
 
+  /// Checks the grid axes of collective `op` and that its input and result
+  /// are tensors of static shape.
+  template <typename OpT>
+  FailureOr<CollectiveOperands> checkOperands(OpT op,
+                                              bool needStaticOrderSizes);
+  /// The element suffix of a collective; one that `reduces` must not change
+  /// the element type.
+  FailureOr<StringRef>
+  collectiveSuffix(Operation *op, const CollectiveOperands &c, bool reduces);
+
   func::FuncOp getOrDeclare(Operation *at, StringRef name, ArrayRef<Type> args,
                             ArrayRef<Type> results);
   Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
+
+  /// Declares collective function `name`: the axis mask, the input and
+  /// output pointers, then `tailTypes`.
+  func::FuncOp declareCollective(Operation *op, const Twine &name,
+                                 ArrayRef<Type> tailTypes);
+  /// Calls collective `fn` on a read-only buffer of `input` and a fresh one
+  /// of the result type, then what `tailArgs` builds; returns the latter as a
+  /// tensor.
+  Value callCollective(OpBuilder &b, Location loc, func::FuncOp fn,
+                       const CollectiveOperands &c, Value input,
+                       function_ref<SmallVector<Value>()> tailArgs);
+  /// Lowers a query with one index result per grid axis in `queried` (all
+  /// axes when empty): the constant `known` gives for the axis size, else a
+  /// call of runtime function `name` on the axis.
+  LogicalResult
+  lowerAxisQuery(Operation *op, FlatSymbolRefAttr gridSym,
+                 ArrayRef<shard::GridAxis> queried, StringRef name,
+                 function_ref<std::optional<int64_t>(int64_t size)> known);
 
   Value i32(OpBuilder &b, Location loc, int64_t v);
   Value i64(OpBuilder &b, Location loc, int64_t v);
@@ -395,22 +430,69 @@ Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
 // Collectives
 //===----------------------------------------------------------------------===//
 
-LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
-  uint32_t mask;
-  if (failed(checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                           /*needStaticOrderSizes=*/false, mask)))
+static LogicalResult replaceOp(Operation *op, ValueRange values) {
+  op->replaceAllUsesWith(values);
+  op->erase();
+  return success();
+}
+
+template <typename OpT>
+FailureOr<RuntimeLowering::CollectiveOperands>
+RuntimeLowering::checkOperands(OpT op, bool needStaticOrderSizes) {
+  CollectiveOperands c;
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
+                            needStaticOrderSizes, c.mask);
+  if (failed(grid))
     return failure();
+  c.grid = *grid;
   auto inType = staticTensor(op, op.getInput(), "input");
   if (failed(inType))
     return failure();
+  c.inType = *inType;
   auto outType = staticTensor(op, op.getResult(), "result");
   if (failed(outType))
     return failure();
-  if (inType->getElementType() != outType->getElementType())
-    return op.emitOpError("converts ")
-           << inType->getElementType() << " to " << outType->getElementType()
+  c.outType = *outType;
+  return c;
+}
+
+FailureOr<StringRef>
+RuntimeLowering::collectiveSuffix(Operation *op, const CollectiveOperands &c,
+                                  bool reduces) {
+  if (reduces && c.inType.getElementType() != c.outType.getElementType())
+    return op->emitOpError("converts ")
+           << c.inType.getElementType() << " to " << c.outType.getElementType()
            << "; libshardrt reduces in the input's element type only";
-  auto suffix = elementSuffix(op, inType->getElementType());
+  return elementSuffix(op, c.inType.getElementType());
+}
+
+func::FuncOp RuntimeLowering::declareCollective(Operation *op,
+                                                const Twine &name,
+                                                ArrayRef<Type> tailTypes) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Type> args = {IntegerType::get(ctx, 32), ptr, ptr};
+  llvm::append_range(args, tailTypes);
+  return getOrDeclare(op, name.str(), args, {});
+}
+
+Value RuntimeLowering::callCollective(
+    OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c,
+    Value input, function_ref<SmallVector<Value>()> tailArgs) {
+  Value in = inputPointer(b, loc, input);
+  Value out;
+  Value buffer = allocOutput(b, loc, c.outType, out);
+  SmallVector<Value> args = {i32(b, loc, c.mask), in, out};
+  llvm::append_range(args, tailArgs());
+  call(b, loc, fn, args);
+  return bufferization::ToTensorOp::create(b, loc, c.outType, buffer,
+                                           b.getUnitAttr(), b.getUnitAttr());
+}
+
+LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/false);
+  if (failed(c))
+    return failure();
+  auto suffix = collectiveSuffix(op, *c, /*reduces=*/true);
   if (failed(suffix))
     return failure();
   auto reduction = runtimeReduction(op, op.getReduction());
@@ -419,88 +501,55 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = getOrDeclare(
-      op, ("shardrt_all_reduce_" + *suffix).str(),
-      {b.getI32Type(), ptr, ptr, b.getI64Type(), b.getI32Type()}, {});
+  func::FuncOp fn = declareCollective(op, "shardrt_all_reduce_" + *suffix,
+                                      {b.getI64Type(), b.getI32Type()});
   if (!fn)
     return failure();
   // The group is a set: the result does not depend on grid_axes' order.
   // Out of place although the runtime allows in == out: a writing to_buffer
   // of the input is Pure, so CSE would merge two all_reduces of one tensor.
-  Value in = inputPointer(b, loc, op.getInput());
-  Value out;
-  Value buffer = allocOutput(b, loc, *outType, out);
-  call(b, loc, fn,
-       {i32(b, loc, mask), in, out, i64(b, loc, outType->getNumElements()),
-        i32(b, loc, *reduction)});
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+  Value result = callCollective(b, loc, fn, *c, op.getInput(), [&] {
+    return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()),
+                              i32(b, loc, *reduction)};
+  });
+  return replaceOp(op, result);
 }
 
 LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
-  uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                            /*needStaticOrderSizes=*/true, mask);
-  if (failed(grid))
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
     return failure();
-  auto inType = staticTensor(op, op.getInput(), "input");
-  if (failed(inType))
-    return failure();
-  auto outType = staticTensor(op, op.getResult(), "result");
-  if (failed(outType))
-    return failure();
-  auto suffix = elementSuffix(op, inType->getElementType());
+  auto suffix = collectiveSuffix(op, *c, /*reduces=*/false);
   if (failed(suffix))
     return failure();
   int64_t dim = op.getGatherAxis().getSExtValue();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
-  if (failed(checkBlocks(op, *outType, dim, axes, *grid)))
+  if (failed(checkBlocks(op, c->outType, dim, axes, c->grid)))
     return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = getOrDeclare(
-      op, ("shardrt_all_gather_" + *suffix).str(),
-      {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr, b.getI32Type()}, {});
+  func::FuncOp fn = declareCollective(op, "shardrt_all_gather_" + *suffix,
+                                      {b.getI32Type(), ptr, b.getI32Type()});
   if (!fn)
     return failure();
-  Value in = inputPointer(b, loc, op.getInput());
-  Value out;
-  Value buffer = allocOutput(b, loc, *outType, out);
-  call(b, loc, fn,
-       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
-        shapePointer(b, loc, inType->getShape()), i32(b, loc, dim)});
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+  Value result = callCollective(b, loc, fn, *c, op.getInput(), [&] {
+    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
+                              shapePointer(b, loc, c->inType.getShape()),
+                              i32(b, loc, dim)};
+  });
   if (!isAscending(axes))
-    result = permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, *grid);
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+    result =
+        permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, c->grid);
+  return replaceOp(op, result);
 }
 
 LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
-  uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                            /*needStaticOrderSizes=*/true, mask);
-  if (failed(grid))
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
     return failure();
-  auto inType = staticTensor(op, op.getInput(), "input");
-  if (failed(inType))
-    return failure();
-  auto outType = staticTensor(op, op.getResult(), "result");
-  if (failed(outType))
-    return failure();
-  if (inType->getElementType() != outType->getElementType())
-    return op.emitOpError("converts ")
-           << inType->getElementType() << " to " << outType->getElementType()
-           << "; libshardrt reduces in the input's element type only";
-  auto suffix = elementSuffix(op, inType->getElementType());
+  auto suffix = collectiveSuffix(op, *c, /*reduces=*/true);
   if (failed(suffix))
     return failure();
   auto reduction = runtimeReduction(op, op.getReduction());
@@ -508,67 +557,50 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
     return failure();
   int64_t dim = op.getScatterAxis().getSExtValue();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
-  if (failed(checkBlocks(op, *inType, dim, axes, *grid)))
+  if (failed(checkBlocks(op, c->inType, dim, axes, c->grid)))
     return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   func::FuncOp fn =
-      getOrDeclare(op, ("shardrt_reduce_scatter_" + *suffix).str(),
-                   {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
-                    b.getI32Type(), b.getI32Type()},
-                   {});
+      declareCollective(op, "shardrt_reduce_scatter_" + *suffix,
+                        {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();
   // Put block g (shard's group order) where the runtime sends it to the
   // rank of that index in mesh order.
   Value input = op.getInput();
   if (!isAscending(axes))
-    input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), *grid);
-  Value in = inputPointer(b, loc, input);
-  Value out;
-  Value buffer = allocOutput(b, loc, *outType, out);
-  call(b, loc, fn,
-       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
-        shapePointer(b, loc, inType->getShape()), i32(b, loc, dim),
-        i32(b, loc, *reduction)});
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+    input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), c->grid);
+  Value result = callCollective(b, loc, fn, *c, input, [&] {
+    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
+                              shapePointer(b, loc, c->inType.getShape()),
+                              i32(b, loc, dim), i32(b, loc, *reduction)};
+  });
+  return replaceOp(op, result);
 }
 
 LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
-  uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                            /*needStaticOrderSizes=*/true, mask);
-  if (failed(grid))
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
     return failure();
-  auto inType = staticTensor(op, op.getInput(), "input");
-  if (failed(inType))
-    return failure();
-  auto outType = staticTensor(op, op.getResult(), "result");
-  if (failed(outType))
-    return failure();
-  auto suffix = elementSuffix(op, inType->getElementType());
+  auto suffix = collectiveSuffix(op, *c, /*reduces=*/false);
   if (failed(suffix))
     return failure();
   int64_t splitDim = op.getSplitAxis().getSExtValue();
   int64_t concatDim = op.getConcatAxis().getSExtValue();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
-  if (failed(checkBlocks(op, *inType, splitDim, axes, *grid)) ||
-      failed(checkBlocks(op, *outType, concatDim, axes, *grid)))
+  if (failed(checkBlocks(op, c->inType, splitDim, axes, c->grid)) ||
+      failed(checkBlocks(op, c->outType, concatDim, axes, c->grid)))
     return failure();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = getOrDeclare(op, ("shardrt_all_to_all_" + *suffix).str(),
-                                 {b.getI32Type(), ptr, ptr, b.getI32Type(), ptr,
-                                  b.getI32Type(), b.getI32Type()},
-                                 {});
+  func::FuncOp fn =
+      declareCollective(op, "shardrt_all_to_all_" + *suffix,
+                        {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();
   bool reorder = !isAscending(axes);
@@ -577,21 +609,15 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
   // both between shard's and the runtime's group order.
   Value input = op.getInput();
   if (reorder)
-    input = permuteBlocks(b, loc, input, splitDim, axes, sorted, *grid);
-  Value in = inputPointer(b, loc, input);
-  Value out;
-  Value buffer = allocOutput(b, loc, *outType, out);
-  call(b, loc, fn,
-       {i32(b, loc, mask), in, out, i32(b, loc, inType->getRank()),
-        shapePointer(b, loc, inType->getShape()), i32(b, loc, splitDim),
-        i32(b, loc, concatDim)});
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, *outType, buffer, b.getUnitAttr(), b.getUnitAttr());
+    input = permuteBlocks(b, loc, input, splitDim, axes, sorted, c->grid);
+  Value result = callCollective(b, loc, fn, *c, input, [&] {
+    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
+                              shapePointer(b, loc, c->inType.getShape()),
+                              i32(b, loc, splitDim), i32(b, loc, concatDim)};
+  });
   if (reorder)
-    result = permuteBlocks(b, loc, result, concatDim, sorted, axes, *grid);
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+    result = permuteBlocks(b, loc, result, concatDim, sorted, axes, c->grid);
+  return replaceOp(op, result);
 }
 
 //===----------------------------------------------------------------------===//
@@ -599,20 +625,12 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
-  uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                            /*needStaticOrderSizes=*/true, mask);
-  if (failed(grid))
-    return failure();
-  auto inType = staticTensor(op, op.getInput(), "input");
-  if (failed(inType))
-    return failure();
-  auto outType = staticTensor(op, op.getResult(), "result");
-  if (failed(outType))
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
     return failure();
   int64_t dim = op.getSliceAxis().getSExtValue();
   ArrayRef<shard::GridAxis> axes = op.getGridAxes();
-  if (failed(checkBlocks(op, *inType, dim, axes, *grid)))
+  if (failed(checkBlocks(op, c->inType, dim, axes, c->grid)))
     return failure();
 
   OpBuilder b(op);
@@ -625,7 +643,7 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
                                    {b.getI64Type()});
     if (!fn)
       return failure();
-    Value idx = call(b, loc, fn, {i32(b, loc, mask)});
+    Value idx = call(b, loc, fn, {i32(b, loc, c->mask)});
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, idx);
   } else {
     // Linearise the mesh coordinates in grid_axes order.
@@ -640,63 +658,70 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
         acc = coord;
         continue;
       }
-      acc =
-          arith::MulIOp::create(b, loc, acc, i64(b, loc, grid->getShape()[a]));
+      acc = arith::MulIOp::create(b, loc, acc,
+                                  i64(b, loc, c->grid.getShape()[a]));
       acc = arith::AddIOp::create(b, loc, acc, coord);
     }
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, acc);
   }
   Value blockSize =
-      arith::ConstantIndexOp::create(b, loc, outType->getDimSize(dim));
+      arith::ConstantIndexOp::create(b, loc, c->outType.getDimSize(dim));
   Value offset = arith::MulIOp::create(b, loc, groupIndex, blockSize);
 
-  SmallVector<OpFoldResult> offsets(inType->getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> offsets(c->inType.getRank(), b.getIndexAttr(0));
   offsets[dim] = offset;
   SmallVector<OpFoldResult> sizes;
-  for (int64_t d : outType->getShape())
+  for (int64_t d : c->outType.getShape())
     sizes.push_back(b.getIndexAttr(d));
-  SmallVector<OpFoldResult> strides(inType->getRank(), b.getIndexAttr(1));
-  Value slice = tensor::ExtractSliceOp::create(b, loc, *outType, op.getInput(),
-                                               offsets, sizes, strides);
-  op.getResult().replaceAllUsesWith(slice);
-  op.erase();
-  return success();
+  SmallVector<OpFoldResult> strides(c->inType.getRank(), b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, c->outType, op.getInput(), offsets, sizes, strides);
+  return replaceOp(op, slice);
 }
 
-LogicalResult RuntimeLowering::lower(shard::ProcessMultiIndexOp op) {
+LogicalResult RuntimeLowering::lowerAxisQuery(
+    Operation *op, FlatSymbolRefAttr gridSym, ArrayRef<shard::GridAxis> queried,
+    StringRef name, function_ref<std::optional<int64_t>(int64_t size)> known) {
   uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getAxes(),
+  auto grid = checkGridAxes(op, gridSym, queried,
                             /*needStaticOrderSizes=*/false, mask);
   if (failed(grid))
     return failure();
-  SmallVector<shard::GridAxis> axes(op.getAxes());
+  SmallVector<shard::GridAxis> axes(queried);
   if (axes.empty())
     for (int64_t a = 0; a < grid->getRank(); ++a)
       axes.push_back(a);
-  if (axes.size() != op.getNumResults())
-    return op.emitOpError("has ") << op.getNumResults() << " results for "
-                                  << axes.size() << " grid axes";
+  if (axes.size() != op->getNumResults())
+    return op->emitOpError("has ") << op->getNumResults() << " results for "
+                                   << axes.size() << " grid axes";
 
   OpBuilder b(op);
-  Location loc = op.getLoc();
+  Location loc = op->getLoc();
   SmallVector<Value> results;
   for (shard::GridAxis a : axes) {
-    // A coordinate on an axis of size 1 is 0; no call needed.
-    if (grid->getShape()[a] == 1) {
-      results.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    if (std::optional<int64_t> v = known(grid->getShape()[a])) {
+      results.push_back(arith::ConstantIndexOp::create(b, loc, *v));
       continue;
     }
-    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
-                                   {b.getI64Type()});
+    func::FuncOp fn =
+        getOrDeclare(op, name, {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
-    Value coord = call(b, loc, fn, {i32(b, loc, a)});
-    results.push_back(
-        arith::IndexCastOp::create(b, loc, b.getIndexType(), coord));
+    Value v = call(b, loc, fn, {i32(b, loc, a)});
+    results.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), v));
   }
-  op->replaceAllUsesWith(results);
-  op.erase();
-  return success();
+  return replaceOp(op, results);
+}
+
+LogicalResult RuntimeLowering::lower(shard::ProcessMultiIndexOp op) {
+  // A coordinate on an axis of size 1 is 0; no call needed.
+  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(),
+                        "shardrt_mesh_coord",
+                        [](int64_t size) -> std::optional<int64_t> {
+                          if (size != 1)
+                            return std::nullopt;
+                          return 0;
+                        });
 }
 
 LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
@@ -712,44 +737,17 @@ LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
     return failure();
   Value rank = call(b, loc, fn, {});
   Value result = arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+  return replaceOp(op, result);
 }
 
 LogicalResult RuntimeLowering::lower(shard::GridShapeOp op) {
-  uint32_t mask;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getAxes(),
-                            /*needStaticOrderSizes=*/false, mask);
-  if (failed(grid))
-    return failure();
-  SmallVector<shard::GridAxis> axes(op.getAxes());
-  if (axes.empty())
-    for (int64_t a = 0; a < grid->getRank(); ++a)
-      axes.push_back(a);
-  if (axes.size() != op.getNumResults())
-    return op.emitOpError("has ") << op.getNumResults() << " results for "
-                                  << axes.size() << " grid axes";
-
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  SmallVector<Value> results;
-  for (shard::GridAxis a : axes) {
-    int64_t size = grid->getShape()[a];
-    if (!ShapedType::isDynamic(size)) {
-      results.push_back(arith::ConstantIndexOp::create(b, loc, size));
-      continue;
-    }
-    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_axis_size",
-                                   {b.getI32Type()}, {b.getI64Type()});
-    if (!fn)
-      return failure();
-    Value v = call(b, loc, fn, {i32(b, loc, a)});
-    results.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), v));
-  }
-  op->replaceAllUsesWith(results);
-  op.erase();
-  return success();
+  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(),
+                        "shardrt_mesh_axis_size",
+                        [](int64_t size) -> std::optional<int64_t> {
+                          if (ShapedType::isDynamic(size))
+                            return std::nullopt;
+                          return size;
+                        });
 }
 
 LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
@@ -799,9 +797,7 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
   Value atEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, c,
                                       cst(shape[axis] - 1));
   up = arith::SelectOp::create(b, loc, atEnd, minusOne, up);
-  op->replaceAllUsesWith(ValueRange{down, up});
-  op.erase();
-  return success();
+  return replaceOp(op, {down, up});
 }
 
 //===----------------------------------------------------------------------===//

@@ -308,6 +308,24 @@ struct LinalgModelBase
         combiner ? getReductionKind(combiner) : ReductionKind::Generic;
     return SmallVector<ReductionKind>(linalgOp.getNumReductionLoops(), kind);
   }
+
+  // The models differ only in how they recover the loop split.
+  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap,
+                          SymbolTableCollection &symbolTable,
+                          OpBuilder &builder) const {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    FailureOr<ShardingArray> loopAxes =
+        static_cast<const ConcreteModel *>(this)->getPartitionLoopAxes(
+            linalgOp, operandShardings, resultShardings);
+    if (failed(loopAxes))
+      return failure();
+    return partitionLinalgOp(linalgOp, *loopAxes, partitionedOperands,
+                             operandShardings, resultShardings, partitionMap,
+                             symbolTable, builder);
+  }
 };
 
 // Convolution and pooling (steps 1-3 above).
@@ -324,15 +342,11 @@ struct WindowedOpShardingModel
     unsigned numOperands = op->getNumOperands();
     LoopShardingBuilder builder(linalgOp.getNumLoops());
 
-    auto addTensor = [&](const Sharding &sharding,
-                         AffineMap map) -> LogicalResult {
-      if (failed(builder.addTensor(sharding)))
-        return failure();
-      for (auto [dim, expr] : llvm::enumerate(map.getResults()))
-        if (std::optional<unsigned> loop = shardableLoopOf(expr, shardable))
-          if (failed(builder.addLoop(*loop, splitAxesOfDim(sharding, dim))))
-            return failure();
-      return success();
+    auto addTensor = [&](const Sharding &sharding, AffineMap map) {
+      return builder.addTensorDims(
+          sharding, map.getNumResults(), [&](int64_t dim) {
+            return shardableLoopOf(map.getResult(dim), shardable);
+          });
     };
     for (auto [i, sharding] : llvm::enumerate(resultShardings))
       if (failed(addTensor(sharding, maps[numOperands + i])))
@@ -344,13 +358,10 @@ struct WindowedOpShardingModel
   }
 
   // Step 3.
-  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
-                          OpBuilder &builder) const {
-    auto linalgOp = cast<linalg::LinalgOp>(op);
+  FailureOr<ShardingArray>
+  getPartitionLoopAxes(linalg::LinalgOp linalgOp,
+                       ArrayRef<Sharding> operandShardings,
+                       ArrayRef<Sharding> resultShardings) const {
     llvm::SmallBitVector shardable = getShardableLoops(linalgOp);
     SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
 
@@ -368,7 +379,7 @@ struct WindowedOpShardingModel
         std::optional<unsigned> loop = shardableLoopOf(expr, shardable);
         if (!loop || (!loopAxes[*loop].empty() &&
                       ArrayRef<GridAxis>(loopAxes[*loop]) != axes))
-          return op->emitOpError()
+          return linalgOp->emitOpError()
                  << "cannot partition: dimension " << dim << " of "
                  << (i < operandShardings.size() ? "operand " : "result ")
                  << (i < operandShardings.size() ? i
@@ -377,10 +388,7 @@ struct WindowedOpShardingModel
         loopAxes[*loop].assign(axes.begin(), axes.end());
       }
     }
-
-    return partitionLinalgOp(linalgOp, loopAxes, partitionedOperands,
-                             operandShardings, resultShardings, partitionMap,
-                             symbolTable, builder);
+    return loopAxes;
   }
 };
 
@@ -388,25 +396,19 @@ struct WindowedOpShardingModel
 // permutations only) plus globalized linalg.index.
 struct GenericOpShardingModel
     : public LinalgModelBase<GenericOpShardingModel, linalg::GenericOp> {
-  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
-                          OpBuilder &builder) const {
-    auto linalgOp = cast<linalg::LinalgOp>(op);
+  FailureOr<ShardingArray>
+  getPartitionLoopAxes(linalg::LinalgOp linalgOp,
+                       ArrayRef<Sharding> operandShardings,
+                       ArrayRef<Sharding> resultShardings) const {
     SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
     if (!llvm::all_of(
             maps, [](AffineMap map) { return map.isProjectedPermutation(); }))
-      return op->emitOpError()
+      return linalgOp->emitOpError()
              << "supports indexing maps that are only projected permutation.";
     // Operand maps only: upstream's helper reads the operand shardings alone.
-    ShardingArray loopAxes = getGridAxisAssignmentForLoopIterators(
+    return getGridAxisAssignmentForLoopIterators(
         operandShardings, resultShardings, linalgOp.getIteratorTypesArray(),
         linalgOp.getIndexingMapsArray());
-    return partitionLinalgOp(linalgOp, loopAxes, partitionedOperands,
-                             operandShardings, resultShardings, partitionMap,
-                             symbolTable, builder);
   }
 };
 

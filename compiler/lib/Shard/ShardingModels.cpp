@@ -59,6 +59,18 @@ LogicalResult LoopShardingBuilder::addLoop(unsigned loop,
   return success();
 }
 
+LogicalResult LoopShardingBuilder::addTensorDims(
+    const Sharding &sharding, int64_t rank,
+    function_ref<std::optional<unsigned>(int64_t dim)> loopOf) {
+  if (failed(addTensor(sharding)))
+    return failure();
+  for (int64_t dim = 0; dim < rank; ++dim)
+    if (std::optional<unsigned> loop = loopOf(dim))
+      if (failed(addLoop(*loop, splitAxesOfDim(sharding, dim))))
+        return failure();
+  return success();
+}
+
 ShardingOption LoopShardingBuilder::finish() {
   if (!grid)
     return ShardingOption::makeEmpty();

@@ -35,6 +35,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <string>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::shard;
@@ -98,14 +99,15 @@ struct PadShardingModel
     llvm::SmallBitVector shardable = getShardableDims(padOp);
     LoopShardingBuilder builder(shardable.size());
     // Result first, then the source; padded dimensions are left out.
+    auto loopOf = [&](int64_t dim) -> std::optional<unsigned> {
+      if (!shardable.test(dim))
+        return std::nullopt;
+      return dim;
+    };
     for (const Sharding &sharding :
-         {resultShardings.front(), operandShardings.front()}) {
-      if (failed(builder.addTensor(sharding)))
+         {resultShardings.front(), operandShardings.front()})
+      if (failed(builder.addTensorDims(sharding, shardable.size(), loopOf)))
         return failure();
-      for (int64_t dim : shardable.set_bits())
-        if (failed(builder.addLoop(dim, splitAxesOfDim(sharding, dim))))
-          return failure();
-    }
     return builder.finish();
   }
 
@@ -236,6 +238,52 @@ RankedTensorType getLocalType(Operation *op, Type type,
       type, getGridOrNull(op, sharding.getGridAttr(), symbolTable), sharding));
 }
 
+// collapse_shape's expanded side is its source, expand_shape's its result.
+template <typename ReshapeOp>
+constexpr bool kCollapses = std::is_same_v<ReshapeOp, tensor::CollapseShapeOp>;
+
+template <typename ReshapeOp> RankedTensorType getExpandedType(ReshapeOp op) {
+  return kCollapses<ReshapeOp> ? op.getSrcType() : op.getResultType();
+}
+
+// One loop per expanded dimension.
+template <typename ReshapeOp>
+FailureOr<ShardingOption>
+getReshapeShardingOption(ReshapeOp op, const Sharding &operandSharding,
+                         const Sharding &resultSharding) {
+  constexpr bool collapses = kCollapses<ReshapeOp>;
+  RankedTensorType expanded = getExpandedType(op);
+  LoopShardingBuilder builder(expanded.getRank());
+  if (failed(addReshapeShardings(
+          op, builder, op.getReassociationIndices(), expanded,
+          collapses ? operandSharding : resultSharding,
+          collapses ? resultSharding : operandSharding, collapses)))
+    return failure();
+  return builder.finish();
+}
+
+// Rebuilt rather than cloned: expand_shape's static_output_shape must shrink
+// too.
+template <typename ReshapeOp>
+LogicalResult
+partitionReshape(ReshapeOp op, Value source, const Sharding &operandSharding,
+                 const Sharding &resultSharding, IRMapping &partitionMap,
+                 SymbolTableCollection &symbolTable, OpBuilder &builder) {
+  constexpr bool collapses = kCollapses<ReshapeOp>;
+  SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
+  if (failed(
+          checkReshapeShardings(op, groups, getExpandedType(op),
+                                collapses ? operandSharding : resultSharding,
+                                collapses ? resultSharding : operandSharding)))
+    return failure();
+  RankedTensorType localType =
+      getLocalType(op, op.getResultType(), resultSharding, symbolTable);
+  auto local =
+      ReshapeOp::create(builder, op->getLoc(), localType, source, groups);
+  partitionMap.map(op.getResult(), local.getResult());
+  return success();
+}
+
 struct CollapseShapeShardingModel
     : public ShardingInterface::ExternalModel<CollapseShapeShardingModel,
                                               tensor::CollapseShapeOp> {
@@ -257,14 +305,8 @@ struct CollapseShapeShardingModel
   FailureOr<ShardingOption>
   getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
                     ArrayRef<Sharding> resultShardings) const {
-    auto collapseOp = cast<tensor::CollapseShapeOp>(op);
-    LoopShardingBuilder builder(collapseOp.getSrcType().getRank());
-    if (failed(addReshapeShardings(
-            op, builder, collapseOp.getReassociationIndices(),
-            collapseOp.getSrcType(), operandShardings[0], resultShardings[0],
-            /*collapsedIsResult=*/true)))
-      return failure();
-    return builder.finish();
+    return getReshapeShardingOption(cast<tensor::CollapseShapeOp>(op),
+                                    operandShardings[0], resultShardings[0]);
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
@@ -273,18 +315,10 @@ struct CollapseShapeShardingModel
                           IRMapping &partitionMap,
                           SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
-    auto collapseOp = cast<tensor::CollapseShapeOp>(op);
-    SmallVector<ReassociationIndices> groups =
-        collapseOp.getReassociationIndices();
-    if (failed(checkReshapeShardings(op, groups, collapseOp.getSrcType(),
-                                     operandShardings[0], resultShardings[0])))
-      return failure();
-    RankedTensorType localType = getLocalType(op, collapseOp.getResultType(),
-                                              resultShardings[0], symbolTable);
-    auto local = tensor::CollapseShapeOp::create(
-        builder, op->getLoc(), localType, partitionedOperands[0], groups);
-    partitionMap.map(collapseOp.getResult(), local.getResult());
-    return success();
+    return partitionReshape(cast<tensor::CollapseShapeOp>(op),
+                            partitionedOperands[0], operandShardings[0],
+                            resultShardings[0], partitionMap, symbolTable,
+                            builder);
   }
 };
 
@@ -313,14 +347,8 @@ struct ExpandShapeShardingModel
   FailureOr<ShardingOption>
   getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
                     ArrayRef<Sharding> resultShardings) const {
-    auto expandOp = cast<tensor::ExpandShapeOp>(op);
-    LoopShardingBuilder builder(expandOp.getResultType().getRank());
-    if (failed(addReshapeShardings(
-            op, builder, expandOp.getReassociationIndices(),
-            expandOp.getResultType(), resultShardings[0], operandShardings[0],
-            /*collapsedIsResult=*/false)))
-      return failure();
-    return builder.finish();
+    return getReshapeShardingOption(cast<tensor::ExpandShapeOp>(op),
+                                    operandShardings[0], resultShardings[0]);
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
@@ -332,18 +360,9 @@ struct ExpandShapeShardingModel
     auto expandOp = cast<tensor::ExpandShapeOp>(op);
     if (!expandOp.getResultType().hasStaticShape())
       return op->emitOpError() << "cannot partition: dynamic output shape";
-    SmallVector<ReassociationIndices> groups =
-        expandOp.getReassociationIndices();
-    if (failed(checkReshapeShardings(op, groups, expandOp.getResultType(),
-                                     resultShardings[0], operandShardings[0])))
-      return failure();
-    // Rebuilt rather than cloned: static_output_shape must shrink too.
-    RankedTensorType localType = getLocalType(op, expandOp.getResultType(),
-                                              resultShardings[0], symbolTable);
-    auto local = tensor::ExpandShapeOp::create(builder, op->getLoc(), localType,
-                                               partitionedOperands[0], groups);
-    partitionMap.map(expandOp.getResult(), local.getResult());
-    return success();
+    return partitionReshape(expandOp, partitionedOperands[0],
+                            operandShardings[0], resultShardings[0],
+                            partitionMap, symbolTable, builder);
   }
 };
 

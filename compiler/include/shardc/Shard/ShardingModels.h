@@ -22,6 +22,7 @@
 #define SHARDC_SHARD_SHARDINGMODELS_H
 
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir {
 class DialectRegistry;
@@ -59,6 +60,12 @@ public:
   /// Records that loop `loop` is split on `axes`; an empty `axes` is a no-op.
   llvm::LogicalResult addLoop(unsigned loop,
                               llvm::ArrayRef<mlir::shard::GridAxis> axes);
+
+  /// addTensor, then addLoop for each of the tensor's `rank` dimensions with
+  /// the loop `loopOf` gives it; a dimension without one is left out.
+  llvm::LogicalResult addTensorDims(
+      const mlir::shard::Sharding &sharding, int64_t rank,
+      llvm::function_ref<std::optional<unsigned>(int64_t dim)> loopOf);
 
   /// The option; empty (nothing known yet) when no operand or result had a
   /// sharding. A replicated one counts, as in MLIR 22's default model.
