@@ -28,7 +28,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
 
-#include "llvm/ADT/StringSet.h"
 
 #include <limits>
 
