@@ -148,9 +148,7 @@ Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) 
   for (const DimSharding &dim : sharding.dims) {
     SmallVector<int16_t> axes;
     for (const std::string &axis : dim.meshAxes)
-      for (size_t i = 0; i < program.mesh.axes.size(); ++i)
-        if (program.mesh.axes[i].first == axis)
-          axes.push_back(static_cast<int16_t>(i));
+      axes.push_back(static_cast<int16_t>(program.mesh.indexOf(axis)));
     split.push_back(b.getDenseI16ArrayAttr(axes));
   }
   Value spec = shard::ShardingOp::create(b, at, FlatSymbolRefAttr::get(b.getContext(), kGridName),

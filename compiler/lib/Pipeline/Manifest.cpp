@@ -35,9 +35,7 @@ json splitOf(const Sharding &sharding, const Mesh &mesh, size_t rank, bool refer
     json axes = json::array();
     if (!reference && d < sharding.dims.size())
       for (const std::string &axis : sharding.dims[d].meshAxes)
-        for (size_t i = 0; i < mesh.axes.size(); ++i)
-          if (mesh.axes[i].first == axis)
-            axes.push_back(i);
+        axes.push_back(mesh.indexOf(axis));
     split.push_back(axes);
   }
   return split;

@@ -62,14 +62,14 @@ std::string shapeText(RankedTensorType type) {
 }
 
 struct Collective {
-  std::string kind, axes, shape, cause, loc;
+  std::string kind, axes, dtype, shape, cause, loc;
   int64_t elements = 0, bytes = 0, count = 0;
   bool reshard = false;
 };
 
-/// The parameters (with their layers) among the operands of the op that
-/// produced `value`, or `value` itself if it is one: the sharded inputs that
-/// made the collective necessary.
+/// The parameters among the operands of the op that produced `value`, or
+/// `value` itself if it is one: the sharded inputs that made the collective
+/// necessary. Layers are left out so that the layers of one scan share a line.
 std::string causeOf(Value value, func::FuncOp fn) {
   Operation *def = value.getDefiningOp();
   ValueRange candidates = def ? ValueRange(def->getOperands()) : ValueRange(value);
@@ -78,10 +78,7 @@ std::string causeOf(Value value, func::FuncOp fn) {
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner()->getParentOp() != fn)
       continue;
-    std::string name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str();
-    if (auto layer = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kLayerAttr))
-      name += "[layer " + std::to_string(layer.getInt()) + "]";
-    names.push_back(name);
+    names.push_back(fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str());
   }
   return llvm::join(names, ", ");
 }
@@ -158,16 +155,12 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
     c.axes = llvm::join(names, ", ");
     auto type = cast<RankedTensorType>(input.getType());
     c.shape = shapeText(type);
+    llvm::raw_string_ostream(c.dtype) << type.getElementType();
     c.elements = type.getNumElements();
     c.bytes = tensorBytes(type);
     c.loc = describeLoc(op->getLoc());
     c.reshard = c.reshard && !requested.count(c.loc);
     c.cause = causeOf(input, fn);
-    // Layers of one scan share a line: name the parameter once.
-    std::string key = c.cause;
-    for (size_t at; (at = key.find("[layer ")) != std::string::npos;)
-      key.erase(at, key.find(']', at) - at + 1);
-    c.cause = key;
     c.count = 1;
     for (Collective &seen : collectives)
       if (seen.kind == c.kind && seen.axes == c.axes && seen.shape == c.shape &&
@@ -189,7 +182,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
     for (const Collective &c : collectives)
       if (c.reshard) {
         llvm::errs() << (c.loc.empty() ? "shardc" : c.loc) << ": error: --strict: the partitioner "
-                     << "inserted a reshard (" << c.kind << " over " << c.axes << ", f32"
+                     << "inserted a reshard (" << c.kind << " over " << c.axes << ", " << c.dtype
                      << c.shape << ")" << (c.cause.empty() ? "" : " for the use of " + c.cause)
                      << " that no rule or constraint asked for; add a sharding constraint or "
                         "change the rules so that the layouts agree\n";
@@ -238,8 +231,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
   os << "collectives per forward step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank\n";
   for (const Collective &c : collectives) {
-    os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} f32{3,-14} {4,8} elements {5,10}  {6}",
-                        c.count, c.kind, c.axes, c.shape, c.elements, formatBytes(c.bytes), c.loc);
+    os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
+                        c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
     if (!c.cause.empty())
       os << "  (" << c.cause << ")";
     if (c.reshard)

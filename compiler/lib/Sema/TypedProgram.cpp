@@ -37,6 +37,11 @@ int64_t Mesh::size(const std::string &axis) const {
   return 1;
 }
 
+int64_t Mesh::indexOf(const std::string &axis) const {
+  auto it = llvm::find_if(axes, [&](const auto &a) { return a.first == axis; });
+  return it - axes.begin();
+}
+
 int64_t Mesh::numRanks() const {
   int64_t n = 1;
   for (const auto &axis : axes)

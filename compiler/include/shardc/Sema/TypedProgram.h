@@ -56,6 +56,8 @@ struct Sharding {
 struct Mesh {
   std::vector<std::pair<std::string, int64_t>> axes;
   int64_t size(const std::string &axis) const;
+  /// The position of `axis` in `axes` (the shard dialect's grid axis).
+  int64_t indexOf(const std::string &axis) const;
   int64_t numRanks() const;
   std::string str() const; // `(data = 2, model = 4)`
 };
