@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/MLIRGen.h"
+#include "MLIRGenImpl.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,76 +28,10 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
 
-
 #include <limits>
 
 using namespace mlir;
 using namespace shardc;
-
-namespace {
-
-/// Builds the body of a linalg.generic from its block arguments.
-using BodyBuilder = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
-
-class MLIRGenImpl {
-public:
-  MLIRGenImpl(MLIRContext &context, const TypedProgram &program, shardc::DiagnosticEngine &diags,
-              const MLIRGenOptions &options)
-      : program(program), diags(diags), options(options), b(&context) {}
-
-  OwningOpRef<ModuleOp> run();
-
-private:
-  const TypedProgram &program;
-  shardc::DiagnosticEngine &diags;
-  const MLIRGenOptions &options;
-  OpBuilder b;
-  bool failed = false;
-
-  /// Function arguments of each parameter: one, or one per layer of a
-  /// scanned parameter.
-  std::map<std::string, std::vector<Value>> paramArgs;
-  std::map<std::string, Value> inputArgs;
-
-  // Locations and types.
-  Location loc(SMRange range);
-  Type elementType(DType dtype);
-  RankedTensorType tensorType(const shardc::TensorType &type);
-  void error(SMRange range, const llvm::Twine &message);
-
-  // Shardings.
-  Value annotate(Value value, const Sharding &sharding, Location at);
-  Sharding withoutLayer(const Sharding &sharding, SMRange at);
-
-  // The function.
-  func::FuncOp buildFunction(ModuleOp module);
-  bool emitGraph(const Graph &graph, std::vector<Value> &values);
-  Value emitNode(const Graph &graph, const Node &node, std::vector<Value> &values);
-  Value emitScan(const Graph &graph, const Node &node, std::vector<Value> &values);
-
-  // Building blocks.
-  Value empty(ArrayRef<int64_t> shape, Type element, Location at);
-  Value filled(ArrayRef<int64_t> shape, Type element, TypedAttr value, Location at);
-  Value scalar(Type type, double value, Location at);
-  Value generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Value init, AffineMap initMap,
-                ArrayRef<utils::IteratorType> iterators, Location at, BodyBuilder body);
-  Value elementwise(const Graph &graph, ArrayRef<unsigned> operands, ArrayRef<Value> values,
-                    const shardc::TensorType &resultType, Location at, BodyBuilder body);
-  Value map(ValueRange inputs, Type resultElement, Location at, BodyBuilder body);
-  Value reduce(ValueRange inputs, ArrayRef<bool> reduced, TypedAttr init, Location at,
-               BodyBuilder combine);
-  Value reduceLast(ValueRange inputs, TypedAttr init, Location at, BodyBuilder combine);
-  Value broadcastLast(Value full, Value reducedValue, Location at, BodyBuilder body);
-
-  // Operations.
-  Value matmul(Value lhs, Value rhs, Location at);
-  Value logSoftmax(Value x, Location at, bool softmax);
-  Value argmax(Value x, Location at);
-  Value conv2d(Value x, Value w, const Node &node, Location at);
-  Value avgPool(Value x, const Node &node, Location at);
-  Value padSame(Value x, int64_t window, int64_t stride, Location at);
-  Value reshapeTo(Value x, RankedTensorType to, Location at);
-};
 
 //===----------------------------------------------------------------------===//
 // Locations, types, shardings
@@ -156,18 +90,6 @@ Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) 
   return shard::ShardOp::create(b, at, value, spec);
 }
 
-/// A scanned parameter's sharding per layer: its layer dimension dropped.
-Sharding MLIRGenImpl::withoutLayer(const Sharding &sharding, SMRange at) {
-  Sharding result = sharding;
-  if (!result.dims.empty()) {
-    if (!result.dims.front().meshAxes.empty())
-      error(at, "the layer axis of a scanned parameter cannot be sharded (" +
-                    result.dims.front().reason + "); layers run one after another");
-    result.dims.erase(result.dims.begin());
-  }
-  return result;
-}
-
 //===----------------------------------------------------------------------===//
 // Building blocks
 //===----------------------------------------------------------------------===//
@@ -205,9 +127,10 @@ Value MLIRGenImpl::generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Val
 
 /// Over the result's dims; each operand maps to the trailing dims (numpy
 /// broadcasting); scalar constants become constants in the body.
-Value MLIRGenImpl::elementwise(const Graph &graph, ArrayRef<unsigned> operands,
-                               ArrayRef<Value> values, const shardc::TensorType &resultType, Location at,
+Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> values,
+                               const shardc::TensorType &resultType, Location at,
                                BodyBuilder body) {
+  const Graph &graph = steps.graph;
   RankedTensorType type = tensorType(resultType);
   unsigned rank = type.getRank();
   SmallVector<Value> inputs;
@@ -282,49 +205,97 @@ Value MLIRGenImpl::reduceLast(ValueRange inputs, TypedAttr init, Location at,
   return reduce(inputs, reduced, init, at, combine);
 }
 
-/// body(full[..., i], reducedValue[...]) over the shape of `full`.
-Value MLIRGenImpl::broadcastLast(Value full, Value reducedValue, Location at, BodyBuilder body) {
-  auto type = cast<RankedTensorType>(full.getType());
+/// body(full...[..., i], reducedValue[...]) over the shape of `full`.
+Value MLIRGenImpl::broadcastLast(ValueRange full, Value reducedValue, Location at,
+                                 BodyBuilder body) {
+  auto type = cast<RankedTensorType>(full.front().getType());
   unsigned rank = type.getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<Value> inputs(full);
+  inputs.push_back(reducedValue);
+  SmallVector<AffineMap> maps(full.size(), identity);
+  maps.push_back(identity.dropResult(rank - 1));
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  return generic({full, reducedValue}, {identity, identity.dropResult(rank - 1)},
-                 empty(type.getShape(), type.getElementType(), at), identity, iterators, at,
-                 body);
+  return generic(inputs, maps, empty(type.getShape(), type.getElementType(), at), identity,
+                 iterators, at, body);
+}
+
+/// body(x[kept dims]) over the shape `to`; `missing` marks the dims of `to`
+/// that x lacks.
+Value MLIRGenImpl::broadcastTo(Value x, ArrayRef<bool> missing, RankedTensorType to, Location at,
+                               BodyBuilder body) {
+  unsigned rank = to.getRank();
+  SmallVector<AffineExpr> kept;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!missing[d])
+      kept.push_back(b.getAffineDimExpr(d));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return generic({x}, {AffineMap::get(rank, 0, kept, b.getContext())},
+                 empty(to.getShape(), to.getElementType(), at), b.getMultiDimIdentityMap(rank),
+                 iterators, at, body);
+}
+
+Value MLIRGenImpl::sumLast(Value x, Location at) {
+  return reduceLast(x, b.getF32FloatAttr(0), at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+    return arith::AddFOp::create(n, l, a[0], a[1]);
+  });
+}
+
+Value MLIRGenImpl::padded(Value x, ArrayRef<int64_t> low, ArrayRef<int64_t> high, Location at) {
+  if (llvm::all_of(low, [](int64_t v) { return v == 0; }) &&
+      llvm::all_of(high, [](int64_t v) { return v == 0; }))
+    return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t d = 0; d < shape.size(); ++d)
+    shape[d] += low[d] + high[d];
+  auto result = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(b, at, result, x, getAsIndexOpFoldResult(b.getContext(), low),
+                               getAsIndexOpFoldResult(b.getContext(), high),
+                               scalar(type.getElementType(), 0, at));
 }
 
 //===----------------------------------------------------------------------===//
 // Operations
 //===----------------------------------------------------------------------===//
 
-/// `a @ b` contracts the last dim of a with the first of b.
-Value MLIRGenImpl::matmul(Value lhs, Value rhs, Location at) {
-  auto lt = cast<RankedTensorType>(lhs.getType()), rt = cast<RankedTensorType>(rhs.getType());
-  SmallVector<int64_t> shape(lt.getShape().drop_back());
-  llvm::append_range(shape, rt.getShape().drop_front());
-  Value init = filled(shape, b.getF32Type(), b.getF32FloatAttr(0), at);
-  if (lt.getRank() == 2 && rt.getRank() == 2)
-    return linalg::MatmulOp::create(b, at, ValueRange{lhs, rhs}, ValueRange{init}).getResult(0);
-  // Loops: lhs's free dims, rhs's free dims, then the contracted one.
-  unsigned lFree = lt.getRank() - 1, rFree = rt.getRank() - 1, rank = lFree + rFree + 1;
-  AffineExpr k = b.getAffineDimExpr(rank - 1);
-  SmallVector<AffineExpr> lExprs, rExprs{k}, outExprs;
-  for (unsigned d = 0; d < lFree; ++d)
-    lExprs.push_back(b.getAffineDimExpr(d));
-  lExprs.push_back(k);
-  for (unsigned d = lFree; d < lFree + rFree; ++d)
-    rExprs.push_back(b.getAffineDimExpr(d));
-  for (unsigned d = 0; d < lFree + rFree; ++d)
-    outExprs.push_back(b.getAffineDimExpr(d));
-  SmallVector<utils::IteratorType> iterators(rank - 1, utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
+/// sum(lhs * rhs) into a zero tensor of type `result`. The loops are the
+/// result's dims, then the summed ones; `dims` gives each operand's loops.
+Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<SmallVector<unsigned>> dims,
+                            RankedTensorType result, unsigned loops, Location at) {
   MLIRContext *ctx = b.getContext();
-  return generic({lhs, rhs}, {AffineMap::get(rank, 0, lExprs, ctx), AffineMap::get(rank, 0, rExprs, ctx)},
-                 init, AffineMap::get(rank, 0, outExprs, ctx), iterators, at,
-                 [](OpBuilder &n, Location l, ValueRange a) -> Value {
+  SmallVector<AffineMap> maps;
+  for (const SmallVector<unsigned> &operandDims : dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : operandDims)
+      exprs.push_back(b.getAffineDimExpr(d));
+    maps.push_back(AffineMap::get(loops, 0, exprs, ctx));
+  }
+  unsigned rank = result.getRank();
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  iterators.append(loops - rank, utils::IteratorType::reduction);
+  Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  return generic({lhs, rhs}, maps, init,
+                 AffineMap::getMultiDimIdentityMap(loops, ctx).getMajorSubMap(rank),
+                 iterators, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value product = arith::MulFOp::create(n, l, a[0], a[1]);
                    return arith::AddFOp::create(n, l, a[2], product);
                  });
+}
+
+/// `a @ b` contracts the last dim of a with the first of b: loops are a's
+/// free dims, b's free dims, then the contracted one.
+Value MLIRGenImpl::matmul(Value lhs, Value rhs, RankedTensorType result, Location at) {
+  auto lt = cast<RankedTensorType>(lhs.getType()), rt = cast<RankedTensorType>(rhs.getType());
+  if (lt.getRank() == 2 && rt.getRank() == 2) {
+    Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+    return linalg::MatmulOp::create(b, at, ValueRange{lhs, rhs}, ValueRange{init}).getResult(0);
+  }
+  unsigned lFree = lt.getRank() - 1, rFree = rt.getRank() - 1, k = lFree + rFree;
+  SmallVector<unsigned> lDims = llvm::to_vector(llvm::seq<unsigned>(0, lFree)), rDims{k};
+  lDims.push_back(k);
+  llvm::append_range(rDims, llvm::seq<unsigned>(lFree, k));
+  return contract(lhs, rhs, {lDims, rDims}, result, k + 1, at);
 }
 
 /// log_softmax (or softmax) over the last dim, stabilised by the maximum.
@@ -383,31 +354,31 @@ Value MLIRGenImpl::argmax(Value x, Location at) {
 
 /// Zero padding of NHWC height and width as XLA's SAME: the output has
 /// ceil(in / stride) positions; the extra padding goes to the high side.
-Value MLIRGenImpl::padSame(Value x, int64_t window, int64_t stride, Location at) {
-  auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> low(4, 0), high(4, 0), shape(type.getShape());
-  bool any = false;
+/// VALID: none.
+std::array<std::pair<int64_t, int64_t>, 2>
+MLIRGenImpl::samePadding(RankedTensorType x, int64_t window, int64_t stride, bool same) {
+  std::array<std::pair<int64_t, int64_t>, 2> pads{};
+  if (!same)
+    return pads;
   for (int d : {1, 2}) {
-    int64_t size = type.getDimSize(d), out = (size + stride - 1) / stride;
+    int64_t size = x.getDimSize(d), out = (size + stride - 1) / stride;
     int64_t total = std::max<int64_t>((out - 1) * stride + window - size, 0);
-    low[d] = total / 2;
-    high[d] = total - low[d];
-    shape[d] += total;
-    any |= total != 0;
+    pads[d - 1] = {total / 2, total - total / 2};
   }
-  if (!any)
-    return x;
-  auto padded = RankedTensorType::get(shape, type.getElementType());
-  Value zero = scalar(type.getElementType(), 0, at);
-  return tensor::PadOp::create(b, at, padded, x, getAsIndexOpFoldResult(b.getContext(), low),
-                               getAsIndexOpFoldResult(b.getContext(), high), zero);
+  return pads;
+}
+
+Value MLIRGenImpl::padSpatial(Value x, std::array<std::pair<int64_t, int64_t>, 2> pads,
+                              Location at) {
+  return padded(x, {0, pads[0].first, pads[1].first, 0}, {0, pads[0].second, pads[1].second, 0},
+                at);
 }
 
 Value MLIRGenImpl::conv2d(Value x, Value w, const Node &node, Location at) {
   int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
   auto wType = cast<RankedTensorType>(w.getType());
-  if (std::get<std::string>(node.attrs.at("padding")) == "SAME")
-    x = padSame(x, wType.getDimSize(0), stride, at);
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), wType.getDimSize(0), stride, same), at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   auto conv = linalg::Conv2DNhwcHwcfOp::create(b, at, TypeRange{out}, ValueRange{x, w},
@@ -422,8 +393,8 @@ Value MLIRGenImpl::conv2d(Value x, Value w, const Node &node, Location at) {
 Value MLIRGenImpl::avgPool(Value x, const Node &node, Location at) {
   int64_t window = std::get<int64_t>(node.attrs.at("window"));
   int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
-  if (std::get<std::string>(node.attrs.at("padding")) == "SAME")
-    x = padSame(x, window, stride, at);
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), window, stride, same), at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   Value windowShape = empty({window, window}, b.getF32Type(), at);
@@ -457,20 +428,17 @@ Value MLIRGenImpl::reshapeTo(Value x, RankedTensorType to, Location at) {
 // Nodes
 //===----------------------------------------------------------------------===//
 
-Value MLIRGenImpl::emitNode(const Graph &graph, const Node &node, std::vector<Value> &values) {
+Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
+  const Graph &graph = steps.graph;
   Location at = loc(node.loc);
   const std::string &op = node.op;
   auto operand = [&](unsigned i) { return values[node.operands[i]]; };
   auto each = [&](BodyBuilder body) {
-    return elementwise(graph, node.operands, values, node.type, at, body);
+    return elementwise(node.operands, values, node.type, at, body);
   };
   bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
                  DType::F32;
 
-  if (op == "input")
-    return inputArgs.at(node.name); // annotated where the argument was made
-  if (op == "param")
-    return paramArgs.at(node.name).front(); // annotated where the argument was made
   if (op == "constant")
     return arith::ConstantOp::create(
         b, at, DenseElementsAttr::get(tensorType(node.type),
@@ -534,7 +502,7 @@ Value MLIRGenImpl::emitNode(const Graph &graph, const Node &node, std::vector<Va
     });
 
   if (op == "matmul")
-    return matmul(operand(0), operand(1), at);
+    return matmul(operand(0), operand(1), tensorType(node.type), at);
   if (op == "log_softmax" || op == "softmax")
     return logSoftmax(operand(0), at, op == "softmax");
   if (op == "softmax_cross_entropy") {
@@ -597,115 +565,70 @@ Value MLIRGenImpl::emitNode(const Graph &graph, const Node &node, std::vector<Va
   if (op == "flatten" || op == "reshape")
     return reshapeTo(operand(0), tensorType(node.type), at);
 
-  error(node.loc, "code generation does not support '" + op + "' yet");
-  return {};
+  return emitGradientNode(node, values);
 }
 
-/// Unrolls a scan: the body once per layer, with the carry threaded through
-/// and each stacked parameter's layer slice bound to the body's arguments.
-Value MLIRGenImpl::emitScan(const Graph &graph, const Node &node, std::vector<Value> &values) {
-  const Graph &body = *node.body;
-  int64_t length = std::get<int64_t>(node.attrs.at("length"));
-  Value carry = values[node.operands[0]];
-  for (int64_t layer = 0; layer < length && carry; ++layer) {
-    std::vector<Value> inner(body.nodes.size());
-    inner[body.args[0]] = carry;
-    // Operands after the carry are the stacked parameters, in body.args order.
-    for (size_t i = 1; i < node.operands.size(); ++i) {
-      const Node &stacked = graph.nodes[node.operands[i]];
-      if (stacked.op != "param") {
-        error(node.loc, "code generation does not support a scan inside a scanned block yet");
-        return {};
-      }
-      inner[body.args[i]] = paramArgs.at(stacked.name)[layer];
-    }
-    if (!emitGraph(body, inner))
-      return {};
-    carry = inner[body.result];
-  }
-  return carry;
-}
-
-bool MLIRGenImpl::emitGraph(const Graph &graph, std::vector<Value> &values) {
-  for (const Node &node : graph.nodes) {
-    if (node.op == "arg")
-      continue; // bound by the caller
-    if (node.op == "param" && paramArgs.at(node.name).size() != 1)
-      continue; // a stacked parameter: its scan takes the layer slices
-    values[node.id] = node.op == "scan" ? emitScan(graph, node, values)
-                                        : emitNode(graph, node, values);
-    if (!values[node.id])
-      return false;
-    // An output is annotated where it is made: sharding-propagation expects
-    // a value's annotation right after its definition, before other users.
-    if (&graph == &program.graph)
-      for (const Output &o : program.outputs)
-        if (o.node == node.id)
-          values[node.id] = annotate(values[node.id], o.sharding, loc(o.loc));
-  }
-  return true;
-}
-
-/// Arguments: every parameter (a scanned one once per layer), then every
-/// input, each annotated with its sharding on entry. Results: the outputs.
-func::FuncOp MLIRGenImpl::buildFunction(ModuleOp module) {
-  std::map<std::string, int64_t> scanLength;
-  for (const Node &node : program.graph.nodes)
-    if (node.op == "scan")
-      for (size_t i = 1; i < node.operands.size(); ++i)
-        scanLength[program.graph.nodes[node.operands[i]].name] =
-            std::get<int64_t>(node.attrs.at("length"));
-
-  struct Arg {
-    const ShardedTensor *tensor;
-    int64_t layer; // -1: not a layer slice
-    Sharding sharding;
-    RankedTensorType type;
-  };
-  std::vector<Arg> args;
-  for (const Parameter &p : program.params) {
-    auto it = scanLength.find(p.path);
-    if (it == scanLength.end()) {
-      args.push_back({&p, -1, p.sharding, tensorType(p.type)});
-      continue;
-    }
-    shardc::TensorType slice = p.type;
-    slice.dims.erase(slice.dims.begin());
-    Sharding sharding = withoutLayer(p.sharding, p.loc);
-    for (int64_t layer = 0; layer < it->second; ++layer)
-      args.push_back({&p, layer, sharding, tensorType(slice)});
-  }
-  for (const ShardedTensor &t : program.inputs)
-    args.push_back({&t, -1, t.sharding, tensorType(t.type)});
-
+/// One function of the step program: its arguments annotated on entry, the
+/// nodes its results depend on in graph order, each result annotated where
+/// it is made (sharding-propagation expects a value's annotation right after
+/// its definition, before other users).
+bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
+  const Graph &graph = steps.graph;
   SmallVector<Type> argTypes, resultTypes;
-  for (const Arg &a : args)
-    argTypes.push_back(a.type);
-  for (const Output &o : program.outputs)
-    resultTypes.push_back(tensorType(o.type));
+  for (const FunctionValue &a : function.args)
+    argTypes.push_back(tensorType(graph.nodes[a.node].type));
+  for (const FunctionValue &r : function.results)
+    resultTypes.push_back(tensorType(graph.nodes[r.node].type));
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc(SMRange()), kForwardFunction,
+  auto fn = func::FuncOp::create(b, loc(SMRange()), function.name,
                                  b.getFunctionType(argTypes, resultTypes));
-  for (auto [i, a] : llvm::enumerate(args)) {
-    fn.setArgAttr(i, kNameAttr, b.getStringAttr(a.tensor->path));
-    if (a.layer >= 0)
-      fn.setArgAttr(i, kLayerAttr, b.getI64IntegerAttr(a.layer));
-  }
-  for (auto [i, o] : llvm::enumerate(program.outputs))
-    fn.setResultAttr(i, kNameAttr, b.getStringAttr(o.path));
+  auto describe = [&](auto setAttr, unsigned i, const FunctionValue &v) {
+    setAttr(i, kNameAttr, b.getStringAttr(v.name));
+    if (v.layer >= 0)
+      setAttr(i, kLayerAttr, b.getI64IntegerAttr(v.layer));
+    if (v.perExample)
+      setAttr(i, kPerExampleAttr, b.getUnitAttr());
+  };
+  for (auto [i, a] : llvm::enumerate(function.args))
+    describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setArgAttr(n, k, v); }, i, a);
+  for (auto [i, r] : llvm::enumerate(function.results))
+    describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setResultAttr(n, k, v); }, i, r);
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  for (auto [i, a] : llvm::enumerate(args)) {
-    Value value = annotate(entry->getArgument(i), a.sharding, loc(a.tensor->loc));
-    if (a.layer >= 0)
-      paramArgs[a.tensor->path].push_back(value);
-    else if (i < args.size() - program.inputs.size())
-      paramArgs[a.tensor->path] = {value};
-    else
-      inputArgs[a.tensor->path] = value;
+  std::vector<Value> values(graph.nodes.size());
+  for (auto [i, a] : llvm::enumerate(function.args))
+    values[a.node] = annotate(entry->getArgument(i), a.sharding, loc(a.loc));
+
+  // The nodes the results need, found backwards from them.
+  std::vector<bool> needed(graph.nodes.size(), false);
+  for (const FunctionValue &r : function.results)
+    needed[r.node] = true;
+  for (size_t id = graph.nodes.size(); id-- > 0;)
+    if (needed[id] && !values[id])
+      for (unsigned operand : graph.nodes[id].operands)
+        needed[operand] = true;
+
+  for (const Node &node : graph.nodes) {
+    if (!needed[node.id] || values[node.id])
+      continue;
+    if (node.operands.empty() && node.op != "constant") {
+      error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
+                          function.name);
+      return false;
+    }
+    values[node.id] = emitNode(node, values);
+    if (!values[node.id])
+      return false;
+    for (const FunctionValue &r : function.results)
+      if (r.node == node.id)
+        values[node.id] = annotate(values[node.id], r.sharding, loc(r.loc));
   }
-  return fn;
+  SmallVector<Value> results;
+  for (const FunctionValue &r : function.results)
+    results.push_back(values[r.node]);
+  func::ReturnOp::create(b, fn.getLoc(), results);
+  return true;
 }
 
 OwningOpRef<ModuleOp> MLIRGenImpl::run() {
@@ -721,16 +644,10 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
       shape.push_back(axis.second);
     shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
   }
-  func::FuncOp fn = buildFunction(*module);
-  if (failed)
+  if (steps.train && !emitFunction(*module, *steps.train))
     return nullptr;
-  std::vector<Value> values(program.graph.nodes.size());
-  if (!emitGraph(program.graph, values))
+  if (!emitFunction(*module, steps.eval) || !emitFunction(*module, steps.grad))
     return nullptr;
-  SmallVector<Value> results;
-  for (const Output &o : program.outputs)
-    results.push_back(values[o.node]);
-  func::ReturnOp::create(b, fn.getLoc(), results);
   if (failed || mlir::failed(verify(*module))) {
     if (!failed)
       diags.error(SMRange(), "internal error: the generated MLIR does not verify");
@@ -739,9 +656,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   return module;
 }
 
-} // namespace
-
 OwningOpRef<ModuleOp> shardc::mlirGen(MLIRContext &context, const TypedProgram &program,
-                                      shardc::DiagnosticEngine &diags, const MLIRGenOptions &options) {
-  return MLIRGenImpl(context, program, diags, options).run();
+                                      const StepProgram &steps, shardc::DiagnosticEngine &diags,
+                                      const MLIRGenOptions &options) {
+  return MLIRGenImpl(context, program, steps, diags, options).run();
 }

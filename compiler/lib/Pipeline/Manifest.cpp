@@ -1,21 +1,18 @@
 //===- Manifest.cpp - the program description the runtime driver reads ---===//
 //
-// The compiled program's arguments and results in the order of the entry
-// point's buffers, as JSON (format: runtime/README.md). Argument order comes
-// from the forward function's `shardc.name` / `shardc.layer` attributes, the
-// rest from the typed program: shapes, splits over mesh axes (the shardings
-// MLIRGen annotated), initialisers, and how to fill each input.
+// The compiled program's parameters, optimizer, inputs and the results of
+// its steps, in the order of the entry points' buffers, as JSON (format:
+// runtime/README.md), from the step program: shapes, splits over mesh axes
+// (the shardings MLIRGen annotated), initialisers, how to fill each input
+// and which dataset field feeds it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Pipeline/Pipeline.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 #include <nlohmann/json.hpp>
 
-using namespace mlir;
 using namespace shardc;
 using json = nlohmann::json;
 
@@ -51,12 +48,33 @@ int64_t integerRange(const TypedProgram &program, const std::string &input) {
   return 2;
 }
 
+/// The Fashion-MNIST field that feeds an input, by name and shape: `image`
+/// f32[batch, 28, 28, 1] or `label` i32[batch]; none for other inputs.
+std::string datasetField(const std::string &name, const TensorType &type) {
+  const auto &d = type.dims;
+  if (name == "image" && type.dtype == DType::F32 && d.size() == 4 && d[1].size == 28 &&
+      d[2].size == 28 && d[3].size == 1)
+    return "image";
+  if (name == "label" && type.dtype == DType::I32 && d.size() == 1)
+    return "label";
+  return "";
+}
+
 } // namespace
 
-std::string shardc::buildManifest(ModuleOp module, const TypedProgram &program, bool reference) {
+std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
+                                  bool reference) {
+  const Graph &graph = steps.graph;
+  auto describe = [&](const FunctionValue &v) {
+    const TensorType &type = graph.nodes[v.node].type;
+    return json{{"name", v.name},
+                {"dtype", dtypeName(type.dtype).str()},
+                {"shape", shapeOf(type.dims)},
+                {"split", splitOf(v.sharding, program.mesh, type.dims.size(), reference)}};
+  };
+
   json manifest;
   manifest["model"] = program.modelName;
-  manifest["mode"] = "forward";
   json axes = json::array(), sizes = json::array();
   if (!reference)
     for (const auto &[name, size] : program.mesh.axes) {
@@ -65,54 +83,58 @@ std::string shardc::buildManifest(ModuleOp module, const TypedProgram &program, 
     }
   manifest["mesh"] = {{"axes", axes}, {"sizes", sizes}};
 
-  auto fn = module.lookupSymbol<func::FuncOp>(kForwardFunction);
-  json args = json::array();
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    std::string name = fn.getArgAttrOfType<StringAttr>(i, kNameAttr).str();
-    auto layer = fn.getArgAttrOfType<IntegerAttr>(i, kLayerAttr);
-    json arg;
-    arg["name"] = name;
-    if (auto p = llvm::find_if(program.params, [&](const Parameter &p) { return p.path == name; });
-        p != program.params.end()) {
-      std::vector<Dim> dims = p->type.dims;
-      Sharding sharding = p->sharding;
-      if (layer) {
-        arg["layer"] = layer.getInt();
-        dims.erase(dims.begin());
-        if (!sharding.dims.empty())
-          sharding.dims.erase(sharding.dims.begin());
-      }
-      json initArgs = json::object();
-      for (const auto &[key, value] : p->init.args)
-        initArgs[key] = value;
-      arg.update({{"role", "param"},
-                  {"dtype", dtypeName(p->type.dtype).str()},
-                  {"global_shape", shapeOf(p->type.dims)},
-                  {"shape", shapeOf(dims)},
-                  {"split", splitOf(sharding, program.mesh, dims.size(), reference)},
-                  {"init", {{"name", p->init.name}, {"args", initArgs}}}});
-    } else {
-      const ShardedTensor &t = *llvm::find_if(
-          program.inputs, [&](const ShardedTensor &t) { return t.path == name; });
-      json fill = t.type.dtype == DType::I32
-                      ? json{{"kind", "integers"}, {"high", integerRange(program, name)}}
-                      : json{{"kind", "normal"}};
-      arg.update({{"role", "input"},
-                  {"dtype", dtypeName(t.type.dtype).str()},
-                  {"shape", shapeOf(t.type.dims)},
-                  {"split", splitOf(t.sharding, program.mesh, t.type.dims.size(), reference)},
-                  {"fill", fill}});
-    }
-    args.push_back(arg);
+  json params = json::array();
+  for (const FunctionValue &v : steps.params) {
+    const Parameter &p = *llvm::find_if(program.params,
+                                        [&](const Parameter &p) { return p.path == v.name; });
+    json param = describe(v);
+    if (v.layer >= 0)
+      param["layer"] = v.layer;
+    json initArgs = json::object();
+    for (const auto &[key, value] : p.init.args)
+      initArgs[key] = value;
+    param["global_shape"] = shapeOf(p.type.dims);
+    param["init"] = {{"name", p.init.name}, {"args", initArgs}};
+    params.push_back(param);
   }
-  manifest["args"] = args;
+  manifest["params"] = params;
 
-  json results = json::array();
-  for (const Output &o : program.outputs)
-    results.push_back({{"name", o.path},
-                       {"dtype", dtypeName(o.type.dtype).str()},
-                       {"shape", shapeOf(o.type.dims)},
-                       {"split", splitOf(o.sharding, program.mesh, o.type.dims.size(), reference)}});
-  manifest["results"] = results;
+  if (program.optimizer) {
+    json args = json::object();
+    for (const auto &[key, value] : program.optimizer->hyperparameters)
+      args[key] = value;
+    manifest["optimizer"] = {
+        {"name", program.optimizer->name}, {"args", args}, {"state", steps.stateNames}};
+  } else {
+    manifest["optimizer"] = nullptr;
+  }
+
+  json inputs = json::array();
+  for (const FunctionValue &v : llvm::drop_begin(steps.eval.args, steps.params.size())) {
+    json input = describe(v);
+    bool isInt = graph.nodes[v.node].type.dtype == DType::I32;
+    input["fill"] = isInt ? json{{"kind", "integers"}, {"high", integerRange(program, v.name)}}
+                          : json{{"kind", "normal"}};
+    if (std::string field = datasetField(v.name, graph.nodes[v.node].type); !field.empty())
+      input["data"] = field;
+    inputs.push_back(input);
+  }
+  manifest["inputs"] = inputs;
+
+  auto results = [&](llvm::ArrayRef<FunctionValue> values) {
+    json list = json::array();
+    for (const FunctionValue &v : values) {
+      json result = describe(v);
+      if (v.perExample)
+        result["per_example"] = true;
+      list.push_back(result);
+    }
+    return json{{"results", list}};
+  };
+  if (steps.train)
+    manifest["train"] = results(llvm::ArrayRef(steps.train->results)
+                                    .drop_front(steps.params.size() *
+                                                (1 + steps.stateNames.size())));
+  manifest["eval"] = results(steps.eval.results);
   return manifest.dump();
 }

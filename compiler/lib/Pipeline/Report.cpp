@@ -88,12 +88,20 @@ std::string causeOf(Value value, func::FuncOp fn) {
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &program,
                                            const llvm::SourceMgr &sourceMgr, bool asJson,
                                            bool strict) {
-  auto fn = module.lookupSymbol<func::FuncOp>(kForwardFunction);
-  int64_t paramBytes = 0, inputBytes = 0, activationBytes = 0;
+  // The training step when the model has an optimizer, else the forward pass.
+  auto fn = module.lookupSymbol<func::FuncOp>(kTrainFunction);
+  if (!fn)
+    fn = module.lookupSymbol<func::FuncOp>(kEvalFunction);
+  std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
+  int64_t paramBytes = 0, stateBytes = 0, inputBytes = 0, activationBytes = 0;
   for (BlockArgument arg : fn.getArguments()) {
     std::string name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str();
     bool isInput = llvm::any_of(program.inputs, [&](const ShardedTensor &t) { return t.path == name; });
-    (isInput ? inputBytes : paramBytes) += tensorBytes(arg.getType());
+    bool isParam = llvm::any_of(program.params, [&](const Parameter &p) { return p.path == name; });
+    if (isInput || isParam)
+      (isInput ? inputBytes : paramBytes) += tensorBytes(arg.getType());
+    else if (name.find('/') != std::string::npos) // `mu/conv1.w`
+      stateBytes += tensorBytes(arg.getType());
   }
   fn.walk([&](Operation *op) {
     if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
@@ -200,7 +208,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
       meshJson[name] = size;
     report["mesh"] = meshJson;
     report["ranks"] = program.mesh.numRanks();
+    report["step"] = step;
     report["memory_per_rank"] = {{"parameters", paramBytes},
+                                 {"optimizer_state", stateBytes},
                                  {"inputs", inputBytes},
                                  {"activations", activationBytes}};
     json list = json::array();
@@ -225,10 +235,11 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
      << ", mesh " << mesh << ", " << program.mesh.numRanks() << " ranks\n\n";
   os << "memory per rank\n";
   os << "  parameters   " << llvm::right_justify(formatBytes(paramBytes), 12) << "\n";
+  os << "  optimizer    " << llvm::right_justify(formatBytes(stateBytes), 12) << "\n";
   os << "  inputs       " << llvm::right_justify(formatBytes(inputBytes), 12) << "\n";
   os << "  activations  " << llvm::right_justify(formatBytes(activationBytes), 12)
      << "  (every intermediate tensor, no buffer reuse)\n\n";
-  os << "collectives per forward step: " << totalCount << ", " << formatBytes(totalBytes)
+  os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",

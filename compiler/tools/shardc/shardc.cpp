@@ -93,7 +93,10 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   registerPipelineDialects(registry);
   mlir::MLIRContext context(registry);
   mlir::SourceMgrDiagnosticHandler handler(diags.getSourceMgr(), &context);
-  auto module = mlirGen(context, program, diags, {reference});
+  std::optional<StepProgram> steps = buildStepProgram(program, diags);
+  if (!steps)
+    return false;
+  auto module = mlirGen(context, program, *steps, diags, {reference});
   if (!module)
     return false;
   auto print = [&] {
@@ -107,7 +110,7 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   };
   if (stage == Emit::MLIR)
     return print();
-  std::string manifest = buildManifest(*module, program, reference);
+  std::string manifest = buildManifest(program, *steps, reference);
   if (!reference && mlir::failed(propagateShardings(*module)))
     return false;
   if (stage == Emit::Sharded)

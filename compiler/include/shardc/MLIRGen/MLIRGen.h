@@ -1,15 +1,14 @@
 //===- MLIRGen.h - the typed program as MLIR --------------------*- C++ -*-===//
 //
-// Turns a TypedProgram into a module of upstream dialects: a `shard.grid` for
-// the rules' mesh and `func.func @forward` computing the loss, the metrics
-// and the model's named values, in `linalg` / `tensor` / `arith` / `math`,
-// with `shard.shard` annotations on every parameter, input and constrained
-// value. `scan` is unrolled: each layer gets its own slice of every stacked
-// parameter as a separate function argument (upstream has no sharding model
-// for scf.for or tensor.extract_slice).
+// Turns the step program (lib/Train) into a module of upstream dialects: a
+// `shard.grid` for the rules' mesh and one `func.func` per step function
+// (@train_step, @eval_step, @grad_step) in `linalg` / `tensor` / `arith` /
+// `math`, with `shard.shard` annotations on every parameter, optimizer state,
+// input, constrained value and non-scalar result.
 //
-// Every argument carries `shardc.name` (parameter path or input name) and,
-// for a layer slice, `shardc.layer`; every result carries `shardc.name`.
+// Every argument and result carries `shardc.name` (parameter path, `mu/` +
+// path, input name, `loss`, ...), a layer slice of a scanned parameter
+// `shardc.layer`, a per-example eval result `shardc.per_example`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +16,7 @@
 #define SHARDC_MLIRGEN_MLIRGEN_H
 
 #include "shardc/Sema/TypedProgram.h"
+#include "shardc/Train/StepFunctions.h"
 #include "shardc/Support/Diagnostics.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -35,15 +35,18 @@ struct MLIRGenOptions {
 
 /// The name of the generated function and of the attributes on its
 /// arguments and results.
-inline constexpr const char *kForwardFunction = "forward";
+inline constexpr const char *kTrainFunction = "train_step";
+inline constexpr const char *kEvalFunction = "eval_step";
+inline constexpr const char *kGradFunction = "grad_step";
 inline constexpr const char *kNameAttr = "shardc.name";
 inline constexpr const char *kLayerAttr = "shardc.layer";
+inline constexpr const char *kPerExampleAttr = "shardc.per_example";
 inline constexpr const char *kGridName = "mesh";
 
 /// Loads the dialects it needs into `context`. Returns null after reporting
 /// an error (at the offending source location) for what it cannot lower.
 mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &context, const TypedProgram &program,
-                                          DiagnosticEngine &diags,
+                                          const StepProgram &steps, DiagnosticEngine &diags,
                                           const MLIRGenOptions &options = {});
 
 } // namespace shardc

@@ -13,6 +13,7 @@
 #define SHARDC_PIPELINE_PIPELINE_H
 
 #include "shardc/Sema/TypedProgram.h"
+#include "shardc/Train/StepFunctions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -44,9 +45,10 @@ mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
 /// The program description the runtime's driver reads (runtime/README.md):
-/// mesh, arguments with their initialisers or fills and their splits over the
-/// mesh, results. Built from the annotated forward function and the program.
-std::string buildManifest(mlir::ModuleOp module, const TypedProgram &program, bool reference);
+/// mesh, parameters with their initialisers, optimizer, inputs with their
+/// fills or dataset fields, the steps' results, each with its split over the
+/// mesh.
+std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference);
 
 /// The communication plan of a partitioned module (text, or JSON): memory
 /// per rank and every collective with its cause. With `strict`, a reshard no

@@ -1,0 +1,91 @@
+//===- StepFunctions.h - the functions a compiled program runs --*- C++ -*-===//
+//
+// Between sema and MLIRGen: the typed program becomes one flat graph (scans
+// unrolled, a scanned parameter one `param` node per layer), extended with
+// the reverse-mode gradient of the loss and the optimizer's update, and the
+// three functions the runtime calls are lists of that graph's nodes:
+//
+//   train_step  params, optimizer state, inputs, step -> new params, new
+//               state, loss, metrics
+//   eval_step   params, inputs -> loss and metrics (per example where they
+//               are a mean over the batch), the model's named values
+//   grad_step   params, inputs -> loss, one gradient per parameter
+//
+// Argument and result order is the runtime's ABI (runtime/README.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_TRAIN_STEPFUNCTIONS_H
+#define SHARDC_TRAIN_STEPFUNCTIONS_H
+
+#include "shardc/Sema/TypedProgram.h"
+#include "shardc/Support/Diagnostics.h"
+
+#include <optional>
+
+namespace shardc {
+
+/// An argument or a result of a step function: a node of the flat graph.
+struct FunctionValue {
+  std::string name;  // parameter path, input name, `mu/conv1.w`, `step`, `loss`
+  unsigned node = 0;
+  int64_t layer = -1; // a scanned parameter's layer (and its state's, its gradient's)
+  Sharding sharding;  // no dims: left to propagation (scalars)
+  SMRange loc;
+  /// A loss or metric that is the mean over the batch, returned unreduced
+  /// by eval_step so that the runtime can leave out a padded batch's rows.
+  bool perExample = false;
+};
+
+struct StepFunction {
+  std::string name;
+  std::vector<FunctionValue> args, results;
+};
+
+struct StepProgram {
+  /// Every node any of the functions needs; a function computes the nodes
+  /// its results depend on.
+  Graph graph;
+  /// One per parameter, a scanned one once per layer (the `params` of the
+  /// functions' arguments).
+  std::vector<FunctionValue> params;
+  /// Names of the optimizer's state tensors per parameter (adam: mu, nu).
+  std::vector<std::string> stateNames;
+  std::optional<StepFunction> train; // none without an optimizer
+  StepFunction eval, grad;
+};
+
+/// Builds the flat graph and the three functions. Reports what it cannot
+/// differentiate or unroll at its source location and returns std::nullopt.
+std::optional<StepProgram> buildStepProgram(const TypedProgram &program, DiagnosticEngine &diags);
+
+/// Unrolls every scan into `out`: the body once per layer, stacked
+/// parameters as per-layer `param` nodes (attribute `layer`). `newIds`
+/// maps the program graph's node ids to `out`'s.
+bool flattenScans(const TypedProgram &program, Graph &out, std::vector<unsigned> &newIds,
+                  DiagnosticEngine &diags);
+
+/// Appends the reverse-mode gradient of `loss` (a scalar) to `graph`; returns
+/// one gradient node per node of `wrt` (a zero constant where the loss does
+/// not depend on it), or std::nullopt after reporting an op it cannot
+/// differentiate.
+std::optional<std::vector<unsigned>> appendGradient(Graph &graph, unsigned loss,
+                                                    const std::vector<unsigned> &wrt,
+                                                    DiagnosticEngine &diags);
+
+/// Appends the optimizer's update (optax semantics) of `params` (nodes) by
+/// `grads`, with the state nodes `state[s][p]` and the 1-based update number
+/// `step` (an f32 scalar node). Returns the new parameters, then the new
+/// state in the same order.
+std::vector<unsigned> appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
+                                            const std::vector<unsigned> &params,
+                                            const std::vector<unsigned> &grads,
+                                            const std::vector<std::vector<unsigned>> &state,
+                                            unsigned step);
+
+/// The state tensors an optimizer keeps per parameter (adam: mu, nu).
+std::vector<std::string> optimizerStateNames(const Optimizer &optimizer);
+
+} // namespace shardc
+
+#endif

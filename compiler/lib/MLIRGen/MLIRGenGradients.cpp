@@ -1,0 +1,281 @@
+//===- MLIRGenGradients.cpp - the gradient's and optimizer's internal ops -===//
+//
+// The ops lib/Train appends that the language has no word for, as linalg
+// structured ops the sharding models place. The convolution gradients are
+// generics tagged with a `library_call` (conv2d_filter_grad,
+// conv2d_input_grad) that lower-to-kernels turns into runtime calls:
+//
+//   filter  dw[kh,kw,c,f] = sum_{n,oh,ow} xpad[n, oh*s + kh, ow*s + kw, c] dy[n,oh,ow,f]
+//   input   dx[n,i,j,c]   = sum_{kh,kw,f} dyp[n, i - kh + KH-1, j - kw + KW-1, f] w[kh,kw,c,f]
+//
+// where dyp is dy dilated by the stride (zeros between rows) and padded so
+// that the input gradient is a stride-1 correlation with the flipped kernel,
+// computed directly into dx (no slice, which has no sharding model).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MLIRGenImpl.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace shardc;
+
+namespace {
+
+double number(const Node &node, const char *name) { return std::get<double>(node.attrs.at(name)); }
+
+} // namespace
+
+Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Location at) {
+  int64_t s = std::get<int64_t>(node.attrs.at("stride"));
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  RankedTensorType dw = tensorType(node.type);
+  auto xType = cast<RankedTensorType>(x.getType());
+  Value xpad = padSpatial(x, samePadding(xType, dw.getDimSize(0), s, same), at);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d[7];
+  bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6]); // kh kw c f n oh ow
+  AffineMap xMap = AffineMap::get(7, 0, {d[4], d[5] * s + d[0], d[6] * s + d[1], d[2]}, ctx);
+  AffineMap dyMap = AffineMap::get(7, 0, {d[4], d[5], d[6], d[3]}, ctx);
+  AffineMap outMap = AffineMap::get(7, 0, {d[0], d[1], d[2], d[3]}, ctx);
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(3, utils::IteratorType::reduction);
+  Value init = filled(dw.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  Value result = generic({xpad, dy}, {xMap, dyMap}, init, outMap, iterators, at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           return arith::AddFOp::create(n, l, a[2],
+                                                        arith::MulFOp::create(n, l, a[0], a[1]));
+                         });
+  result.getDefiningOp<linalg::GenericOp>().setLibraryCall("conv2d_filter_grad");
+  return result;
+}
+
+Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location at) {
+  int64_t s = std::get<int64_t>(node.attrs.at("stride"));
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  RankedTensorType dx = tensorType(node.type);
+  auto wType = cast<RankedTensorType>(w.getType());
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  int64_t kh = wType.getDimSize(0), kw = wType.getDimSize(1);
+  auto pads = samePadding(dx, kh, s, same);
+
+  // Dilate: [N,OH,OW,F] -> [N,OH,1,OW,1,F] -> padded to [N,OH,s,OW,s,F] -> [N,OH*s,OW*s,F].
+  if (s > 1) {
+    int64_t n = dyType.getDimSize(0), oh = dyType.getDimSize(1), ow = dyType.getDimSize(2),
+            f = dyType.getDimSize(3);
+    auto expanded = RankedTensorType::get({n, oh, 1, ow, 1, f}, b.getF32Type());
+    SmallVector<ReassociationIndices> groups{{0}, {1, 2}, {3, 4}, {5}};
+    Value spread = tensor::ExpandShapeOp::create(b, at, expanded, dy, groups);
+    spread = padded(spread, {0, 0, 0, 0, 0, 0}, {0, 0, s - 1, 0, s - 1, 0}, at);
+    dy = tensor::CollapseShapeOp::create(
+        b, at, RankedTensorType::get({n, oh * s, ow * s, f}, b.getF32Type()), spread, groups);
+    dyType = cast<RankedTensorType>(dy.getType());
+  }
+  // dyp[q] holds dy's row r at q = r*s + KH-1 - low pad, and is H + KH - 1 long.
+  SmallVector<int64_t> low{0, kh - 1 - pads[0].first, kw - 1 - pads[1].first, 0};
+  SmallVector<int64_t> high{0, dx.getDimSize(1) + kh - 1 - low[1] - dyType.getDimSize(1),
+                            dx.getDimSize(2) + kw - 1 - low[2] - dyType.getDimSize(2), 0};
+  if (llvm::any_of(low, [](int64_t v) { return v < 0; }) ||
+      llvm::any_of(high, [](int64_t v) { return v < 0; })) {
+    error(node.loc, "the gradient of conv2d with stride " + std::to_string(s) +
+                        " larger than its kernel is not supported yet");
+    return {};
+  }
+  Value dyp = padded(dy, low, high, at);
+
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d[7];
+  bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6]); // n i j c kh kw f
+  AffineMap dyMap =
+      AffineMap::get(7, 0, {d[0], d[1] - d[4] + (kh - 1), d[2] - d[5] + (kw - 1), d[6]}, ctx);
+  AffineMap wMap = AffineMap::get(7, 0, {d[4], d[5], d[3], d[6]}, ctx);
+  AffineMap outMap = AffineMap::get(7, 0, {d[0], d[1], d[2], d[3]}, ctx);
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(3, utils::IteratorType::reduction);
+  Value init = filled(dx.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  Value result = generic({dyp, w}, {dyMap, wMap}, init, outMap, iterators, at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           return arith::AddFOp::create(n, l, a[2],
+                                                        arith::MulFOp::create(n, l, a[0], a[1]));
+                         });
+  result.getDefiningOp<linalg::GenericOp>().setLibraryCall("conv2d_input_grad");
+  return result;
+}
+
+/// Each input position gets its window's gradient / k^2 (windows do not
+/// overlap: stride == window). Rows a VALID pool dropped get zero.
+Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
+  int64_t k = std::get<int64_t>(node.attrs.at("window"));
+  int64_t s = std::get<int64_t>(node.attrs.at("stride"));
+  if (s != k) {
+    error(node.loc, "the gradient of avg_pool with a stride other than its window is not "
+                    "supported yet");
+    return {};
+  }
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  RankedTensorType dx = tensorType(node.type);
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  auto pads = samePadding(dx, k, s, same);
+  int64_t rows = std::min(dx.getDimSize(1), dyType.getDimSize(1) * k - pads[0].first);
+  int64_t cols = std::min(dx.getDimSize(2), dyType.getDimSize(2) * k - pads[1].first);
+  auto covered = RankedTensorType::get({dx.getDimSize(0), rows, cols, dx.getDimSize(3)},
+                                       b.getF32Type());
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d[4];
+  bindDims(ctx, d[0], d[1], d[2], d[3]);
+  AffineMap dyMap = AffineMap::get(
+      4, 0, {d[0], (d[1] + pads[0].first).floorDiv(k), (d[2] + pads[1].first).floorDiv(k), d[3]},
+      ctx);
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  float scale = 1.0f / static_cast<float>(k * k);
+  Value grad = generic({dy}, {dyMap}, empty(covered.getShape(), b.getF32Type(), at),
+                       b.getMultiDimIdentityMap(4), iterators, at,
+                       [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                         return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
+                       });
+  return padded(grad, {0, 0, 0, 0}, {0, dx.getDimSize(1) - rows, dx.getDimSize(2) - cols, 0}, at);
+}
+
+Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values) {
+  Location at = loc(node.loc);
+  const std::string &op = node.op;
+  auto operand = [&](unsigned i) { return values[node.operands[i]]; };
+  auto each = [&](BodyBuilder body) {
+    return elementwise(node.operands, values, node.type, at, body);
+  };
+  auto f32 = [&](OpBuilder &n, double v, Location l) { return scalar(n.getF32Type(), v, l); };
+  RankedTensorType type = tensorType(node.type);
+
+  if (op == "unbroadcast") {
+    SmallVector<bool> reduced(cast<RankedTensorType>(operand(0).getType()).getRank(), false);
+    std::fill_n(reduced.begin(), std::get<int64_t>(node.attrs.at("leading")), true);
+    return reduce(operand(0), reduced, b.getF32FloatAttr(0), at,
+                  [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                    return arith::AddFOp::create(n, l, a[1], a[0]);
+                  });
+  }
+  if (op == "broadcast_over") {
+    const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
+    SmallVector<bool> missing;
+    for (const Dim &d : node.type.dims)
+      missing.push_back(llvm::is_contained(over, d.axis));
+    double scale = number(node, "scale");
+    return broadcastTo(operand(0), missing, type, at,
+                       [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                         if (scale == 1.0)
+                           return a[0];
+                         return arith::MulFOp::create(n, l, a[0], f32(n, scale, l));
+                       });
+  }
+  if (op == "relu_grad")
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value zero = f32(n, 0, l);
+      Value positive = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OGT, a[0], zero);
+      return arith::SelectOp::create(n, l, positive, a[1], zero);
+    });
+  if (op == "matmul_grad_lhs") { // dy[m..., n...] . b[k, n...] -> [m..., k]
+    unsigned lFree = type.getRank() - 1;
+    unsigned rFree = cast<RankedTensorType>(operand(1).getType()).getRank() - 1;
+    auto nLoops = llvm::seq<unsigned>(lFree + 1, lFree + 1 + rFree);
+    SmallVector<unsigned> dyDims = llvm::to_vector(llvm::seq<unsigned>(0, lFree)), bDims{lFree};
+    llvm::append_range(dyDims, nLoops);
+    llvm::append_range(bDims, nLoops);
+    return contract(operand(0), operand(1), {dyDims, bDims}, type, lFree + rFree + 1, at);
+  }
+  if (op == "matmul_grad_rhs") { // a[m..., k] . dy[m..., n...] -> [k, n...]
+    unsigned rFree = type.getRank() - 1;
+    unsigned lFree = cast<RankedTensorType>(operand(0).getType()).getRank() - 1;
+    auto mLoops = llvm::seq<unsigned>(rFree + 1, rFree + 1 + lFree);
+    SmallVector<unsigned> aDims = llvm::to_vector(mLoops), dyDims = llvm::to_vector(mLoops);
+    aDims.push_back(0);
+    llvm::append_range(dyDims, llvm::seq<unsigned>(1, rFree + 1));
+    return contract(operand(0), operand(1), {aDims, dyDims}, type, lFree + rFree + 1, at);
+  }
+  if (op == "log_softmax_grad") // dy - exp(y) sum(dy)
+    return broadcastLast({operand(0), operand(1)}, sumLast(operand(1), at), at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           Value p = math::ExpOp::create(n, l, a[0]);
+                           return arith::SubFOp::create(n, l, a[1],
+                                                        arith::MulFOp::create(n, l, p, a[2]));
+                         });
+  if (op == "softmax_grad") { // y (dy - sum(dy y))
+    Value dot = reduceLast({operand(0), operand(1)}, b.getF32FloatAttr(0), at,
+                           [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                             return arith::AddFOp::create(n, l, a[2],
+                                                          arith::MulFOp::create(n, l, a[0], a[1]));
+                           });
+    return broadcastLast({operand(0), operand(1)}, dot, at,
+                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                           Value centered = arith::SubFOp::create(n, l, a[1], a[2]);
+                           return arith::MulFOp::create(n, l, a[0], centered);
+                         });
+  }
+  if (op == "softmax_cross_entropy_grad") { // (softmax(z) sum(labels) - labels) dy
+    Value probs = logSoftmax(operand(0), at, /*softmax=*/true);
+    Value labelMass = sumLast(operand(1), at);
+    unsigned rank = type.getRank();
+    AffineMap identity = b.getMultiDimIdentityMap(rank), rows = identity.dropResult(rank - 1);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    return generic({probs, operand(1), labelMass, operand(2)}, {identity, identity, rows, rows},
+                   empty(type.getShape(), b.getF32Type(), at), identity, iterators, at,
+                   [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                     Value predicted = arith::MulFOp::create(n, l, a[0], a[2]);
+                     Value diff = arith::SubFOp::create(n, l, predicted, a[1]);
+                     return arith::MulFOp::create(n, l, diff, a[3]);
+                   });
+  }
+  if (op == "conv2d_input_grad")
+    return conv2dInputGrad(operand(0), operand(1), node, at);
+  if (op == "conv2d_filter_grad")
+    return conv2dFilterGrad(operand(0), operand(1), node, at);
+  if (op == "avg_pool_grad")
+    return avgPoolGrad(operand(0), node, at);
+  if (op == "to_f32")
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      if (a[0].getType().isInteger(1))
+        return arith::UIToFPOp::create(n, l, n.getF32Type(), a[0]);
+      return arith::SIToFPOp::create(n, l, n.getF32Type(), a[0]);
+    });
+
+  // The optimizers.
+  if (op == "sgd_update") // p - lr g
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value step = arith::MulFOp::create(n, l, a[1], f32(n, number(node, "lr"), l));
+      return arith::SubFOp::create(n, l, a[0], step);
+    });
+  if (op == "momentum_trace") // g + beta t
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value decayed = arith::MulFOp::create(n, l, a[0], f32(n, number(node, "beta"), l));
+      return arith::AddFOp::create(n, l, a[1], decayed);
+    });
+  if (op == "adam_mu" || op == "adam_nu") // beta m + (1 - beta) g (or g^2)
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      double beta = number(node, "beta");
+      Value g = op == "adam_mu" ? a[1] : arith::MulFOp::create(n, l, a[1], a[1]).getResult();
+      Value kept = arith::MulFOp::create(n, l, a[0], f32(n, beta, l));
+      Value added = arith::MulFOp::create(n, l, g, f32(n, 1.0 - beta, l));
+      return arith::AddFOp::create(n, l, kept, added);
+    });
+  if (op == "adam_bias_correction") // 1 - beta^step
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value power = math::PowFOp::create(n, l, f32(n, number(node, "beta"), l), a[0]);
+      return arith::SubFOp::create(n, l, f32(n, 1, l), power);
+    });
+  if (op == "adam_update") // p - lr (mu / c1) / (sqrt(nu / c2) + eps)
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value mu = arith::DivFOp::create(n, l, a[1], a[3]);
+      Value nu = arith::DivFOp::create(n, l, a[2], a[4]);
+      Value denominator = arith::AddFOp::create(n, l, math::SqrtOp::create(n, l, nu),
+                                                f32(n, number(node, "eps"), l));
+      Value direction = arith::DivFOp::create(n, l, mu, denominator);
+      Value step = arith::MulFOp::create(n, l, direction, f32(n, number(node, "lr"), l));
+      return arith::SubFOp::create(n, l, a[0], step);
+    });
+
+  error(node.loc, "code generation does not support '" + op + "' yet");
+  return {};
+}

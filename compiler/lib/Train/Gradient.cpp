@@ -1,0 +1,241 @@
+//===- Gradient.cpp - reverse-mode differentiation of the flat graph ------===//
+//
+// Walks the graph backwards from the loss and appends, for every node the
+// loss depends on through f32 values, the vector-Jacobian product of each of
+// its operands that depends on a parameter. The products are nodes like the
+// forward ones, so the gradient is lowered, sharded and partitioned by the
+// same code; the few that have no forward counterpart are internal ops that
+// MLIRGen lowers (MLIRGenGradients.cpp):
+//
+//   unbroadcast(dy)                 sum over the leading dims an operand lacked
+//   broadcast_over(dy)              sum/mean's gradient: dy repeated over `over`
+//   relu_grad(x, dy)                dy where x > 0
+//   matmul_grad_lhs(dy, b)          dy @ b^T over b's free dims
+//   matmul_grad_rhs(a, dy)          a^T @ dy over a's free dims
+//   log_softmax_grad(y, dy)         dy - exp(y) * sum(dy)
+//   softmax_grad(y, dy)             y * (dy - sum(dy * y))
+//   softmax_cross_entropy_grad(z, labels, dy)
+//   conv2d_input_grad(dy, w)        conv2d_filter_grad(x, dy)
+//   avg_pool_grad(dy)
+//
+// A sharding constraint's gradient is the same constraint on the cotangent,
+// as JAX transposes with_sharding_constraint.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Train/StepFunctions.h"
+
+using namespace shardc;
+
+namespace {
+
+class GradientBuilder {
+public:
+  GradientBuilder(Graph &graph, DiagnosticEngine &diags) : graph(graph), diags(diags) {}
+
+  std::optional<std::vector<unsigned>> run(unsigned loss, const std::vector<unsigned> &wrt) {
+    size_t forwardSize = graph.nodes.size();
+    active.assign(forwardSize, false);
+    for (unsigned id : wrt)
+      active[id] = true;
+    for (const Node &node : graph.nodes)
+      if (node.type.dtype == DType::F32)
+        for (unsigned operand : node.operands)
+          if (active[operand])
+            active[node.id] = true;
+
+    adjoint.assign(forwardSize, -1);
+    if (active[loss])
+      adjoint[loss] = static_cast<int>(constant(1.0, graph.nodes[loss].loc));
+    for (size_t id = loss + 1; id-- > 0;) {
+      if (adjoint[id] < 0 || graph.nodes[id].operands.empty())
+        continue;
+      Node node = graph.nodes[id]; // a copy: appending nodes moves the vector
+      if (!backward(node, static_cast<unsigned>(adjoint[id])))
+        return std::nullopt;
+    }
+
+    std::vector<unsigned> grads;
+    for (unsigned id : wrt) {
+      if (adjoint[id] >= 0) {
+        grads.push_back(static_cast<unsigned>(adjoint[id]));
+        continue;
+      }
+      Node zero;
+      zero.op = "constant";
+      zero.type = graph.nodes[id].type;
+      zero.loc = graph.nodes[id].loc;
+      zero.attrs["value"] = 0.0;
+      grads.push_back(graph.add(std::move(zero)));
+    }
+    return grads;
+  }
+
+private:
+  Graph &graph;
+  DiagnosticEngine &diags;
+  std::vector<bool> active;
+  std::vector<int> adjoint; // gradient node of each forward node, -1 for none yet
+
+  const TensorType &typeOf(unsigned id) const { return graph.nodes[id].type; }
+
+  unsigned make(const std::string &op, std::vector<unsigned> operands, const TensorType &type,
+                SMRange loc, std::map<std::string, Attribute> attrs = {}) {
+    Node node;
+    node.op = op;
+    node.operands = std::move(operands);
+    node.type = type;
+    node.loc = loc;
+    node.attrs = std::move(attrs);
+    return graph.add(std::move(node));
+  }
+
+  unsigned constant(double value, SMRange loc) {
+    return make("constant", {}, TensorType{DType::F32, {}}, loc, {{"value", value}});
+  }
+
+  /// Adds `grad` to the gradient of `id`, if `id` depends on a parameter.
+  void accumulate(unsigned id, unsigned grad) {
+    if (!active[id])
+      return;
+    if (adjoint[id] < 0) {
+      adjoint[id] = static_cast<int>(grad);
+      return;
+    }
+    adjoint[id] = static_cast<int>(
+        make("add", {static_cast<unsigned>(adjoint[id]), grad}, typeOf(id), graph.nodes[id].loc));
+  }
+
+  /// Elementwise operands broadcast by trailing dims: the gradient of a
+  /// smaller operand sums over the leading dims it lacks.
+  void accumulateUnbroadcast(unsigned id, unsigned grad, SMRange loc) {
+    if (!active[id])
+      return;
+    size_t lacking = typeOf(grad).dims.size() - typeOf(id).dims.size();
+    if (lacking)
+      grad = make("unbroadcast", {grad}, typeOf(id), loc, {{"leading", int64_t(lacking)}});
+    accumulate(id, grad);
+  }
+
+  bool backward(const Node &node, unsigned dy) {
+    const std::string &op = node.op;
+    const TensorType &type = node.type;
+    SMRange at = node.loc;
+    auto x = [&](unsigned i) { return node.operands[i]; };
+    auto unaryTimes = [&](unsigned factor) {
+      accumulate(x(0), make("mul", {dy, factor}, type, at));
+      return true;
+    };
+
+    if (op == "add" || op == "sub") {
+      accumulateUnbroadcast(x(0), dy, at);
+      if (active[x(1)])
+        accumulateUnbroadcast(x(1), op == "add" ? dy : make("neg", {dy}, type, at), at);
+      return true;
+    }
+    if (op == "mul") {
+      if (active[x(0)])
+        accumulateUnbroadcast(x(0), make("mul", {dy, x(1)}, type, at), at);
+      if (active[x(1)])
+        accumulateUnbroadcast(x(1), make("mul", {dy, x(0)}, type, at), at);
+      return true;
+    }
+    if (op == "div") {
+      if (active[x(0)])
+        accumulateUnbroadcast(x(0), make("div", {dy, x(1)}, type, at), at);
+      if (active[x(1)]) { // d(a/b)/db = -(a/b)/b
+        unsigned quotient = make("div", {make("mul", {dy, node.id}, type, at), x(1)}, type, at);
+        accumulateUnbroadcast(x(1), make("neg", {quotient}, type, at), at);
+      }
+      return true;
+    }
+    if (op == "neg") {
+      accumulate(x(0), make("neg", {dy}, type, at));
+      return true;
+    }
+    if (op == "relu") {
+      accumulate(x(0), make("relu_grad", {x(0), dy}, type, at));
+      return true;
+    }
+    if (op == "exp")
+      return unaryTimes(node.id);
+    if (op == "log") {
+      accumulate(x(0), make("div", {dy, x(0)}, type, at));
+      return true;
+    }
+    if (op == "tanh") // 1 - y^2
+      return unaryTimes(
+          make("sub", {constant(1.0, at), make("mul", {node.id, node.id}, type, at)}, type, at));
+    if (op == "sigmoid") // y (1 - y)
+      return unaryTimes(
+          make("mul", {node.id, make("sub", {constant(1.0, at), node.id}, type, at)}, type, at));
+    if (op == "matmul") {
+      if (active[x(0)])
+        accumulate(x(0), make("matmul_grad_lhs", {dy, x(1)}, typeOf(x(0)), at));
+      if (active[x(1)])
+        accumulate(x(1), make("matmul_grad_rhs", {x(0), dy}, typeOf(x(1)), at));
+      return true;
+    }
+    if (op == "sum" || op == "mean") {
+      const TensorType &in = typeOf(x(0));
+      const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
+      double count = 1;
+      for (const Dim &d : in.dims)
+        if (llvm::is_contained(over, d.axis))
+          count *= static_cast<double>(d.size);
+      double scale = op == "mean" ? 1.0 / count : 1.0;
+      accumulate(x(0), make("broadcast_over", {dy}, in, at, {{"over", over}, {"scale", scale}}));
+      return true;
+    }
+    if (op == "log_softmax" || op == "softmax") {
+      accumulate(x(0), make(op + "_grad", {node.id, dy}, type, at));
+      return true;
+    }
+    if (op == "softmax_cross_entropy") {
+      const TensorType &logits = typeOf(x(0));
+      if (active[x(0)])
+        accumulate(x(0), make("softmax_cross_entropy_grad", {x(0), x(1), dy}, logits, at));
+      if (active[x(1)]) { // -dy * log_softmax(logits)
+        unsigned logProbs = make("log_softmax", {x(0)}, logits, at);
+        std::vector<std::string> classes{logits.dims.back().axis};
+        unsigned spread =
+            make("broadcast_over", {dy}, logits, at, {{"over", classes}, {"scale", -1.0}});
+        accumulate(x(1), make("mul", {spread, logProbs}, logits, at));
+      }
+      return true;
+    }
+    if (op == "conv2d") {
+      std::map<std::string, Attribute> attrs{{"stride", node.attrs.at("stride")},
+                                             {"padding", node.attrs.at("padding")}};
+      if (active[x(0)])
+        accumulate(x(0), make("conv2d_input_grad", {dy, x(1)}, typeOf(x(0)), at, attrs));
+      if (active[x(1)])
+        accumulate(x(1), make("conv2d_filter_grad", {x(0), dy}, typeOf(x(1)), at, attrs));
+      return true;
+    }
+    if (op == "avg_pool") {
+      accumulate(x(0), make("avg_pool_grad", {dy}, typeOf(x(0)), at, node.attrs));
+      return true;
+    }
+    if (op == "flatten" || op == "reshape") {
+      accumulate(x(0), make("reshape", {dy}, typeOf(x(0)), at));
+      return true;
+    }
+    if (op == "sharding_constraint") {
+      unsigned constrained = make("sharding_constraint", {dy}, type, at);
+      graph.nodes[constrained].constraint = node.constraint;
+      accumulate(x(0), constrained);
+      return true;
+    }
+    diags.error(at, "cannot differentiate '" + op + "' yet");
+    return false;
+  }
+};
+
+} // namespace
+
+std::optional<std::vector<unsigned>> shardc::appendGradient(Graph &graph, unsigned loss,
+                                                            const std::vector<unsigned> &wrt,
+                                                            DiagnosticEngine &diags) {
+  return GradientBuilder(graph, diags).run(loss, wrt);
+}

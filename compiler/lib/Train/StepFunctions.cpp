@@ -1,0 +1,220 @@
+//===- StepFunctions.cpp - train_step, eval_step and grad_step ------------===//
+
+#include "shardc/Train/StepFunctions.h"
+
+using namespace shardc;
+
+namespace {
+
+class StepProgramBuilder {
+public:
+  StepProgramBuilder(const TypedProgram &program, DiagnosticEngine &diags)
+      : program(program), diags(diags) {}
+
+  std::optional<StepProgram> run() {
+    std::vector<unsigned> ids;
+    if (!flattenScans(program, sp.graph, ids, diags))
+      return std::nullopt;
+    collectParams();
+    std::vector<FunctionValue> inputs = collectInputs();
+    if (diags.hasErrors())
+      return std::nullopt;
+
+    std::vector<unsigned> paramNodes;
+    for (const FunctionValue &p : sp.params)
+      paramNodes.push_back(p.node);
+    unsigned loss = ids[program.loss];
+    auto grads = appendGradient(sp.graph, loss, paramNodes, diags);
+    if (!grads)
+      return std::nullopt;
+
+    // Results every function shares: the loss, then the metrics.
+    std::vector<FunctionValue> lossAndMetrics{scalarResult("loss", loss)};
+    for (const auto &[name, id] : program.metrics)
+      lossAndMetrics.push_back(scalarResult(name, ids[id]));
+
+    sp.grad.name = "grad_step";
+    sp.grad.args = sp.params;
+    llvm::append_range(sp.grad.args, inputs);
+    sp.grad.results = {lossAndMetrics.front()};
+    for (size_t i = 0; i < sp.params.size(); ++i)
+      sp.grad.results.push_back(like(sp.params[i], sp.params[i].name, (*grads)[i]));
+
+    sp.eval.name = "eval_step";
+    sp.eval.args = sp.grad.args;
+    for (const Output &o : program.outputs)
+      sp.eval.results.push_back(evalResult(o, ids[o.node]));
+
+    if (program.optimizer)
+      buildTrain(*program.optimizer, inputs, *grads, lossAndMetrics);
+    return std::move(sp);
+  }
+
+private:
+  const TypedProgram &program;
+  DiagnosticEngine &diags;
+  StepProgram sp;
+
+  unsigned addNode(const std::string &op, const std::string &name, const TensorType &type,
+                   SMRange loc) {
+    Node node;
+    node.op = op;
+    node.name = name;
+    node.type = type;
+    node.loc = loc;
+    return sp.graph.add(std::move(node));
+  }
+
+  /// A value shaped and sharded like parameter `p`.
+  static FunctionValue like(const FunctionValue &p, const std::string &name, unsigned node) {
+    FunctionValue v = p;
+    v.name = name;
+    v.node = node;
+    return v;
+  }
+
+  FunctionValue scalarResult(const std::string &name, unsigned node) {
+    FunctionValue v;
+    v.name = name;
+    v.node = node;
+    v.loc = sp.graph.nodes[node].loc;
+    return v;
+  }
+
+  /// Parameters in declaration order, a stacked one layer by layer, each
+  /// sharded without its layer dim.
+  void collectParams() {
+    for (const Parameter &p : program.params) {
+      std::vector<const Node *> layers;
+      const Node *whole = nullptr;
+      for (const Node &node : sp.graph.nodes)
+        if (node.op == "param" && node.name == p.path)
+          (node.attrs.count("layer") ? layers.push_back(&node) : void(whole = &node));
+      FunctionValue v;
+      v.name = p.path;
+      v.loc = p.loc;
+      v.sharding = p.sharding;
+      if (layers.empty()) {
+        v.node = whole ? whole->id : addNode("param", p.path, p.type, p.loc);
+        sp.params.push_back(v);
+        continue;
+      }
+      if (!v.sharding.dims.empty()) {
+        const DimSharding &layerDim = v.sharding.dims.front();
+        if (!layerDim.meshAxes.empty())
+          diags.error(p.loc, "the layer axis of a scanned parameter cannot be sharded (" +
+                                 layerDim.reason + "); layers run one after another");
+        v.sharding.dims.erase(v.sharding.dims.begin());
+      }
+      for (const Node *layer : layers) {
+        v.node = layer->id;
+        v.layer = std::get<int64_t>(layer->attrs.at("layer"));
+        sp.params.push_back(v);
+      }
+    }
+  }
+
+  std::vector<FunctionValue> collectInputs() {
+    std::vector<FunctionValue> inputs;
+    for (const ShardedTensor &t : program.inputs) {
+      FunctionValue v;
+      v.name = t.path;
+      v.loc = t.loc;
+      v.sharding = t.sharding;
+      auto it = llvm::find_if(sp.graph.nodes, [&](const Node &n) {
+        return n.op == "input" && n.name == t.path;
+      });
+      v.node = it != sp.graph.nodes.end() ? it->id : addNode("input", t.path, t.type, t.loc);
+      inputs.push_back(v);
+    }
+    return inputs;
+  }
+
+  /// The sharding of `dim` wherever an input has the same logical axis (the
+  /// rules place an axis the same way in every tensor).
+  Sharding shardingOfAxis(const std::string &axis) {
+    Sharding s;
+    s.dims.emplace_back();
+    for (const ShardedTensor &t : program.inputs)
+      for (size_t d = 0; d < t.type.dims.size(); ++d)
+        if (t.type.dims[d].axis == axis && d < t.sharding.dims.size())
+          s.dims.front() = t.sharding.dims[d];
+    return s;
+  }
+
+  /// A loss or metric that is the mean of one value per example (the first
+  /// dim of an input) is returned per example, as f32.
+  FunctionValue evalResult(const Output &o, unsigned node) {
+    FunctionValue v = scalarResult(o.path, node);
+    v.sharding = o.sharding;
+    bool lossOrMetric = o.path == "loss" || llvm::any_of(program.metrics, [&](const auto &m) {
+                          return m.first == o.path;
+                        });
+    const Node &mean = sp.graph.nodes[node];
+    if (!lossOrMetric || mean.op != "mean")
+      return v;
+    const Node &values = sp.graph.nodes[mean.operands[0]];
+    if (values.type.dims.size() != 1 ||
+        llvm::none_of(program.inputs, [&](const ShardedTensor &t) {
+          return !t.type.dims.empty() && t.type.dims.front() == values.type.dims.front();
+        }))
+      return v;
+    v.node = values.id;
+    if (values.type.dtype != DType::F32) {
+      Node cast = values;
+      cast.op = "to_f32";
+      cast.operands = {values.id};
+      cast.type.dtype = DType::F32;
+      cast.name.clear();
+      cast.constraint = -1;
+      cast.attrs.clear();
+      v.node = sp.graph.add(std::move(cast));
+    }
+    v.sharding = shardingOfAxis(values.type.dims.front().axis);
+    v.perExample = true;
+    return v;
+  }
+
+  void buildTrain(const Optimizer &optimizer, const std::vector<FunctionValue> &inputs,
+                  const std::vector<unsigned> &grads,
+                  const std::vector<FunctionValue> &lossAndMetrics) {
+    sp.stateNames = optimizerStateNames(optimizer);
+    StepFunction train;
+    train.name = "train_step";
+    train.args = sp.params;
+    std::vector<unsigned> paramNodes;
+    std::vector<std::vector<unsigned>> state;
+    for (const FunctionValue &p : sp.params)
+      paramNodes.push_back(p.node);
+    for (const std::string &kind : sp.stateNames) {
+      state.emplace_back();
+      for (const FunctionValue &p : sp.params) {
+        std::string name = kind + "/" + p.name;
+        unsigned node = addNode("state", name, sp.graph.nodes[p.node].type, p.loc);
+        state.back().push_back(node);
+        train.args.push_back(like(p, name, node));
+      }
+    }
+    llvm::append_range(train.args, inputs);
+    FunctionValue step = scalarResult("step", addNode("step", "step", TensorType{DType::F32, {}},
+                                                      optimizer.loc));
+    train.args.push_back(step);
+
+    std::vector<unsigned> updated =
+        appendOptimizerUpdate(sp.graph, optimizer, paramNodes, grads, state, step.node);
+    // The results mirror the arguments: parameters, then state.
+    for (size_t i = 0; i < updated.size(); ++i) {
+      const FunctionValue &arg = train.args[i];
+      train.results.push_back(like(arg, arg.name, updated[i]));
+    }
+    llvm::append_range(train.results, lossAndMetrics);
+    sp.train = std::move(train);
+  }
+};
+
+} // namespace
+
+std::optional<StepProgram> shardc::buildStepProgram(const TypedProgram &program,
+                                                    DiagnosticEngine &diags) {
+  return StepProgramBuilder(program, diags).run();
+}

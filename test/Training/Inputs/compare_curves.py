@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Compares the training loss curves of two runs (the driver's --metrics JSON lines).
+
+compare_curves.py REFERENCE.jsonl OTHER.jsonl [--steps N] [--rtol R] [--exact]
+
+Both files must hold train lines for steps 1..N. Each step's loss must agree within
+R relative to the reference's loss (or exactly with --exact). Prints the worst
+relative difference and its step; exits 1 on a mismatch or a missing step.
+"""
+import argparse
+import json
+import sys
+
+
+def losses(path, steps):
+    curve = {}
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                sys.exit(f"compare_curves: {path}:{number}: not JSON: {e}")
+            if record.get("kind") == "train":
+                curve[record["step"]] = float(record["loss"])
+    missing = [s for s in range(1, steps + 1) if s not in curve]
+    if missing:
+        sys.exit(f"compare_curves: {path}: no train loss for step(s) {missing[:5]}")
+    return [curve[s] for s in range(1, steps + 1)]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("reference")
+    parser.add_argument("other")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--exact", action="store_true")
+    args = parser.parse_args()
+    ref, got = losses(args.reference, args.steps), losses(args.other, args.steps)
+    worst, worst_step = 0.0, 0
+    for step, (a, b) in enumerate(zip(ref, got), 1):
+        diff = 0.0 if a == b else abs(a - b) / max(abs(a), 1e-30)
+        if diff > worst or (args.exact and a != b and worst_step == 0):
+            worst, worst_step = diff, step
+    ok = worst == 0.0 if args.exact else worst <= args.rtol
+    bound = "exactly" if args.exact else f"within rtol {args.rtol:g}"
+    print(f"compare_curves: {args.steps} steps, worst relative difference {worst:.3g}"
+          + (f" at step {worst_step} ({ref[worst_step - 1]!r} vs {got[worst_step - 1]!r})"
+             if worst_step else "")
+          + f": {'match' if ok else 'MISMATCH'} {bound}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
