@@ -2,7 +2,10 @@
 #include "driver_flags.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 
 namespace shardrt {
@@ -15,31 +18,99 @@ struct Flag {
   void (*apply)(DriverOptions &options, const char *flag, const std::string &value);
 };
 
-/// A decimal integer in [0, max]: strtoull alone would take "-1", " 7" and "7x".
-uint64_t parseCount(const char *flag, const std::string &value, uint64_t max) {
+/// A decimal integer in [min, max]: strtoull alone would take "-1", " 7" and "7x".
+uint64_t parseCount(const char *flag, const std::string &value, uint64_t min, uint64_t max) {
   bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
   errno = 0;
   unsigned long long parsed = digits ? std::strtoull(value.c_str(), nullptr, 10) : 0;
-  if (!digits || errno == ERANGE || parsed > max)
-    throw UsageError(std::string(flag) + " needs an integer from 0 to " + std::to_string(max) +
-                     ", not '" + value + "'");
+  if (!digits || errno == ERANGE || parsed < min || parsed > max)
+    throw UsageError(std::string(flag) + " needs an integer from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + value + "'");
   return parsed;
 }
 
+int64_t parsePositive(const char *flag, const std::string &value) {
+  return int64_t(parseCount(flag, value, 1, INT64_MAX));
+}
+
+/// A finite decimal number, above zero or at least zero.
+double parseReal(const char *flag, const std::string &value, bool positive) {
+  char *end = nullptr;
+  errno = 0;
+  double parsed = value.empty() || std::isspace(static_cast<unsigned char>(value[0]))
+                      ? NAN
+                      : std::strtod(value.c_str(), &end);
+  if (std::isnan(parsed) || *end || errno == ERANGE || std::isinf(parsed) ||
+      (positive ? parsed <= 0 : parsed < 0))
+    throw UsageError(std::string(flag) + " needs a " + (positive ? "positive" : "non-negative") +
+                     " number, not '" + value + "'");
+  return parsed;
+}
+
+std::string parsePath(const char *flag, const std::string &value) {
+  if (value.empty())
+    throw UsageError(std::string(flag) + " needs a file name");
+  return value;
+}
+
+void setMode(DriverOptions &options, Mode mode) {
+  if (options.mode != Mode::Train && options.mode != mode)
+    throw UsageError("--forward and --check-gradients are two modes; give one");
+  options.mode = mode;
+}
+
 const Flag kFlags[] = {
-    {"--seed", "N", "seed of the parameter initialisers and input fills (default 0)",
+    {"--seed", "N", "seed of the initialisers, shuffle and synthetic inputs (default 0)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       o.seed = parseCount(flag, v, UINT64_MAX);
+       o.seed = parseCount(flag, v, 0, UINT64_MAX);
      }},
-    {"--output", "FILE", "write the results JSON to FILE (default: stdout)",
+    {"--data", "DIR", "Fashion-MNIST's folder (default /usr/share/datasets/fashion-mnist)",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.data = parsePath(flag, v); }},
+    {"--epochs", "N", "train N epochs of floor(examples / batch) steps (default 1)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       if (v.empty())
-         throw UsageError(std::string(flag) + " needs a file name");
-       o.output = v;
+       o.epochs = parsePositive(flag, v);
      }},
-    {"--values", "K", "how many leading values of each result to print (default 8)",
+    {"--steps", "N", "train N steps in all instead, maybe stopping inside an epoch",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       o.values = int64_t(parseCount(flag, v, INT64_MAX));
+       o.steps = parsePositive(flag, v);
+     }},
+    {"--metrics", "FILE", "write a JSON line per logged step and per evaluation to FILE",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.metrics = parsePath(flag, v);
+     }},
+    {"--log-every", "N", "metrics line and progress every N steps and the last (default 1)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.logEvery = parsePositive(flag, v);
+     }},
+    {"--no-eval", nullptr, "skip the evaluation on the test set after each epoch",
+     [](DriverOptions &o, const char *, const std::string &) { o.eval = false; }},
+    {"--forward", nullptr, "run the eval entry once on filled inputs and print its results",
+     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); }},
+    {"--values", "K", "--forward: leading values printed per result (default 8)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.values = int64_t(parseCount(flag, v, 0, INT64_MAX));
+     }},
+    {"--check-gradients", nullptr, "compare the grad entry with finite differences of eval",
+     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); }},
+    {"--fd-samples", "K", "--check-gradients: elements checked per parameter (default 6)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.fdSamples = parsePositive(flag, v);
+     }},
+    {"--fd-eps", "X", "--check-gradients: central difference step (default 1e-2)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.fdEps = parseReal(flag, v, true);
+     }},
+    {"--fd-rtol", "X", "--check-gradients: relative tolerance (default 2e-2)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.fdRtol = parseReal(flag, v, false);
+     }},
+    {"--fd-atol", "X", "--check-gradients: absolute tolerance (default 1e-3)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.fdAtol = parseReal(flag, v, false);
+     }},
+    {"--output", "FILE", "write the final JSON to FILE (default: stdout)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.output = parsePath(flag, v);
      }},
     {"--help", nullptr, "print this text and exit",
      [](DriverOptions &o, const char *, const std::string &) { o.help = true; }},
@@ -78,16 +149,19 @@ DriverOptions parseFlags(int argc, char **argv) {
 }
 
 std::string usageText(const char *program) {
-  std::string text = std::string("usage: ") + program +
-                     " [flags]\n\n"
-                     "Runs the compiled program once, forward, on every rank of its mesh (start\n"
-                     "it with mpirun -np <mesh size>), and writes its results as JSON.\n\n"
-                     "flags:\n";
+  std::string text =
+      std::string("usage: ") + program +
+      " [flags]\n\n"
+      "Trains the compiled program on every rank of its mesh (start it with mpirun -np\n"
+      "<mesh size>): inputs marked as data read Fashion-MNIST, shuffled each epoch, and the\n"
+      "test set is evaluated after each epoch. Progress goes to stderr, a JSON summary to\n"
+      "stdout. --forward and --check-gradients run the program once instead.\n\n"
+      "flags:\n";
   for (const Flag &flag : kFlags) {
     std::string left = std::string("  ") + flag.name;
     if (flag.metavar)
       left += std::string(" ") + flag.metavar;
-    left.resize(std::max<size_t>(left.size() + 2, 18), ' ');
+    left.resize(std::max<size_t>(left.size() + 2, 22), ' ');
     text += left + flag.help + "\n";
   }
   return text;

@@ -1,5 +1,5 @@
 // The command line of a compiled program: one table of flags (driver_flags.cpp), so
-// adding one (training will add many) is one row and one field here.
+// adding one is one row there and one field here.
 #ifndef SHARDRT_LIB_DRIVER_FLAGS_H
 #define SHARDRT_LIB_DRIVER_FLAGS_H
 
@@ -9,10 +9,30 @@
 
 namespace shardrt {
 
+/// What the program runs: the training loop, the forward pass once, or the
+/// finite-difference check of its gradients.
+enum class Mode { Train, Forward, CheckGradients };
+
 struct DriverOptions {
-  uint64_t seed = 0;  // of the parameter initialisers and input fills
-  std::string output; // the results JSON; empty for stdout
+  Mode mode = Mode::Train;
+  uint64_t seed = 0;  // of the parameter initialisers, the shuffle and the synthetic inputs
+  std::string output; // the final JSON; empty for stdout
+
+  // Training.
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  int64_t epochs = 1;
+  int64_t steps = 0;   // 0: `epochs` epochs
+  std::string metrics; // JSON lines; empty for none
+  int64_t logEvery = 1;
+  bool eval = true;
+
+  // --forward.
   int64_t values = 8; // leading values printed per result
+
+  // --check-gradients.
+  int64_t fdSamples = 6;
+  double fdEps = 1e-2, fdRtol = 2e-2, fdAtol = 1e-3;
+
   bool help = false;
 };
 

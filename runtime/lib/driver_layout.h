@@ -66,9 +66,28 @@ inline Shape rankCoords(int64_t rank, const Shape &meshSizes) {
   return coords;
 }
 
-/// Calls visit(localStart, globalStart, length) for every row (a run along the last
-/// dimension, contiguous in both) of the block of shape `local` at `offset` in a tensor
-/// of shape `global`, in the block's row-major order. A scalar is one row of one.
+/// Where the element at row-major index `index` of a tensor of shape `global` lies in
+/// the block of shape `local` at `offset`: its row-major index there, or -1 when the
+/// block does not hold it.
+inline int64_t localIndex(const Shape &global, const Shape &local, const Shape &offset,
+                          int64_t index) {
+  int64_t position = 0, stride = 1;
+  for (size_t d = global.size(); d-- > 0;) {
+    const int64_t at = index % global[d] - offset[d];
+    index /= global[d];
+    if (at < 0 || at >= local[d])
+      return -1;
+    position += at * stride;
+    stride *= local[d];
+  }
+  return position;
+}
+
+/// Calls visit(localStart, globalStart, length) for every run of the block of shape
+/// `local` at `offset` in a tensor of shape `global` that is contiguous in both, in the
+/// block's row-major order. A run is a row along the last dimension, extended over the
+/// trailing dimensions that the block holds whole (an unsplit image is one run per
+/// example). A scalar is one run of one.
 template <typename Visit>
 void forEachRow(const Shape &global, const Shape &local, const Shape &offset, Visit visit) {
   const int ndim = static_cast<int>(global.size());
@@ -81,14 +100,17 @@ void forEachRow(const Shape &global, const Shape &local, const Shape &offset, Vi
   Shape globalStride(ndim, 1);
   for (int d = ndim - 2; d >= 0; --d)
     globalStride[d] = globalStride[d + 1] * global[d + 1];
-  const int last = ndim - 1;
-  Shape position(ndim, 0); // the row's index over the leading dimensions, as an odometer
-  for (int64_t localStart = 0;; localStart += local[last]) {
-    int64_t globalStart = 0;
-    for (int d = 0; d < ndim; ++d)
+  int first = ndim - 1; // the runs span dimensions first.. of the block
+  while (first > 0 && local[first] == global[first])
+    --first;
+  const int64_t length = local[first] * globalStride[first];
+  Shape position(first, 0); // the run's index over the dimensions before `first`
+  for (int64_t localStart = 0;; localStart += length) {
+    int64_t globalStart = offset[first] * globalStride[first];
+    for (int d = 0; d < first; ++d)
       globalStart += (offset[d] + position[d]) * globalStride[d];
-    visit(localStart, globalStart, local[last]);
-    int d = last - 1;
+    visit(localStart, globalStart, length);
+    int d = first - 1;
     while (d >= 0 && ++position[d] == local[d])
       position[d--] = 0;
     if (d < 0)

@@ -1,7 +1,8 @@
 // Reading the manifest: nlohmann_json parses, and every entry is checked here with a
-// message that names it (`manifest: args[2] "x": split[0]: ...`), so a compiler bug
+// message that names it (`manifest: inputs[0] "x": split[0]: ...`), so a compiler bug
 // shows up as one clear line before any rank allocates or communicates.
 #include "driver_manifest.h"
+#include "dataset.h"
 #include "driver_layout.h"
 
 #include <nlohmann/json.hpp>
@@ -139,11 +140,9 @@ void readSplit(const json &value, const std::string &where, const Manifest &mani
 }
 
 /// Reads name, dtype, shape and split, the keys every tensor has.
-TensorSpec readTensor(const json &value, const std::string &where, const Manifest &manifest,
-                      Role role) {
+TensorSpec readTensor(const json &value, const std::string &where, const Manifest &manifest) {
   requireObject(value, where);
   TensorSpec spec;
-  spec.role = role;
   spec.name = getString(member(value, where, "name"), join(where, "name"));
   if (spec.name.empty())
     fail(join(where, "name"), "is empty");
@@ -207,10 +206,9 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
 }
 
 TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
-  TensorSpec spec = readTensor(value, where, manifest, Role::Param);
+  TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named,
-            {"role", "name", "dtype", "shape", "split", "global_shape", "layer", "init"});
+  allowKeys(value, named, {"name", "dtype", "shape", "split", "global_shape", "layer", "init"});
   if (spec.dtype != DType::F32)
     fail(named, "parameters are f32; the initialisers make nothing else");
   auto global = value.find("global_shape");
@@ -234,10 +232,36 @@ TensorSpec readParam(const json &value, const std::string &where, const Manifest
   return spec;
 }
 
-TensorSpec readInput(const json &value, const std::string &where, const Manifest &manifest) {
-  TensorSpec spec = readTensor(value, where, manifest, Role::Input);
+/// An input fed from the dataset has the dataset's shapes, and its dimension 0 is the
+/// global batch, the same for every such input.
+void readData(const json &value, const std::string &where, TensorSpec &spec, Manifest &manifest) {
+  std::string field = getString(value, where);
+  const Shape image = {spec.shape.empty() ? 0 : spec.shape[0], kImageRows, kImageCols, 1};
+  if (field == "image") {
+    spec.data = DataField::Image;
+    if (spec.dtype != DType::F32 || spec.shape != image)
+      fail(where, "an image input is f32 [batch, 28, 28, 1], not " +
+                      std::string(dtypeName(spec.dtype)) + " " + describe(spec.shape));
+  } else if (field == "label") {
+    spec.data = DataField::Label;
+    if (spec.dtype != DType::I32 || spec.shape.size() != 1)
+      fail(where, "a label input is i32 [batch], not " + std::string(dtypeName(spec.dtype)) + " " +
+                      describe(spec.shape));
+  } else {
+    fail(where, "unknown dataset field '" + field + "'; known: image, label");
+  }
+  if (spec.shape[0] < 1)
+    fail(where, "the batch is empty");
+  if (manifest.batch && spec.shape[0] != manifest.batch)
+    fail(where, "a batch of " + std::to_string(spec.shape[0]) + ", but an earlier data input has " +
+                    std::to_string(manifest.batch));
+  manifest.batch = spec.shape[0];
+}
+
+TensorSpec readInput(const json &value, const std::string &where, Manifest &manifest) {
+  TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {"role", "name", "dtype", "shape", "split", "fill"});
+  allowKeys(value, named, {"name", "dtype", "shape", "split", "fill", "data"});
   std::string fillWhere = named + ": fill";
   const json &fill = member(value, named, "fill");
   requireObject(fill, fillWhere);
@@ -256,7 +280,81 @@ TensorSpec readInput(const json &value, const std::string &where, const Manifest
   } else {
     fail(fillWhere + ".kind", "unknown fill '" + kind + "'; known: normal, integers");
   }
+  auto data = value.find("data");
+  if (data != value.end())
+    readData(*data, named + ": data", spec, manifest);
   return spec;
+}
+
+/// Train results are f32 scalars, the loss first; eval results may be per-example, of
+/// the data inputs' batch. A name must not repeat one the driver gives its metrics line.
+std::vector<TensorSpec> readResults(const json &section, const std::string &entry,
+                                    const Manifest &manifest) {
+  const bool isTrain = entry == "train";
+  requireObject(section, entry);
+  allowKeys(section, entry, {"results"});
+  const std::string where = entry + ".results";
+  const json &results = getArray(member(section, entry, "results"), where);
+  if (isTrain && results.empty())
+    fail(where, "the train entry returns at least its loss");
+  const std::set<std::string> taken =
+      isTrain ? std::set<std::string>{"kind", "step", "epoch", "images_per_second"}
+              : std::set<std::string>{"kind", "step", "epoch", "examples"};
+  std::vector<TensorSpec> specs;
+  std::set<std::string> names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string at = where + "[" + std::to_string(i) + "]";
+    TensorSpec spec = readTensor(results[i], at, manifest);
+    std::string named = at + " \"" + spec.name + "\"";
+    if (isTrain) {
+      allowKeys(results[i], named, {"name", "dtype", "shape", "split"});
+      if (spec.dtype != DType::F32 || !spec.shape.empty())
+        fail(named, "train results (the loss, then metrics) are f32 scalars, not " +
+                        std::string(dtypeName(spec.dtype)) + " " + describe(spec.shape));
+    } else {
+      allowKeys(results[i], named, {"name", "dtype", "shape", "split", "per_example"});
+      auto perExample = results[i].find("per_example");
+      if (perExample != results[i].end() && !perExample->is_boolean())
+        fail(named + ": per_example",
+             std::string("expected true or false, not ") + perExample->type_name());
+      spec.perExample = perExample != results[i].end() && perExample->get<bool>();
+      if (spec.perExample && (spec.dtype != DType::F32 || spec.shape.size() != 1 ||
+                              (manifest.batch && spec.shape[0] != manifest.batch)))
+        fail(named + ": per_example",
+             "a per-example result is f32 [batch]" +
+                 (manifest.batch ? " = [" + std::to_string(manifest.batch) + "]" : std::string()) +
+                 ", not " + dtypeName(spec.dtype) + " " + describe(spec.shape));
+    }
+    if (!names.insert(spec.name).second)
+      fail(at, "a second result named '" + spec.name + "'");
+    // The metrics line writes the loss as "loss" and the other values by name.
+    if ((isTrain || spec.perExample) &&
+        (taken.count(spec.name) || (isTrain && i > 0 && spec.name == "loss")))
+      fail(named, "the name '" + spec.name + "' is taken by the driver's metrics line");
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+void readOptimizer(const json &value, Manifest &manifest) {
+  requireObject(value, "optimizer");
+  allowKeys(value, "optimizer", {"name", "args", "state"});
+  manifest.hasOptimizer = true;
+  manifest.optimizer = getString(member(value, "optimizer", "name"), "optimizer.name");
+  auto args = value.find("args");
+  if (args != value.end()) {
+    requireObject(*args, "optimizer.args");
+    for (const auto &item : args->items())
+      getNumber(item.value(), "optimizer.args." + item.key());
+  }
+  const json &state = getArray(member(value, "optimizer", "state"), "optimizer.state");
+  for (size_t i = 0; i < state.size(); ++i) {
+    std::string kind = getString(state[i], "optimizer.state[" + std::to_string(i) + "]");
+    for (const std::string &earlier : manifest.optimizerState)
+      if (earlier == kind)
+        fail("optimizer.state", "'" + kind + "' appears twice");
+    manifest.optimizerState.push_back(kind);
+  }
 }
 
 void readMesh(const json &value, Manifest &manifest) {
@@ -302,38 +400,34 @@ Manifest parseManifest(const char *text) {
                         (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   requireObject(root, "");
-  allowKeys(root, "", {"model", "mode", "mesh", "args", "results"});
+  allowKeys(root, "", {"model", "mesh", "params", "optimizer", "inputs", "train", "eval"});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", "model"), "model");
-  manifest.mode = getString(member(root, "", "mode"), "mode");
-  if (manifest.mode != "forward")
-    fail("mode", "'" + manifest.mode + "' is not a mode this runtime runs; known: forward");
   readMesh(member(root, "", "mesh"), manifest);
 
-  const json &args = getArray(member(root, "", "args"), "args");
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string where = "args[" + std::to_string(i) + "]";
-    requireObject(args[i], where);
-    std::string role = getString(member(args[i], where, "role"), where + ".role");
-    if (role == "param")
-      manifest.args.push_back(readParam(args[i], where, manifest));
-    else if (role == "input")
-      manifest.args.push_back(readInput(args[i], where, manifest));
-    else
-      fail(where + ".role", "unknown role '" + role + "'; known: param, input");
-  }
+  const json &params = getArray(member(root, "", "params"), "params");
+  for (size_t i = 0; i < params.size(); ++i)
+    manifest.params.push_back(readParam(params[i], "params[" + std::to_string(i) + "]", manifest));
 
-  const json &results = getArray(member(root, "", "results"), "results");
-  std::set<std::string> resultNames;
-  for (size_t i = 0; i < results.size(); ++i) {
-    std::string where = "results[" + std::to_string(i) + "]";
-    TensorSpec spec = readTensor(results[i], where, manifest, Role::Result);
-    allowKeys(results[i], where + " \"" + spec.name + "\"", {"name", "dtype", "shape", "split"});
-    if (!resultNames.insert(spec.name).second)
-      fail(where, "a second result named '" + spec.name + "'");
-    manifest.results.push_back(spec);
-  }
+  // No optimizer (null or absent): no train entry, so no train results.
+  auto optimizer = root.find("optimizer");
+  if (optimizer != root.end() && !optimizer->is_null())
+    readOptimizer(*optimizer, manifest);
+
+  const json &inputs = getArray(member(root, "", "inputs"), "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    manifest.inputs.push_back(readInput(inputs[i], "inputs[" + std::to_string(i) + "]", manifest));
+
+  auto train = root.find("train");
+  const bool hasTrain = train != root.end() && !train->is_null();
+  if (manifest.hasOptimizer && !hasTrain)
+    fail("", "the optimizer '" + manifest.optimizer + "' needs 'train', the train entry's results");
+  if (!manifest.hasOptimizer && hasTrain)
+    fail("train", "a model without an optimizer has no train entry");
+  if (hasTrain)
+    manifest.trainResults = readResults(*train, "train", manifest);
+  manifest.evalResults = readResults(member(root, "", "eval"), "eval", manifest);
   return manifest;
 }
 

@@ -1,5 +1,6 @@
-// The manifest that shardc compiles into a program: its mesh, its arguments and
-// results, and how each is split over the mesh (format in runtime/README.md).
+// The manifest that shardc compiles into a program: its mesh, parameters, optimizer,
+// inputs and the results of its entries, and how each tensor is split over the mesh
+// (format in runtime/README.md).
 #ifndef SHARDRT_LIB_DRIVER_MANIFEST_H
 #define SHARDRT_LIB_DRIVER_MANIFEST_H
 
@@ -30,11 +31,12 @@ enum class InitKind {
 /// How an input is made up: N(0, 1) for f32, integers in [0, high) for i32.
 enum class FillKind { Normal, Integers };
 
-enum class Role { Param, Input, Result };
+/// The dataset field that feeds an input: none (synthetic, its fill), the images or the
+/// labels.
+enum class DataField { None, Image, Label };
 
-/// One argument or result of the program.
+/// One parameter, input or result of the program.
 struct TensorSpec {
-  Role role = Role::Result;
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;          // the whole tensor (for a layer: one layer of it)
@@ -49,13 +51,24 @@ struct TensorSpec {
   // Inputs.
   FillKind fill = FillKind::Normal;
   int64_t high = 0; // integers are drawn from [0, high)
+  DataField data = DataField::None;
+
+  // Eval results: a per-example value [batch] that the driver averages over the real
+  // examples.
+  bool perExample = false;
 };
 
 struct Manifest {
-  std::string model, mode;
+  std::string model;
   std::vector<std::string> axisNames;
   std::vector<int64_t> axisSizes;
-  std::vector<TensorSpec> args, results;
+  std::vector<TensorSpec> params, inputs;
+  bool hasOptimizer = false;
+  std::string optimizer;                   // its name, when it has one
+  std::vector<std::string> optimizerState; // the state kinds, one tensor per parameter each
+  std::vector<TensorSpec> trainResults;    // the loss, then the metrics: f32 scalars
+  std::vector<TensorSpec> evalResults;
+  int64_t batch = 0; // the global batch of the data inputs; 0 when none reads the dataset
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the
@@ -67,7 +80,8 @@ struct ManifestError : std::runtime_error {
 /// Parses the manifest and checks everything that can be checked before running: types,
 /// known names, split axes that exist, are used once per tensor and divide the
 /// dimension they split, layers inside their stack, blocks small enough for one MPI
-/// message. Throws ManifestError.
+/// message, data inputs of the dataset's shapes with one batch, per-example results of
+/// that batch, an optimizer exactly when there are train results. Throws ManifestError.
 Manifest parseManifest(const char *text);
 
 } // namespace shardrt

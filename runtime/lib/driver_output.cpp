@@ -5,12 +5,12 @@
 // rank. Statistics are summed in double in row-major order over the whole tensor, so
 // the same numbers give the same statistics whatever the mesh.
 #include "driver_output.h"
+#include "driver_json.h"
 #include "mesh.h"
 
 #include "shardrt/shardrt.h"
 
-#include <nlohmann/json.hpp>
-
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 
@@ -39,20 +39,6 @@ uint64_t digest(const std::vector<uint32_t> &elements) {
   return hash;
 }
 
-/// JSON has no NaN or infinities; they are written as the strings Python's float()
-/// reads.
-std::string number(double value, const char *format) {
-  if (std::isnan(value))
-    return "\"NaN\"";
-  if (std::isinf(value))
-    return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-  char text[40];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-
-std::string quoted(const std::string &text) { return nlohmann::json(text).dump(); }
-
 std::string describeResult(const GatheredResult &result, int64_t numValues) {
   const TensorSpec &spec = *result.spec;
   const bool isFloat = spec.dtype == DType::F32;
@@ -72,7 +58,7 @@ std::string describeResult(const GatheredResult &result, int64_t numValues) {
     squares += value * value;
     if (int64_t(i) < numValues)
       // %.9g round-trips an f32; an i32 prints exactly as %.0f.
-      values += (i ? ", " : "") + number(value, isFloat ? "%.9g" : "%.0f");
+      values += (i ? ", " : "") + jsonNumber(value, isFloat ? "%.9g" : "%.0f");
   }
   std::string shape;
   for (size_t d = 0; d < spec.shape.size(); ++d)
@@ -82,8 +68,9 @@ std::string describeResult(const GatheredResult &result, int64_t numValues) {
                 static_cast<unsigned long long>(digest(result.elements)));
   // The sums are doubles: %.17g round-trips them.
   return "{\"dtype\": \"" + std::string(dtypeName(spec.dtype)) + "\", \"shape\": [" + shape +
-         "], \"sum\": " + number(sum, "%.17g") + ", \"abs_sum\": " + number(absSum, "%.17g") +
-         ", \"l2\": " + number(std::sqrt(squares), "%.17g") + ", \"values\": [" + values +
+         "], \"sum\": " + jsonNumber(sum, "%.17g") +
+         ", \"abs_sum\": " + jsonNumber(absSum, "%.17g") +
+         ", \"l2\": " + jsonNumber(std::sqrt(squares), "%.17g") + ", \"values\": [" + values +
          "], \"digest\": \"" + hex + "\"}";
 }
 
@@ -114,19 +101,50 @@ GatheredResult gatherResult(const TensorSpec &spec, const Shape &meshSizes, cons
   return result;
 }
 
+std::string meshJson(const Manifest &manifest) {
+  JsonObject mesh;
+  for (size_t a = 0; a < manifest.axisNames.size(); ++a)
+    mesh.add(manifest.axisNames[a], std::to_string(manifest.axisSizes[a]));
+  return mesh.str();
+}
+
 void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64_t numValues,
                   const std::vector<GatheredResult> &results) {
-  std::string mesh;
-  for (size_t a = 0; a < manifest.axisNames.size(); ++a)
-    mesh += (a ? ", " : "") + quoted(manifest.axisNames[a]) + ": " +
-            std::to_string(manifest.axisSizes[a]);
-  std::string text = "{\n  \"model\": " + quoted(manifest.model) + ",\n  \"mesh\": {" + mesh +
-                     "},\n  \"seed\": " + std::to_string(seed) + ",\n  \"results\": {";
+  std::string text = "{\n  \"model\": " + jsonString(manifest.model) +
+                     ",\n  \"mesh\": " + meshJson(manifest) +
+                     ",\n  \"seed\": " + std::to_string(seed) + ",\n  \"results\": {";
   for (size_t i = 0; i < results.size(); ++i)
-    text += std::string(i ? "," : "") + "\n    " + quoted(results[i].spec->name) + ": " +
+    text += std::string(i ? "," : "") + "\n    " + jsonString(results[i].spec->name) + ": " +
             describeResult(results[i], numValues);
   text += results.empty() ? "}\n}\n" : "\n  }\n}\n";
   std::fwrite(text.data(), 1, text.size(), out);
+}
+
+std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok) {
+  std::FILE *file = nullptr;
+  int opened = 1;
+  if (rank == 0) {
+    file = path.empty() ? fallback : std::fopen(path.c_str(), "w");
+    if (!file && !path.empty()) {
+      std::fprintf(stderr, "shardrt: error: cannot write '%s': %s\n", path.c_str(),
+                   std::strerror(errno));
+      opened = 0;
+    }
+  }
+  MPI_Bcast(&opened, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  ok = opened != 0;
+  return file;
+}
+
+bool closeOnRank0(std::FILE *file, const std::string &path) {
+  if (!file)
+    return true;
+  bool failed = std::ferror(file) != 0;
+  failed = (file == stdout ? std::fflush(file) : std::fclose(file)) != 0 || failed;
+  if (failed)
+    std::fprintf(stderr, "shardrt: error: cannot write %s\n",
+                 path.empty() ? "to stdout" : ("'" + path + "'").c_str());
+  return !failed;
 }
 
 } // namespace shardrt

@@ -1,4 +1,5 @@
-// The results of a run: gathered to rank 0, summarised and written as JSON.
+// What rank 0 writes: the files it opens for every rank's sake, and the results of a
+// --forward run, gathered to it, summarised and written as JSON.
 #ifndef SHARDRT_LIB_DRIVER_OUTPUT_H
 #define SHARDRT_LIB_DRIVER_OUTPUT_H
 
@@ -27,6 +28,18 @@ GatheredResult gatherResult(const TensorSpec &spec, const Shape &meshSizes, cons
 /// Writes the results JSON (runtime/README.md) on rank 0.
 void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64_t numValues,
                   const std::vector<GatheredResult> &results);
+
+/// The mesh as a JSON object: {"data": 2, "model": 4}.
+std::string meshJson(const Manifest &manifest);
+
+/// Rank 0 opens `path` for writing (`fallback` when the path is empty), so that a bad
+/// path fails before the run; every rank learns whether it could, so all leave together.
+/// Returns the file on rank 0, nullptr elsewhere.
+std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok);
+
+/// Flushes and closes what openOnRank0 opened (stdout is only flushed); false, after
+/// an error message, when something could not be written.
+bool closeOnRank0(std::FILE *file, const std::string &path);
 
 } // namespace shardrt
 

@@ -7,6 +7,7 @@
 // gives blocks. Communicators are cached by axis mask and freed at finalize; upstream's
 // shard-to-MPI lowering splits anew at every collective and never frees.
 #include "mesh.h"
+#include "host.h"
 #include "scratch.h"
 
 #include "shardrt/shardrt.h"
@@ -195,6 +196,8 @@ void shardrt_init(int *argc, char ***argv, int num_axes, const int64_t *axis_siz
     rest /= state.sizes[a];
   }
   state.ringMinBytes = readRingMinBytes();
+  keepFreedMemory();
+  useOneBlasThread();
   state.initialised = true;
 }
 

@@ -1,4 +1,4 @@
-// The runtime's one scratch buffer, reused by every collective.
+// The runtime's one scratch buffer, reused by every collective and kernel.
 //
 // Why: on the machines shardc targets, the first touch of a fresh page costs about
 // 10 us per 4 KiB (0.4 GB/s), fifty times a memcpy. A temporary allocated per call,

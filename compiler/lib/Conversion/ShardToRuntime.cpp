@@ -47,6 +47,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -70,6 +71,8 @@
 #define DEBUG_TYPE "shard-to-runtime"
 
 using namespace mlir;
+using shardc::conversion_detail::getElementPointer;
+using shardc::conversion_detail::RuntimeFunctions;
 
 namespace {
 
@@ -87,7 +90,7 @@ class RuntimeLowering {
 public:
   RuntimeLowering(ModuleOp module)
       : module(module), symbolTable(module), ctx(module.getContext()),
-        declBuilder(OpBuilder::atBlockBegin(module.getBody())) {}
+        runtime(module) {}
 
   LogicalResult lower(shard::AllReduceOp op);
   LogicalResult lower(shard::AllGatherOp op);
@@ -129,8 +132,6 @@ private:
   FailureOr<StringRef>
   collectiveSuffix(Operation *op, const CollectiveOperands &c, bool reduces);
 
-  func::FuncOp getOrDeclare(Operation *at, StringRef name, ArrayRef<Type> args,
-                            ArrayRef<Type> results);
   Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
 
   /// Declares collective function `name`: the axis mask, the input and
@@ -153,7 +154,6 @@ private:
 
   Value i32(OpBuilder &b, Location loc, int64_t v);
   Value i64(OpBuilder &b, Location loc, int64_t v);
-  Value toPointer(OpBuilder &b, Location loc, Value memref);
   /// Read-only dense buffer of tensor `t` as a pointer.
   Value inputPointer(OpBuilder &b, Location loc, Value t);
   /// A fresh dense buffer of type `t`; its pointer in `ptr`.
@@ -176,8 +176,7 @@ private:
   SymbolTableCollection symbolTables;
   MLIRContext *ctx;
   // Declarations and globals go to the top of the module, in order of use.
-  OpBuilder declBuilder;
-  llvm::StringMap<func::FuncOp> functions;
+  RuntimeFunctions runtime;
   llvm::StringMap<memref::GlobalOp> shapeGlobals;
 };
 
@@ -269,34 +268,6 @@ RuntimeLowering::staticTensor(Operation *op, Value v, StringRef what) {
   return t;
 }
 
-func::FuncOp RuntimeLowering::getOrDeclare(Operation *at, StringRef name,
-                                           ArrayRef<Type> args,
-                                           ArrayRef<Type> results) {
-  auto type = FunctionType::get(ctx, args, results);
-  if (func::FuncOp fn = functions.lookup(name))
-    return fn;
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
-    if (existing.getFunctionType() != type) {
-      at->emitOpError("needs runtime function @")
-          << name << " of type " << type << ", but the module declares "
-          << existing.getFunctionType();
-      return nullptr;
-    }
-    functions[name] = existing;
-    return existing;
-  }
-  if (module.lookupSymbol(name)) {
-    at->emitOpError("needs runtime function @")
-        << name << ", but the module defines that symbol otherwise";
-    return nullptr;
-  }
-  auto fn = func::FuncOp::create(declBuilder, module.getLoc(), name, type);
-  fn.setPrivate();
-  declBuilder.setInsertionPointAfter(fn);
-  functions[name] = fn;
-  return fn;
-}
-
 Value RuntimeLowering::call(OpBuilder &b, Location loc, func::FuncOp fn,
                             ValueRange args) {
   auto op = func::CallOp::create(b, loc, fn, args);
@@ -311,20 +282,12 @@ Value RuntimeLowering::i64(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
 
-Value RuntimeLowering::toPointer(OpBuilder &b, Location loc, Value memref) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value asInt =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
-                                  asInt);
-}
-
 Value RuntimeLowering::inputPointer(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
   Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, t,
                                                    /*read_only=*/true);
-  return toPointer(b, loc, buffer);
+  return getElementPointer(b, loc, buffer);
 }
 
 Value RuntimeLowering::allocOutput(OpBuilder &b, Location loc,
@@ -333,7 +296,7 @@ Value RuntimeLowering::allocOutput(OpBuilder &b, Location loc,
   // 64-byte alignment as one-shot-bufferize's own allocations.
   Value buffer =
       memref::AllocOp::create(b, loc, memrefType, b.getI64IntegerAttr(64));
-  ptr = toPointer(b, loc, buffer);
+  ptr = getElementPointer(b, loc, buffer);
   return buffer;
 }
 
@@ -345,6 +308,7 @@ Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
   auto type = MemRefType::get({int64_t(shape.size())}, b.getI64Type());
   memref::GlobalOp global = shapeGlobals.lookup(name);
   if (!global) {
+    OpBuilder &declBuilder = runtime.declarationBuilder();
     auto tensorType =
         RankedTensorType::get({int64_t(shape.size())}, b.getI64Type());
     global = memref::GlobalOp::create(
@@ -359,7 +323,7 @@ Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
   }
   Value ref = memref::GetGlobalOp::create(b, loc, type,
                                           global.getSymNameAttr().getValue());
-  return toPointer(b, loc, ref);
+  return getElementPointer(b, loc, ref);
 }
 
 LogicalResult RuntimeLowering::checkBlocks(Operation *op, RankedTensorType t,
@@ -472,7 +436,7 @@ func::FuncOp RuntimeLowering::declareCollective(Operation *op,
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> args = {IntegerType::get(ctx, 32), ptr, ptr};
   llvm::append_range(args, tailTypes);
-  return getOrDeclare(op, name.str(), args, {});
+  return runtime.getOrDeclare(op, name.str(), args, {});
 }
 
 Value RuntimeLowering::callCollective(
@@ -639,7 +603,7 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
   Value groupIndex;
   if (isAscending(axes)) {
     // The runtime's group index is the same linearisation.
-    func::FuncOp fn = getOrDeclare(op, "shardrt_group_index", {b.getI32Type()},
+    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_group_index", {b.getI32Type()},
                                    {b.getI64Type()});
     if (!fn)
       return failure();
@@ -647,7 +611,7 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, idx);
   } else {
     // Linearise the mesh coordinates in grid_axes order.
-    func::FuncOp fn = getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
+    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
                                    {b.getI64Type()});
     if (!fn)
       return failure();
@@ -704,7 +668,7 @@ LogicalResult RuntimeLowering::lowerAxisQuery(
       continue;
     }
     func::FuncOp fn =
-        getOrDeclare(op, name, {b.getI32Type()}, {b.getI64Type()});
+        runtime.getOrDeclare(op, name, {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value v = call(b, loc, fn, {i32(b, loc, a)});
@@ -732,7 +696,7 @@ LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   // The mesh is row-major over MPI_COMM_WORLD: the rank is the linear index.
-  func::FuncOp fn = getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
+  func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
   if (!fn)
     return failure();
   Value rank = call(b, loc, fn, {});

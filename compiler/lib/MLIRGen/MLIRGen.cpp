@@ -428,22 +428,31 @@ Value MLIRGenImpl::reshapeTo(Value x, RankedTensorType to, Location at) {
 // Nodes
 //===----------------------------------------------------------------------===//
 
+/// A node's value; a constant is made where it is first used as a tensor
+/// (elementwise ops fold scalar constants into their bodies instead, and
+/// shard-partition fails on an unused, unannotated 0-d constant).
+Value MLIRGenImpl::valueOf(unsigned id, std::vector<Value> &values) {
+  const Node &node = steps.graph.nodes[id];
+  if (!values[id] && node.op == "constant")
+    values[id] = arith::ConstantOp::create(
+        b, loc(node.loc),
+        DenseElementsAttr::get(tensorType(node.type),
+                               b.getFloatAttr(b.getF32Type(),
+                                              std::get<double>(node.attrs.at("value")))));
+  return values[id];
+}
+
 Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   const Graph &graph = steps.graph;
   Location at = loc(node.loc);
   const std::string &op = node.op;
-  auto operand = [&](unsigned i) { return values[node.operands[i]]; };
+  auto operand = [&](unsigned i) { return valueOf(node.operands[i], values); };
   auto each = [&](BodyBuilder body) {
     return elementwise(node.operands, values, node.type, at, body);
   };
   bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
                  DType::F32;
 
-  if (op == "constant")
-    return arith::ConstantOp::create(
-        b, at, DenseElementsAttr::get(tensorType(node.type),
-                                      b.getFloatAttr(b.getF32Type(),
-                                                     std::get<double>(node.attrs.at("value")))));
   if (op == "sharding_constraint")
     return annotate(operand(0), program.constraints[node.constraint].sharding, at);
 
@@ -612,12 +621,18 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
   for (const Node &node : graph.nodes) {
     if (!needed[node.id] || values[node.id])
       continue;
-    if (node.operands.empty() && node.op != "constant") {
-      error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
-                          function.name);
-      return false;
+    if (node.operands.empty()) {
+      bool isResult = llvm::any_of(function.results,
+                                   [&](const FunctionValue &r) { return r.node == node.id; });
+      if (node.op == "constant" && !isResult)
+        continue; // made where it is used (valueOf)
+      if (node.op != "constant") {
+        error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
+                            function.name);
+        return false;
+      }
     }
-    values[node.id] = emitNode(node, values);
+    values[node.id] = node.op == "constant" ? valueOf(node.id, values) : emitNode(node, values);
     if (!values[node.id])
       return false;
     for (const FunctionValue &r : function.results)

@@ -143,7 +143,7 @@ Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
 Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values) {
   Location at = loc(node.loc);
   const std::string &op = node.op;
-  auto operand = [&](unsigned i) { return values[node.operands[i]]; };
+  auto operand = [&](unsigned i) { return valueOf(node.operands[i], values); };
   auto each = [&](BodyBuilder body) {
     return elementwise(node.operands, values, node.type, at, body);
   };

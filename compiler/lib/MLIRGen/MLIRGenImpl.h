@@ -51,6 +51,7 @@ private:
 
   // Functions.
   bool emitFunction(mlir::ModuleOp module, const StepFunction &function);
+  mlir::Value valueOf(unsigned id, std::vector<mlir::Value> &values);
   mlir::Value emitNode(const Node &node, std::vector<mlir::Value> &values);
   mlir::Value emitGradientNode(const Node &node, std::vector<mlir::Value> &values);
 

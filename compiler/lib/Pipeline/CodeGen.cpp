@@ -1,13 +1,15 @@
 //===- CodeGen.cpp - from the partitioned module to an executable ---------===//
 //
-// 1. Wrap @forward in @shardc_entry, whose arguments are the buffers the
-//    runtime allocates (parameters, inputs, then results), and inline it.
+// 1. Wrap each step function (@train_step, @eval_step, @grad_step) in
+//    @shardc_<role>_entry, whose arguments are the buffers the runtime
+//    allocates (arguments, then results), and inline it.
 // 2. Lower collectives to libshardrt calls (shard-to-runtime), bufferize,
-//    free temporaries,
-//    lower linalg to loops and everything to the LLVM dialect with bare
-//    pointers for memrefs (all shapes are static).
-// 3. Add @shardc_run(void **buffers), which unpacks the buffer table for
-//    @shardc_entry, the manifest string, and @main calling shardrt_main.
+//    free temporaries, replace matmuls and convolutions with libshardrt's
+//    kernels (lower-to-kernels), lower the rest of linalg to loops and
+//    everything to the LLVM dialect with bare pointers for memrefs (all
+//    shapes are static).
+// 3. Add @shardc_<role>(void **buffers), which unpacks the buffer table for
+//    its entry, the manifest string, and @main calling shardrt_main.
 // 4. Translate to LLVM IR, optimise for the host CPU, write an object file
 //    and link it with libshardrt.
 //
@@ -40,11 +42,18 @@
 
 using namespace mlir;
 
-static const char *kEntry = "shardc_entry";
-static const char *kRun = "shardc_run";
+/// The step functions the runtime calls, in shardrt_main's argument order,
+/// each wrapped as @shardc_<role>_entry(memrefs...) and @shardc_<role>(void **).
+static const std::pair<const char *, const char *> kEntryPoints[] = {
+    {shardc::kTrainFunction, "train"},
+    {shardc::kEvalFunction, "eval"},
+    {shardc::kGradFunction, "grad"}};
+
+static std::string entryName(llvm::StringRef role) { return ("shardc_" + role + "_entry").str(); }
+static std::string runName(llvm::StringRef role) { return ("shardc_" + role).str(); }
 
 /// Why each pass sits where it does:
-///   inline, symbol-dce     @forward disappears into @shardc_entry
+///   inline, symbol-dce     each step function disappears into its entry
 ///   canonicalize, cse      before shard-to-runtime: afterwards canonicalize
 ///                          folds to_buffer(to_tensor %alloc) and hides the
 ///                          runtime's reads from bufferization
@@ -54,25 +63,28 @@ static const char *kRun = "shardc_run";
 ///   buffer-deallocation-pipeline, convert-bufferization-to-memref
 ///                          frees every temporary (the clones it makes
 ///                          become memref copies)
-///   convert-linalg-to-loops .. reconcile   the standard path to LLVM
+///   lower-to-kernels       matmuls, convolutions and their gradients on
+///                          dense buffers become sgemm-based runtime calls;
+///                          on memrefs, so after bufferization, and before
+///                          the loops that would take the rest
+///   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
+///                          second lower-affine takes the affine.apply that
+///                          expand-strided-metadata makes for a subview at a
+///                          dynamic offset (an all_slice's block)
 static const char *kLoweringPipeline =
     "inline, symbol-dce, canonicalize, cse, shard-to-runtime,"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
     "func.func(buffer-hoisting), buffer-deallocation-pipeline, convert-bufferization-to-memref,"
-    "convert-linalg-to-loops, lower-affine, convert-scf-to-cf, expand-strided-metadata,"
-    "finalize-memref-to-llvm, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
+    "lower-to-kernels, convert-linalg-to-loops, lower-affine, convert-scf-to-cf, expand-strided-metadata,"
+    "lower-affine, finalize-memref-to-llvm, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
     "convert-index-to-llvm, convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm, reconcile-unrealized-casts";
 
-/// @shardc_entry(memref args..., memref results...): @forward on the
-/// arguments, its results written into the result buffers.
-static LogicalResult addEntry(ModuleOp module) {
-  auto forward = module.lookupSymbol<func::FuncOp>(shardc::kForwardFunction);
-  if (!forward)
-    return module.emitError("no @forward function");
-  module.getContext()->loadDialect<bufferization::BufferizationDialect, memref::MemRefDialect>();
-  FunctionType type = forward.getFunctionType();
+/// @shardc_<role>_entry(memref args..., memref results...): the step
+/// function on the arguments, its results written into the result buffers.
+static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
+  FunctionType type = step.getFunctionType();
   auto asMemRef = [](Type t) {
     auto tensor = cast<RankedTensorType>(t);
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
@@ -85,15 +97,15 @@ static LogicalResult addEntry(ModuleOp module) {
 
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
-  Location loc = forward.getLoc();
-  auto entry = func::FuncOp::create(b, loc, kEntry, b.getFunctionType(buffers, {}));
+  Location loc = step.getLoc();
+  auto entry = func::FuncOp::create(b, loc, entryName(role), b.getFunctionType(buffers, {}));
   Block *block = entry.addEntryBlock();
   b.setInsertionPointToStart(block);
   SmallVector<Value> tensors;
   for (auto [i, t] : llvm::enumerate(type.getInputs()))
     tensors.push_back(bufferization::ToTensorOp::create(b, loc, t, block->getArgument(i),
                                                         /*restrict=*/true));
-  auto call = func::CallOp::create(b, loc, forward, tensors);
+  auto call = func::CallOp::create(b, loc, step, tensors);
   for (auto [i, result] : llvm::enumerate(call.getResults())) {
     auto store = bufferization::MaterializeInDestinationOp::create(
         b, loc, result, block->getArgument(type.getNumInputs() + i));
@@ -101,25 +113,19 @@ static LogicalResult addEntry(ModuleOp module) {
     store.setWritable(true);
   }
   func::ReturnOp::create(b, loc);
-  forward.setPrivate();
-  return success();
+  step.setPrivate();
 }
 
-/// @shardc_run(ptr table) calls @shardc_entry on the table's pointers;
-/// @main(argc, argv) returns shardrt_main(argc, argv, manifest, @shardc_run).
-static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
+/// @shardc_<role>(ptr table) calls its entry on the table's pointers.
+static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role) {
   MLIRContext *ctx = module.getContext();
-  auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(kEntry);
-  if (!entry)
-    return module.emitError("internal error: the entry point was not lowered");
   Location loc = entry.getLoc();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
-  auto i32 = IntegerType::get(ctx, 32);
-  auto voidType = LLVM::LLVMVoidType::get(ctx);
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
-
-  auto run = LLVM::LLVMFuncOp::create(b, loc, kRun, LLVM::LLVMFunctionType::get(voidType, {ptr}));
+  auto run = LLVM::LLVMFuncOp::create(
+      b, loc, runName(role),
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
   b.setInsertionPointToStart(run.addEntryBlock(b));
   SmallVector<Value> pointers;
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
@@ -129,25 +135,47 @@ static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
   }
   LLVM::CallOp::create(b, loc, entry, pointers);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
 
+/// @main(argc, argv) returns shardrt_main(argc, argv, manifest, train, eval,
+/// grad), a null pointer for a step the program lacks.
+static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i32 = IntegerType::get(ctx, 32);
+  for (auto [function, role] : kEntryPoints)
+    if (auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName(role)))
+      addRun(module, entry, role);
+    else if (module.lookupSymbol(function))
+      return module.emitError("internal error: the entry point of @") << function
+                                                                       << " was not lowered";
+
+  OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto shardrtMain = LLVM::LLVMFuncOp::create(
-      b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr}));
+      b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr, ptr, ptr}));
   auto main = LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
   b.setInsertionPointToStart(main.addEntryBlock(b));
   // A C string: createGlobalString adds no terminator.
   Value text = LLVM::createGlobalString(loc, b, "shardc_manifest", manifest.str() + '\0',
                                         LLVM::Linkage::Internal);
-  Value runAddress = LLVM::AddressOfOp::create(b, loc, ptr, kRun);
-  auto status = LLVM::CallOp::create(
-      b, loc, shardrtMain,
-      ValueRange{main.getArgument(0), main.getArgument(1), text, runAddress});
+  SmallVector<Value> args{main.getArgument(0), main.getArgument(1), text};
+  for (auto [function, role] : kEntryPoints)
+    args.push_back(module.lookupSymbol(runName(role))
+                       ? LLVM::AddressOfOp::create(b, loc, ptr, runName(role)).getResult()
+                       : LLVM::ZeroOp::create(b, loc, ptr).getResult());
+  auto status = LLVM::CallOp::create(b, loc, shardrtMain, args);
   LLVM::ReturnOp::create(b, loc, status.getResult());
   return success();
 }
 
 LogicalResult shardc::lowerToLLVM(ModuleOp module, llvm::StringRef manifest) {
-  if (failed(addEntry(module)) || failed(runPassPipeline(module, kLoweringPipeline)))
+  module.getContext()->loadDialect<bufferization::BufferizationDialect, memref::MemRefDialect>();
+  for (auto [function, role] : kEntryPoints)
+    if (auto step = module.lookupSymbol<func::FuncOp>(function))
+      addEntry(module, step, role);
+  if (failed(runPassPipeline(module, kLoweringPipeline)))
     return failure();
   return addMain(module, manifest);
 }

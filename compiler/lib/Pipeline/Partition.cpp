@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Conversion/LinalgToKernels.h"
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Shard/Reshards.h"
 #include "shardc/Shard/ShardingModels.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -27,6 +29,8 @@ void shardc::registerPipelineDialects(DialectRegistry &registry) {
   static bool passesRegistered = [] {
     registerAllPasses();
     registerShardToRuntimePass();
+    registerLowerToKernelsPass();
+    registerDecomposeReshardsPass();
     return true;
   }();
   (void)passesRegistered;
@@ -47,6 +51,11 @@ LogicalResult shardc::propagateShardings(ModuleOp module) {
   return runPassPipeline(module, "func.func(sharding-propagation{traversal=forward-backward})");
 }
 
+// decompose-reshards first: shard-partition does a reshard in one step only,
+// and silently gets a longer one wrong (include/shardc/Shard/Reshards.h).
+// cse after it merges the identical reshards it makes for each use of a value,
+// so that the report counts what runs.
 LogicalResult shardc::partition(ModuleOp module) {
-  return runPassPipeline(module, "func.func(shard-partition,canonicalize)");
+  return runPassPipeline(module,
+                         "func.func(decompose-reshards,shard-partition,canonicalize,cse)");
 }

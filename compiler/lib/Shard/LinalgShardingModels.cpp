@@ -7,15 +7,22 @@
 // when the output height is split (wrong: a window straddles two shards, a
 // halo would be needed), and partition rejects the op outright.
 //
-// This model, attached before upstream's, works from one rule:
+// This model, attached before upstream's, works from one rule for every op
+// with a map that is not a projected permutation (the "windowed" ops:
+// convolution, pooling, and the generics of their gradients):
 //   1. A loop is shardable when every indexing map uses it only as a plain
-//      dimension, never inside a sum such as `oh * s + kh * d`. For
-//      conv_2d_nhwc_hwcf (loops n, oh, ow, f, kh, kw, c) that is n, f and c;
-//      for pooling_nhwc_* (loops n, oh, ow, c, kh, kw) it is n and c.
+//      dimension, never inside a compound expression such as `oh * s + kh *
+//      d`, `d1 - d4 + 2` or `(d1 + p) floordiv k`. For conv_2d_nhwc_hwcf
+//      (loops n, oh, ow, f, kh, kw, c) that is n, f and c; for pooling_nhwc_*
+//      (loops n, oh, ow, c, kh, kw) n and c; for the filter gradient (kh, kw,
+//      c, f, n, oh, ow) c, f and n (a reduction: a split batch gives a partial
+//      sum and an all_reduce); for the input gradient (n, i, j, c, kh, kw, f)
+//      n, c and f.
 //   2. Propagation: the option splits the shardable loops as the operand and
 //      result shardings say (upstream's conflict rules); a split of any other
 //      dimension is left out, so the tensor is annotated replicated there and
-//      propagation puts the reshard (an all-gather) in front of the op.
+//      propagation puts the reshard (an all-gather) in front of the op. A
+//      tensor dimension is split only when a shardable loop alone indexes it.
 //   3. Partition: parallel loops only -> clone on local shapes. A split
 //      reduction loop (conv input channel c) -> every rank computes a partial
 //      sum: the init is used by one rank of each reduction group only (the
@@ -23,8 +30,9 @@
 //      with the combiner's kind over the reduction axes, as upstream does for
 //      matmul.
 //
-// linalg.generic gets a model too, identical to upstream's except for one
-// silent miscompile it fixes: upstream clones the body unchanged, so a
+// linalg.generic gets the model too; one whose maps are projected
+// permutations gets upstream's propagation and loop split, except for one
+// silent miscompile the model fixes: upstream clones the body unchanged, so a
 // `linalg.index` of a split loop yields the local position (0..n/p-1 on every
 // rank) instead of the global one (one_hot over split classes, argmax over a
 // split axis). Here each such index gets the rank's offset along the loop's
@@ -288,10 +296,129 @@ LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
   return success();
 }
 
-// The models' shared methods: upstream's view of a linalg op.
-template <typename ConcreteModel, typename OpTy>
-struct LinalgModelBase
-    : public ShardingInterface::ExternalModel<ConcreteModel, OpTy> {
+// Step 2. Results first, then operands, as upstream does.
+FailureOr<ShardingOption>
+getWindowedShardingOption(linalg::LinalgOp op,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings) {
+  llvm::SmallBitVector shardable = getShardableLoops(op);
+  SmallVector<AffineMap> maps = getOperandAndResultMaps(op);
+  unsigned numOperands = op->getNumOperands();
+  LoopShardingBuilder builder(op.getNumLoops());
+
+  auto addTensor = [&](const Sharding &sharding, AffineMap map) {
+    return builder.addTensorDims(
+        sharding, map.getNumResults(), [&](int64_t dim) {
+          return shardableLoopOf(map.getResult(dim), shardable);
+        });
+  };
+  for (auto [i, sharding] : llvm::enumerate(resultShardings))
+    if (failed(addTensor(sharding, maps[numOperands + i])))
+      return failure();
+  for (auto [i, sharding] : llvm::enumerate(operandShardings))
+    if (failed(addTensor(sharding, maps[i])))
+      return failure();
+  return builder.finish();
+}
+
+// Step 2, the annotations an option implies: a dimension indexed by a
+// shardable loop alone is split like the loop, any other is replicated.
+// Upstream's default would split a compound dimension along a split loop in
+// it, and rejects maps with constants or floordiv, such as the input
+// gradient's `d1 - d4 + 2`.
+std::vector<Sharding> getWindowedAnnotations(linalg::LinalgOp op,
+                                             const ShardingOption &option) {
+  llvm::SmallBitVector shardable = getShardableLoops(op);
+  SmallVector<AffineMap> maps = getOperandAndResultMaps(op);
+  MLIRContext *ctx = op->getContext();
+  std::vector<Sharding> shardings;
+  auto values = llvm::concat<Value>(op->getOperands(), op->getResults());
+  for (auto [value, map] : llvm::zip_equal(values, maps)) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type) {
+      shardings.emplace_back();
+      continue;
+    }
+    ShardingArray splitAxes(map.getNumResults());
+    for (auto [dim, expr] : llvm::enumerate(map.getResults())) {
+      std::optional<unsigned> loop = shardableLoopOf(expr, shardable);
+      if (loop && *loop < option.shardingArray.size())
+        splitAxes[dim] = option.shardingArray[*loop];
+    }
+    removeTrailingEmptySubArray(splitAxes);
+    shardings.push_back(Sharding::get(
+        option.grid, llvm::map_to_vector(splitAxes, [&](ArrayRef<GridAxis> axes) {
+          return GridAxesAttr::get(ctx, axes);
+        })));
+  }
+  return shardings;
+}
+
+// Results first, then operands, as upstream does.
+LogicalResult addWindowedAnnotations(linalg::LinalgOp op, OpBuilder &b,
+                                     const ShardingOption &option) {
+  std::vector<Sharding> shardings = getWindowedAnnotations(op, option);
+  unsigned numOperands = op->getNumOperands();
+  for (OpResult result : op->getResults())
+    maybeInsertTargetShardingAnnotation(
+        shardings[numOperands + result.getResultNumber()], result, b);
+  for (OpOperand &operand : op->getOpOperands()) {
+    OpBuilder::InsertionGuard guard(b);
+    maybeInsertSourceShardingAnnotation(
+        shardings[operand.getOperandNumber()], operand, b);
+  }
+  return success();
+}
+
+// Step 3.
+FailureOr<ShardingArray>
+getWindowedPartitionLoopAxes(linalg::LinalgOp linalgOp,
+                             ArrayRef<Sharding> operandShardings,
+                             ArrayRef<Sharding> resultShardings) {
+  llvm::SmallBitVector shardable = getShardableLoops(linalgOp);
+  SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
+
+  // Recover the loop split from the annotations, refusing any split that
+  // step 2 never produces: computing it locally would be silently wrong.
+  ShardingArray loopAxes(linalgOp.getNumLoops());
+  std::vector<Sharding> shardings(operandShardings.begin(),
+                                  operandShardings.end());
+  llvm::append_range(shardings, resultShardings);
+  for (auto [i, sharding] : llvm::enumerate(shardings)) {
+    for (auto [dim, expr] : llvm::enumerate(maps[i].getResults())) {
+      ArrayRef<GridAxis> axes = splitAxesOfDim(sharding, dim);
+      if (axes.empty())
+        continue;
+      std::optional<unsigned> loop = shardableLoopOf(expr, shardable);
+      if (!loop || (!loopAxes[*loop].empty() &&
+                    ArrayRef<GridAxis>(loopAxes[*loop]) != axes))
+        return linalgOp->emitOpError()
+               << "cannot partition: dimension " << dim << " of "
+               << (i < operandShardings.size() ? "operand " : "result ")
+               << (i < operandShardings.size() ? i
+                                               : i - operandShardings.size())
+               << " is split in a way the op cannot compute locally";
+      loopAxes[*loop].assign(axes.begin(), axes.end());
+    }
+  }
+  return loopAxes;
+}
+
+// Whether `op` takes the windowed rule (steps 1-3): some map is not a
+// projected permutation (convolution, pooling, their gradients' generics).
+// The other ops get upstream's propagation and loop split.
+bool isWindowed(linalg::LinalgOp op) {
+  return !llvm::all_of(getOperandAndResultMaps(op), [](AffineMap map) {
+    return map.isProjectedPermutation();
+  });
+}
+
+// The model of every op it is attached to: upstream's view of a linalg op,
+// the windowed rule or upstream's propagation, and partitionLinalgOp.
+template <typename OpTy>
+struct LinalgOpShardingModel
+    : public ShardingInterface::ExternalModel<LinalgOpShardingModel<OpTy>,
+                                              OpTy> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
     return cast<linalg::LinalgOp>(op).getIteratorTypesArray();
   }
@@ -309,7 +436,33 @@ struct LinalgModelBase
     return SmallVector<ReductionKind>(linalgOp.getNumReductionLoops(), kind);
   }
 
-  // The models differ only in how they recover the loop split.
+  FailureOr<ShardingOption>
+  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                    ArrayRef<Sharding> resultShardings) const {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    if (isWindowed(linalgOp))
+      return getWindowedShardingOption(linalgOp, operandShardings,
+                                       resultShardings);
+    return shard::detail::defaultGetShardingOption(op, operandShardings,
+                                                   resultShardings);
+  }
+
+  FailureOr<std::vector<Sharding>>
+  getShardingAnnotations(Operation *op, const ShardingOption &option) const {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    if (isWindowed(linalgOp))
+      return getWindowedAnnotations(linalgOp, option);
+    return shard::detail::defaultGetShardingAnnotations(op, option);
+  }
+
+  LogicalResult addShardingAnnotations(Operation *op, OpBuilder &b,
+                                       const ShardingOption &option) const {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    if (isWindowed(linalgOp))
+      return addWindowedAnnotations(linalgOp, b, option);
+    return shard::detail::defaultAddShardingAnnotations(op, b, option);
+  }
+
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
                           ArrayRef<Sharding> operandShardings,
                           ArrayRef<Sharding> resultShardings,
@@ -317,9 +470,15 @@ struct LinalgModelBase
                           SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
+    // Upstream's helper reads the operand shardings alone.
     FailureOr<ShardingArray> loopAxes =
-        static_cast<const ConcreteModel *>(this)->getPartitionLoopAxes(
-            linalgOp, operandShardings, resultShardings);
+        isWindowed(linalgOp)
+            ? getWindowedPartitionLoopAxes(linalgOp, operandShardings,
+                                           resultShardings)
+            : getGridAxisAssignmentForLoopIterators(
+                  operandShardings, resultShardings,
+                  linalgOp.getIteratorTypesArray(),
+                  linalgOp.getIndexingMapsArray());
     if (failed(loopAxes))
       return failure();
     return partitionLinalgOp(linalgOp, *loopAxes, partitionedOperands,
@@ -328,92 +487,8 @@ struct LinalgModelBase
   }
 };
 
-// Convolution and pooling (steps 1-3 above).
-template <typename OpTy>
-struct WindowedOpShardingModel
-    : public LinalgModelBase<WindowedOpShardingModel<OpTy>, OpTy> {
-  // Step 2. Results first, then operands, as upstream does.
-  FailureOr<ShardingOption>
-  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
-                    ArrayRef<Sharding> resultShardings) const {
-    auto linalgOp = cast<linalg::LinalgOp>(op);
-    llvm::SmallBitVector shardable = getShardableLoops(linalgOp);
-    SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
-    unsigned numOperands = op->getNumOperands();
-    LoopShardingBuilder builder(linalgOp.getNumLoops());
-
-    auto addTensor = [&](const Sharding &sharding, AffineMap map) {
-      return builder.addTensorDims(
-          sharding, map.getNumResults(), [&](int64_t dim) {
-            return shardableLoopOf(map.getResult(dim), shardable);
-          });
-    };
-    for (auto [i, sharding] : llvm::enumerate(resultShardings))
-      if (failed(addTensor(sharding, maps[numOperands + i])))
-        return failure();
-    for (auto [i, sharding] : llvm::enumerate(operandShardings))
-      if (failed(addTensor(sharding, maps[i])))
-        return failure();
-    return builder.finish();
-  }
-
-  // Step 3.
-  FailureOr<ShardingArray>
-  getPartitionLoopAxes(linalg::LinalgOp linalgOp,
-                       ArrayRef<Sharding> operandShardings,
-                       ArrayRef<Sharding> resultShardings) const {
-    llvm::SmallBitVector shardable = getShardableLoops(linalgOp);
-    SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
-
-    // Recover the loop split from the annotations, refusing any split that
-    // step 2 never produces: computing it locally would be silently wrong.
-    ShardingArray loopAxes(linalgOp.getNumLoops());
-    std::vector<Sharding> shardings(operandShardings.begin(),
-                                    operandShardings.end());
-    llvm::append_range(shardings, resultShardings);
-    for (auto [i, sharding] : llvm::enumerate(shardings)) {
-      for (auto [dim, expr] : llvm::enumerate(maps[i].getResults())) {
-        ArrayRef<GridAxis> axes = splitAxesOfDim(sharding, dim);
-        if (axes.empty())
-          continue;
-        std::optional<unsigned> loop = shardableLoopOf(expr, shardable);
-        if (!loop || (!loopAxes[*loop].empty() &&
-                      ArrayRef<GridAxis>(loopAxes[*loop]) != axes))
-          return linalgOp->emitOpError()
-                 << "cannot partition: dimension " << dim << " of "
-                 << (i < operandShardings.size() ? "operand " : "result ")
-                 << (i < operandShardings.size() ? i
-                                                 : i - operandShardings.size())
-                 << " is split in a way the op cannot compute locally";
-        loopAxes[*loop].assign(axes.begin(), axes.end());
-      }
-    }
-    return loopAxes;
-  }
-};
-
-// linalg.generic: upstream's model (default propagation, projected
-// permutations only) plus globalized linalg.index.
-struct GenericOpShardingModel
-    : public LinalgModelBase<GenericOpShardingModel, linalg::GenericOp> {
-  FailureOr<ShardingArray>
-  getPartitionLoopAxes(linalg::LinalgOp linalgOp,
-                       ArrayRef<Sharding> operandShardings,
-                       ArrayRef<Sharding> resultShardings) const {
-    SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
-    if (!llvm::all_of(
-            maps, [](AffineMap map) { return map.isProjectedPermutation(); }))
-      return linalgOp->emitOpError()
-             << "supports indexing maps that are only projected permutation.";
-    // Operand maps only: upstream's helper reads the operand shardings alone.
-    return getGridAxisAssignmentForLoopIterators(
-        operandShardings, resultShardings, linalgOp.getIteratorTypesArray(),
-        linalgOp.getIndexingMapsArray());
-  }
-};
-
-template <typename... OpTys> void attachWindowedModels(MLIRContext *ctx) {
-  (OpTys::template attachInterface<WindowedOpShardingModel<OpTys>>(*ctx), ...);
+template <typename... OpTys> void attachModels(MLIRContext *ctx) {
+  (OpTys::template attachInterface<LinalgOpShardingModel<OpTys>>(*ctx), ...);
 }
 
 } // namespace
@@ -429,8 +504,7 @@ void shardc::registerLinalgShardingModels(DialectRegistry &registry) {
     for (StringRef name : deps.getDialectNames())
       ctx->getOrLoadDialect(name);
 
-    attachWindowedModels<linalg::Conv2DNhwcHwcfOp, linalg::PoolingNhwcSumOp,
-                         linalg::PoolingNhwcMaxOp>(ctx);
-    linalg::GenericOp::attachInterface<GenericOpShardingModel>(*ctx);
+    attachModels<linalg::Conv2DNhwcHwcfOp, linalg::PoolingNhwcSumOp,
+                 linalg::PoolingNhwcMaxOp, linalg::GenericOp>(ctx);
   });
 }

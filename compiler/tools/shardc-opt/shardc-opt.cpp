@@ -6,7 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/Conversion/LinalgToKernels.h"
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Shard/Reshards.h"
 #include "shardc/Shard/ShardingModels.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -23,6 +25,8 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   shardc::registerShardToRuntimePass();
+  shardc::registerLowerToKernelsPass();
+  shardc::registerDecomposeReshardsPass();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "shardc optimizer driver\n", registry));
 }

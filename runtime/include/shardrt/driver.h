@@ -3,25 +3,41 @@
  * shardc emits an object file whose `main` is one call:
  *
  *   int main(int argc, char **argv) {
- *     return shardrt_main(argc, argv, manifest_json, entry);
+ *     return shardrt_main(argc, argv, manifest_json, train_entry_or_NULL, eval_entry,
+ *                         grad_entry);
  *   }
  *
- * The manifest (JSON, format in runtime/README.md) names the mesh, the program's
- * arguments (parameters with their initialisers, inputs with their synthetic fills) and
- * its results, each with its global shape and how its dimensions are split over the
- * mesh axes. The driver parses the command line and the manifest, sets the mesh up,
- * allocates and fills this rank's block of every argument, calls `entry` once, gathers
- * the results to rank 0 and writes them as JSON. Run it with `--help` for the flags.
+ * The manifest (JSON, format in runtime/README.md) names the mesh, the parameters with
+ * their initialisers, the optimizer and its state, the inputs (fed from Fashion-MNIST or
+ * filled with synthetic numbers) and the results of the entries, each tensor with its
+ * global shape and how its dimensions are split over the mesh axes.
  *
- * `entry` receives one pointer per buffer, the arguments in manifest order and then the
- * results in manifest order; each points to this rank's block of the tensor, dense and
- * row-major (float for f32, int32_t for i32), aligned to 64 bytes. Arguments must not
- * be written; results start zeroed.
+ * Each entry receives one pointer per buffer, in this order:
+ *
+ *   train  params[P], state[S*P], inputs[I], step, then new params[P], new state[S*P],
+ *          train results[R]  (the loss, then metrics: f32 scalars)
+ *   eval   params[P], inputs[I], then eval results[E]
+ *   grad   params[P], inputs[I], then the loss (f32 scalar), grads[P]
+ *
+ * P counts the manifest's params (one per layer of a scanned parameter); state is
+ * state-kind major (all parameters' adam mu, then all their nu), each state tensor of its
+ * parameter's shape and split, zero at the start; `step` is one float, the 1-based
+ * number of the update being made. Every buffer is this rank's block of its tensor,
+ * dense and row-major (float for f32, int32_t for i32), aligned to 64 bytes. Argument
+ * buffers must not be written; the entry writes every result buffer completely. The
+ * driver swaps the parameter and state buffers of train's arguments and results after
+ * each step. `train` is NULL exactly when the model has no optimizer.
+ *
+ * By default the driver trains: epochs over the dataset, an evaluation on the test set
+ * after each, metrics as JSON lines, a JSON summary on stdout. `--forward` runs eval
+ * once on filled inputs and prints its results; `--check-gradients` compares grad with
+ * finite differences of eval's loss. Run it with `--help` for the flags.
  *
  * Returns the process's exit status: 0 on success, 2 for a bad command line, 1 for any
- * other error (after `shardrt: error: ...` on stderr). Errors that every rank sees
- * alike (flags, manifest, mesh size) are printed once, by rank 0, and every rank
- * returns; an error on some ranks only ends the job with MPI_Abort.
+ * other error (after `shardrt: error: ...` on stderr) or a failed gradient check.
+ * Errors that every rank sees alike (flags, manifest, mesh size, dataset) are printed
+ * once, by rank 0, and every rank returns; an error on some ranks only ends the job
+ * with MPI_Abort.
  */
 #ifndef SHARDRT_DRIVER_H
 #define SHARDRT_DRIVER_H
@@ -34,7 +50,8 @@ extern "C" {
 
 typedef void (*shardrt_entry_fn)(void **buffers);
 
-int shardrt_main(int argc, char **argv, const char *manifest_json, shardrt_entry_fn entry);
+int shardrt_main(int argc, char **argv, const char *manifest_json, shardrt_entry_fn train,
+                 shardrt_entry_fn eval, shardrt_entry_fn grad);
 
 #pragma GCC visibility pop
 

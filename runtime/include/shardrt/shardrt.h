@@ -43,7 +43,9 @@ extern "C" {
  * with the given sizes. `axis_names` (may be NULL) names the axes in messages.
  * If the number of ranks differs from the product of the axis sizes, rank 0 prints
  * `shardrt: error: the mesh (data = 2, model = 4) needs 8 ranks, but mpirun started 3`
- * and every rank finalizes MPI and exits with status 1. */
+ * and every rank finalizes MPI and exits with status 1. It also tunes the process: glibc
+ * keeps the memory the program frees (mallopt; no first touch of fresh pages for each
+ * step's temporaries) and OpenBLAS runs on one thread (see the kernels below). */
 void shardrt_init(int *argc, char ***argv, int num_axes, const int64_t *axis_sizes,
                   const char *const *axis_names);
 
@@ -116,6 +118,39 @@ void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim
                             const int64_t *in_shape, int split_dim, int concat_dim);
 void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
                             const int64_t *in_shape, int split_dim, int concat_dim);
+
+/* ---- Dense f32 kernels ------------------------------------------------------------- */
+/* What lower-to-kernels (compiler/lib/Conversion/LinalgToKernels.cpp) replaces linalg
+ * matmuls and 2-D convolutions with. Tensors are dense and row-major, convolutions NHWC
+ * with HWCF kernels; every kernel ACCUMULATES into its output, as the linalg op does into
+ * its init. All run on OpenBLAS's sgemm, the convolutions on an im2col matrix in the
+ * runtime's scratch buffer. Nothing here needs shardrt_init; shardrt_init makes OpenBLAS
+ * use the calling thread alone (lib/host.cpp says why) unless OPENBLAS_NUM_THREADS,
+ * GOTO_NUM_THREADS or OMP_NUM_THREADS is set. Dimensions beyond 2^31 - 1 are an error. */
+
+/* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b). */
+void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c);
+
+/* y[N,OH,OW,F] += sum over kh, kw, c of x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
+ * with x [N,H,W,C] already padded and k [KH,KW,C,F]. */
+void shardrt_conv2d_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+                        int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+                        int64_t dw, const float *x, const float *k, float *y);
+
+/* The filter gradient of that convolution (dilation 1):
+ * dw[KH,KW,C,F] += sum over n, oh, ow of xpad[n, oh*sh + kh, ow*sw + kw, c] * dy[n,oh,ow,f],
+ * with xpad [N,Hp,Wp,C] and dy [N,OH,OW,F]. */
+void shardrt_conv2d_filter_grad_f32(int64_t n, int64_t hp, int64_t wp, int64_t c, int64_t kh,
+                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                    int64_t sw, const float *xpad, const float *dy, float *dw);
+
+/* The input gradient, as a stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (the output
+ * gradient, dilated by the stride and padded) with the spatially flipped kernel:
+ * dx[N,H,W,C] += sum over kh, kw, f of dyp[n, i - kh + KH-1, j - kw + KW-1, f] * k[kh,kw,c,f]. */
+void shardrt_conv2d_input_grad_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                                   int64_t kw, int64_t f, const float *dyp, const float *k,
+                                   float *dx);
 
 /* ---- Counter-based random numbers ----------------------------------------------- */
 /* A parameter's value at global element index n (row-major over the global shape) is a

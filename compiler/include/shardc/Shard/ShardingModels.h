@@ -6,7 +6,9 @@
 // tensor.expand_shape. These external models fill the gap.
 //
 // linalg.generic gets one too: upstream's, plus the global position for a
-// `linalg.index` of a split loop (upstream leaves the local one).
+// `linalg.index` of a split loop (upstream leaves the local one), and the
+// convolutions' rule for generics whose maps are not projected permutations
+// (upstream rejects them).
 //
 // The models live one file per dialect, like upstream's:
 //   lib/Shard/LinalgShardingModels.cpp  linalg.conv_2d_nhwc_hwcf,

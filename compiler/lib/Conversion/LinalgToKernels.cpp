@@ -1,0 +1,352 @@
+//===- LinalgToKernels.cpp - linalg on buffers to libshardrt kernels ------===//
+//
+// The `lower-to-kernels` pass. It runs after bufferization and deallocation,
+// before convert-linalg-to-loops, and replaces the linalg ops that a training
+// step spends its time in with calls of libshardrt's dense kernels
+// (runtime/include/shardrt/shardrt.h), which accumulate into their output as
+// the ops do into their init.
+//
+// The algorithm:
+//  1. Collect the linalg ops on memrefs whose operands are all f32 memrefs of
+//     static shape, dense and row-major (an identity layout, or a strided one
+//     with the identity's strides and any offset: a slice of the outermost
+//     dimension). Others stay for convert-linalg-to-loops.
+//  2. Match each against the forms below, by indexing maps, iterator types
+//     and body (a `library_call` attribute is neither needed nor read: the
+//     maps and the body say everything; a body must be exactly
+//     `out + in0 * in1`, operands of the add and multiply in either order):
+//     a. Contraction (linalg.matmul, the generics of a matmul's gradients):
+//        3 loops, one of them a reduction k; the output indexed by the two
+//        parallel loops (m, n) in that order, one input by {m, k} (A), the
+//        other by {n, k} (B). A indexed (k, m) or B (n, k) is transposed.
+//          -> shardrt_matmul_f32(trans_a, trans_b, M, N, K, A, B, out)
+//     b. linalg.conv_2d_nhwc_hwcf, any strides and dilations
+//          -> shardrt_conv2d_f32
+//     c. Filter gradient, loops (kh, kw, c, f, n, oh, ow), [par x4, red x3]:
+//          xpad (d4, d5 * sh + d0, d6 * sw + d1, d2), dy (d4, d5, d6, d3),
+//          out (d0, d1, d2, d3)                -> shardrt_conv2d_filter_grad_f32
+//        with the strides sh, sw >= 1 read off the maps.
+//     d. Input gradient, loops (n, i, j, c, kh, kw, f), [par x4, red x3]:
+//          dyp (d0, d1 - d4 + KH-1, d2 - d5 + KW-1, d6), w (d4, d5, d3, d6),
+//          out (d0, d1, d2, d3), dyp [N, H+KH-1, W+KW-1, F]
+//                                              -> shardrt_conv2d_input_grad_f32
+//     Map results are compared as linear forms (coefficient per loop plus a
+//     constant), so `d0 + d5 * 2` and `d5 * 2 + d0` are the same.
+//  3. Replace each match with the call: sizes as i64 constants (flags as
+//     i32; one constant per value), buffers as pointers to their first
+//     element. Runtime functions are
+//     declared on first use as private func.func, like shard-to-runtime's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Conversion/LinalgToKernels.h"
+#include "RuntimeCalls.h"
+
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "lower-to-kernels"
+
+using namespace mlir;
+using shardc::conversion_detail::getElementPointer;
+using shardc::conversion_detail::RuntimeFunctions;
+
+namespace {
+
+/// A runtime call that replaces a linalg op: integer arguments, then
+/// pointers to the buffers.
+struct KernelCall {
+  StringRef function;
+  SmallVector<IntegerAttr> scalars;
+  SmallVector<Value> buffers;
+};
+
+/// f32, static shape, dense row-major (step 1).
+bool isDenseF32(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.getElementType().isF32() && !type.getMemorySpace() &&
+         memref::isStaticShapeAndContiguousRowMajor(type);
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<MemRefType>(v.getType()).getShape();
+}
+
+/// One coefficient per loop, then the constant: a map result as a linear form.
+using LinearForm = SmallVector<int64_t>;
+
+std::optional<LinearForm> getLinearForm(AffineExpr expr, unsigned numLoops) {
+  LinearForm form;
+  // Without symbols, anything past the loops and the constant is a floordiv
+  // or mod.
+  if (failed(getFlattenedAffineExpr(expr, numLoops, 0, &form)) ||
+      form.size() != numLoops + 1)
+    return std::nullopt;
+  return form;
+}
+
+/// The form sum(coefficient * loop) + constant.
+LinearForm makeForm(unsigned numLoops,
+                    ArrayRef<std::pair<unsigned, int64_t>> terms,
+                    int64_t constant = 0) {
+  LinearForm form(numLoops + 1, 0);
+  for (auto [loop, coefficient] : terms)
+    form[loop] += coefficient;
+  form[numLoops] = constant;
+  return form;
+}
+
+/// The form of a map result that is just `loop`.
+LinearForm loopForm(unsigned numLoops, unsigned loop) {
+  return makeForm(numLoops, {{loop, 1}});
+}
+
+/// Whether `map`'s results have exactly the given forms.
+bool hasForms(AffineMap map, ArrayRef<LinearForm> forms) {
+  if (map.getNumSymbols() != 0 || map.getNumResults() != forms.size())
+    return false;
+  for (auto [expr, form] : llvm::zip_equal(map.getResults(), forms))
+    if (getLinearForm(expr, map.getNumDims()) != form)
+      return false;
+  return true;
+}
+
+/// Whether `map`'s results are the given loops.
+bool hasLoops(AffineMap map, ArrayRef<unsigned> loops) {
+  SmallVector<LinearForm> forms;
+  for (unsigned loop : loops)
+    forms.push_back(loopForm(map.getNumDims(), loop));
+  return hasForms(map, forms);
+}
+
+/// Two inputs, one init, a body `out + in0 * in1` (either operand order).
+bool isMultiplyAccumulate(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return false;
+  Block *body = op.getBlock();
+  if (body->getNumArguments() != 3 || body->getOperations().size() != 3)
+    return false;
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body->getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul || (add.getLhs() != out && add.getRhs() != out))
+    return false;
+  Value in0 = body->getArgument(0), in1 = body->getArgument(1);
+  return (mul.getLhs() == in0 && mul.getRhs() == in1) ||
+         (mul.getLhs() == in1 && mul.getRhs() == in0);
+}
+
+bool hasIterators(linalg::LinalgOp op, unsigned parallel, unsigned reduction) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators.size() != parallel + reduction)
+    return false;
+  for (auto [i, it] : llvm::enumerate(iterators))
+    if (it != (i < parallel ? utils::IteratorType::parallel
+                            : utils::IteratorType::reduction))
+      return false;
+  return true;
+}
+
+/// Form a (step 2).
+std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
+  if (op.getNumLoops() != 3 || op.getNumReductionLoops() != 1 ||
+      !isMultiplyAccumulate(op))
+    return std::nullopt;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  unsigned k = reductions.front();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // Every operand is indexed by two distinct loops, each result a loop.
+  SmallVector<std::pair<unsigned, unsigned>> loops;
+  for (AffineMap map : maps) {
+    if (map.getNumResults() != 2 || !map.isProjectedPermutation())
+      return std::nullopt;
+    loops.push_back({map.getDimPosition(0), map.getDimPosition(1)});
+  }
+  auto [m, n] = loops[2];
+  if (m == k || n == k)
+    return std::nullopt;
+  // A holds m and k, B holds n and k, in either input position.
+  auto uses = [&](unsigned input, unsigned loop) {
+    return loops[input].first == loop || loops[input].second == loop;
+  };
+  unsigned inputA = uses(0, m) ? 0 : 1, inputB = 1 - inputA;
+  if (!uses(inputA, m) || !uses(inputA, k) || !uses(inputB, n) ||
+      !uses(inputB, k))
+    return std::nullopt;
+  bool transA = loops[inputA].first == k, transB = loops[inputB].first == n;
+  Value lhs = op.getDpsInputs()[inputA], rhs = op.getDpsInputs()[inputB],
+        out = op.getDpsInits()[0];
+  int64_t sizeK = shapeOf(lhs)[transA ? 0 : 1];
+  return KernelCall{"shardrt_matmul_f32",
+                    {b.getI32IntegerAttr(transA), b.getI32IntegerAttr(transB),
+                     b.getI64IntegerAttr(shapeOf(out)[0]),
+                     b.getI64IntegerAttr(shapeOf(out)[1]),
+                     b.getI64IntegerAttr(sizeK)},
+                    {lhs, rhs, out}};
+}
+
+SmallVector<IntegerAttr> i64Attrs(Builder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(
+      values, [&](int64_t v) { return b.getI64IntegerAttr(v); });
+}
+
+/// Form b.
+std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b) {
+  Value x = op.getInputs()[0], k = op.getInputs()[1], y = op.getOutputs()[0];
+  ArrayRef<int64_t> xs = shapeOf(x), ks = shapeOf(k), ys = shapeOf(y);
+  auto strides = llvm::to_vector(op.getStrides().getValues<int64_t>());
+  auto dilations = llvm::to_vector(op.getDilations().getValues<int64_t>());
+  return KernelCall{"shardrt_conv2d_f32",
+                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], ks[0], ks[1],
+                                 ks[3], ys[1], ys[2], strides[0], strides[1],
+                                 dilations[0], dilations[1]}),
+                    {x, k, y}};
+}
+
+/// Form c.
+std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
+  if (!hasIterators(op, 4, 3) || !isMultiplyAccumulate(op))
+    return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0].getNumResults() != 4)
+    return std::nullopt;
+  // The strides, read off the map of xpad and checked by hasForms below.
+  auto stride = [&](unsigned result, unsigned outLoop) -> int64_t {
+    std::optional<LinearForm> form = getLinearForm(maps[0].getResult(result), 7);
+    return form ? (*form)[outLoop] : 0;
+  };
+  int64_t sh = stride(1, 5), sw = stride(2, 6);
+  if (sh < 1 || sw < 1 ||
+      !hasForms(maps[0], {loopForm(7, 4), makeForm(7, {{5, sh}, {0, 1}}),
+                          makeForm(7, {{6, sw}, {1, 1}}), loopForm(7, 2)}) ||
+      !hasLoops(maps[1], {4, 5, 6, 3}) || !hasLoops(maps[2], {0, 1, 2, 3}))
+    return std::nullopt;
+  Value xpad = op.getDpsInputs()[0], dy = op.getDpsInputs()[1],
+        dw = op.getDpsInits()[0];
+  ArrayRef<int64_t> xs = shapeOf(xpad), dys = shapeOf(dy), dws = shapeOf(dw);
+  return KernelCall{"shardrt_conv2d_filter_grad_f32",
+                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], dws[0], dws[1],
+                                 dws[3], dys[1], dys[2], sh, sw}),
+                    {xpad, dy, dw}};
+}
+
+/// Form d.
+std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
+  if (!hasIterators(op, 4, 3) || !isMultiplyAccumulate(op))
+    return std::nullopt;
+  Value dyp = op.getDpsInputs()[0], w = op.getDpsInputs()[1],
+        dx = op.getDpsInits()[0];
+  ArrayRef<int64_t> dyps = shapeOf(dyp), ws = shapeOf(w), dxs = shapeOf(dx);
+  if (dyps.size() != 4 || ws.size() != 4 || dxs.size() != 4)
+    return std::nullopt;
+  int64_t kh = ws[0], kw = ws[1];
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // The kernel reads dyp [N, H+KH-1, W+KW-1, F] densely.
+  if (dyps[1] != dxs[1] + kh - 1 || dyps[2] != dxs[2] + kw - 1 ||
+      !hasForms(maps[0], {loopForm(7, 0), makeForm(7, {{1, 1}, {4, -1}}, kh - 1),
+                          makeForm(7, {{2, 1}, {5, -1}}, kw - 1),
+                          loopForm(7, 6)}) ||
+      !hasLoops(maps[1], {4, 5, 3, 6}) || !hasLoops(maps[2], {0, 1, 2, 3}))
+    return std::nullopt;
+  return KernelCall{
+      "shardrt_conv2d_input_grad_f32",
+      i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3]}),
+      {dyp, w, dx}};
+}
+
+std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
+  if (!op.hasPureBufferSemantics() ||
+      !llvm::all_of(op->getOperands(), isDenseF32))
+    return std::nullopt;
+  if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
+    return matchConv(conv, b);
+  for (auto match : {matchContraction, matchFilterGrad, matchInputGrad})
+    if (std::optional<KernelCall> call = match(op, b))
+      return call;
+  return std::nullopt;
+}
+
+struct LowerToKernelsPass
+    : public PassWrapper<LowerToKernelsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToKernelsPass)
+
+  StringRef getArgument() const final { return "lower-to-kernels"; }
+  StringRef getDescription() const final {
+    return "Replace matmuls and 2-D convolutions (and their gradients) on "
+           "dense f32 buffers with calls of libshardrt's kernels";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
+                    memref::MemRefDialect>();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder attrs(module.getContext());
+    // 1.-2.
+    SmallVector<std::pair<linalg::LinalgOp, KernelCall>> work;
+    module.walk([&](linalg::LinalgOp op) {
+      if (std::optional<KernelCall> call = matchKernel(op, attrs))
+        work.push_back({op, std::move(*call)});
+      else
+        LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] left to loops: "
+                                << op->getName() << " at " << op->getLoc()
+                                << "\n");
+    });
+
+    // 3.
+    RuntimeFunctions runtime(module);
+    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+    for (auto &[op, call] : work) {
+      SmallVector<Type> types;
+      for (IntegerAttr scalar : call.scalars)
+        types.push_back(scalar.getType());
+      types.append(call.buffers.size(), ptr);
+      func::FuncOp fn = runtime.getOrDeclare(op, call.function, types, {});
+      if (!fn)
+        return signalPassFailure();
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      SmallVector<Value> args;
+      DenseMap<Attribute, Value> constants;
+      for (IntegerAttr scalar : call.scalars) {
+        Value &constant = constants[scalar];
+        if (!constant)
+          constant = arith::ConstantOp::create(b, loc, scalar);
+        args.push_back(constant);
+      }
+      for (Value buffer : call.buffers)
+        args.push_back(getElementPointer(b, loc, buffer));
+      func::CallOp::create(b, loc, fn, args);
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function
+                              << " for " << op->getName() << " at " << loc
+                              << "\n");
+      op->erase();
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> shardc::createLowerToKernelsPass() {
+  return std::make_unique<LowerToKernelsPass>();
+}
+
+void shardc::registerLowerToKernelsPass() {
+  PassRegistration<LowerToKernelsPass>();
+}

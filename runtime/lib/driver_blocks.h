@@ -1,0 +1,60 @@
+// This rank's blocks of a program's tensors: allocated once, before the run, and
+// filled by global element index, so that every mesh starts from the same numbers.
+#ifndef SHARDRT_LIB_DRIVER_BLOCKS_H
+#define SHARDRT_LIB_DRIVER_BLOCKS_H
+
+#include "driver_layout.h"
+#include "driver_manifest.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+namespace shardrt {
+
+/// Where this rank sits in the mesh.
+struct Placement {
+  Shape meshSizes, coords;
+};
+
+struct FreeDeleter {
+  void operator()(void *pointer) const { std::free(pointer); }
+};
+
+/// This rank's block of one tensor: where it lies in the whole tensor, and its memory,
+/// dense and row-major, aligned to 64 bytes, zeroed.
+struct Block {
+  const TensorSpec *spec = nullptr;
+  Shape local, offset;
+  std::unique_ptr<void, FreeDeleter> memory;
+
+  void *data() const { return memory.get(); }
+  float *floats() const { return static_cast<float *>(memory.get()); }
+  int64_t count() const { return numElements(local); }
+};
+
+/// Stops the job (MPI_Abort) when the memory cannot be had: maybe on this rank only.
+Block allocateBlock(const TensorSpec &spec, const Placement &place);
+std::vector<Block> allocateBlocks(const std::vector<TensorSpec> &specs, const Placement &place);
+
+/// An entry's buffers: the blocks of each group, in order.
+std::vector<void *> pointersOf(std::initializer_list<const std::vector<Block> *> groups);
+
+/// Parameters from their initialisers under the path `name`; one layer of a stack is
+/// the block [layer, offset...] of the stack and takes its fans from one layer's shape.
+void fillParams(const std::vector<Block> &params, uint64_t seed);
+
+/// Inputs from their fills under the path "inputs.NAME": N(0, 1), or floor(u * high)
+/// of the uniform draw. With `syntheticOnly`, the inputs that read the dataset are left
+/// alone.
+void fillInputs(const std::vector<Block> &inputs, uint64_t seed, bool syntheticOnly);
+
+/// The fill seed of a training step's synthetic inputs: a Philox draw of (seed, step),
+/// so that each step gets new numbers, the same on every mesh.
+uint64_t stepSeed(uint64_t seed, int64_t step);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_BLOCKS_H

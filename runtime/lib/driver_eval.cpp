@@ -1,0 +1,52 @@
+// Evaluating on the test set.
+//
+// The means are sums in double over the real examples, one partial sum per rank (its
+// first copies of the per-example rows), added over the mesh once per evaluation, and
+// divided by the number of test examples: the padding of the last batch, which the
+// entry sees as examples, never reaches them.
+#include "driver_eval.h"
+#include "driver_data.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace shardrt {
+
+double sumRealRows(const Block &result, const Shape &coords, int64_t real) {
+  if (!holdsFirstCopy(*result.spec, coords))
+    return 0;
+  double sum = 0;
+  const int64_t first = result.offset[0], rows = std::min(result.local[0], real - first);
+  for (int64_t i = 0; i < rows; ++i)
+    sum += result.floats()[i];
+  return sum;
+}
+
+Evaluation evaluate(const Program &program, void **buffers, const std::vector<Block> &inputs,
+                    const std::vector<Block> &results, const Dataset &test) {
+  const int64_t batch = program.manifest.batch;
+  std::vector<int32_t> order(size_t(test.count));
+  std::iota(order.begin(), order.end(), 0);
+  fillInputs(inputs, program.options.seed, /*syntheticOnly=*/true);
+  std::vector<double> sums(results.size(), 0.0);
+  for (int64_t first = 0; first < test.count; first += batch) {
+    const int64_t real = std::min(batch, test.count - first);
+    fillBatch(inputs, test, order.data() + first, real);
+    program.eval(buffers);
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].spec->perExample)
+        sums[i] += sumRealRows(results[i], program.place.coords, real);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM,
+                MPI_COMM_WORLD);
+  Evaluation evaluation;
+  evaluation.examples = test.count;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].spec->perExample)
+      evaluation.means.emplace_back(results[i].spec->name, sums[i] / double(test.count));
+  return evaluation;
+}
+
+} // namespace shardrt

@@ -1,0 +1,153 @@
+// --check-gradients: the grad entry against central differences of the eval entry's
+// loss, on any mesh.
+//
+//  1. Parameters and inputs are filled as for --forward; grad runs once.
+//  2. For each parameter, up to K elements are picked by global index, one in each of K
+//     equal strata of the tensor (Philox under the seed), so they spread over it and
+//     over the blocks of a split one.
+//  3. Every rank that holds a copy of the element sets it to x + eps, then x - eps (as
+//     f32), and every rank runs eval each time (it is collective); the copy is then
+//     restored bitwise. The loss is the eval result "loss": a scalar, or the mean of a
+//     per-example one.
+//  4. The element's first copy gives the analytic gradient and the steps actually
+//     taken; fd = (L+ - L-) / (x+ - x-) passes if |fd - g| <= atol + rtol max(|fd|, |g|).
+#include "driver_eval.h"
+#include "driver_json.h"
+#include "driver_modes.h"
+#include "prng.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace shardrt {
+namespace {
+
+const TensorSpec kLossSpec = [] {
+  TensorSpec spec;
+  spec.name = "loss";
+  return spec;
+}();
+
+/// Element `sample` of `samples` of a tensor of `count` elements: uniform in the
+/// sample's stratum [sample * count / samples, (sample + 1) * count / samples).
+int64_t pickElement(const TensorSpec &spec, uint64_t seed, int64_t sample, int64_t samples,
+                    int64_t count) {
+  std::string path = "fd." + spec.name + (spec.layer >= 0 ? "." + std::to_string(spec.layer) : "");
+  const int64_t low = int64_t((__int128)sample * count / samples);
+  const int64_t high = int64_t((__int128)(sample + 1) * count / samples);
+  PhiloxCounter draw = philoxBlock(seed, fnv1a64(path.c_str()), uint64_t(sample));
+  const uint64_t bits = uint64_t(draw[1]) << 32 | draw[0];
+  return low + int64_t((unsigned __int128)bits * uint64_t(high - low) >> 64);
+}
+
+struct ParamCheck {
+  int64_t checked = 0;
+  double maxAbs = 0, maxRel = 0, worstScore = -1;
+  int64_t worstIndex = 0;
+  double worstFd = 0, worstGrad = 0;
+  bool ok = true;
+
+  void add(int64_t index, double fd, double grad, const DriverOptions &options) {
+    const double err = std::fabs(fd - grad), scale = std::max(std::fabs(fd), std::fabs(grad));
+    const double tolerance = options.fdAtol + options.fdRtol * scale;
+    const double rel = scale > 0 ? err / scale : err;
+    // How far into its tolerance the error goes (the error itself when both tolerances
+    // are 0); NaN is as bad as it gets.
+    const double score = std::isnan(err) ? INFINITY : tolerance > 0 ? err / tolerance : err;
+    ok = ok && err <= tolerance;
+    maxAbs = std::isnan(err) || err > maxAbs ? err : maxAbs;
+    maxRel = std::isnan(rel) || rel > maxRel ? rel : maxRel;
+    if (score > worstScore) {
+      worstScore = score;
+      worstIndex = index;
+      worstFd = fd;
+      worstGrad = grad;
+    }
+    ++checked;
+  }
+
+  std::string json(const TensorSpec &spec) const {
+    JsonObject entry;
+    entry.add("name", jsonString(spec.name));
+    if (spec.layer >= 0)
+      entry.add("layer", std::to_string(spec.layer));
+    entry.add("checked", std::to_string(checked));
+    entry.add("max_abs_err", jsonNumber(maxAbs)).add("max_rel_err", jsonNumber(maxRel));
+    JsonObject worst;
+    worst.add("index", std::to_string(worstIndex));
+    worst.add("fd", jsonNumber(worstFd)).add("grad", jsonNumber(worstGrad));
+    entry.add("worst", checked ? worst.str() : "null");
+    return entry.str();
+  }
+};
+
+} // namespace
+
+int runGradientCheck(const Program &program) {
+  const Manifest &manifest = program.manifest;
+  const DriverOptions &options = program.options;
+  const Placement &place = program.place;
+  std::vector<Block> params = allocateBlocks(manifest.params, place);
+  std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
+  std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
+  std::vector<Block> loss, grads = allocateBlocks(manifest.params, place);
+  loss.push_back(allocateBlock(kLossSpec, place));
+  fillParams(params, options.seed);
+  fillInputs(inputs, options.seed, /*syntheticOnly=*/false);
+  program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
+
+  std::vector<void *> evalBuffers = pointersOf({&params, &inputs, &evalResults});
+  const Block &lossResult = *std::find_if(evalResults.begin(), evalResults.end(),
+                                          [](const Block &b) { return b.spec->name == "loss"; });
+  auto evalLoss = [&] {
+    program.eval(evalBuffers.data());
+    if (!lossResult.spec->perExample)
+      return double(lossResult.floats()[0]);
+    const int64_t batch = lossResult.spec->shape[0];
+    double sum = sumRealRows(lossResult, place.coords, batch);
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum / double(batch);
+  };
+
+  bool ok = true;
+  std::string entries;
+  for (size_t p = 0; p < params.size(); ++p) {
+    const TensorSpec &spec = manifest.params[p];
+    const int64_t count = numElements(spec.shape), samples = std::min(options.fdSamples, count);
+    ParamCheck check;
+    for (int64_t sample = 0; sample < samples; ++sample) {
+      const int64_t index = pickElement(spec, options.seed, sample, samples, count);
+      const int64_t at = localIndex(spec.shape, params[p].local, params[p].offset, index);
+      float *element = at >= 0 ? params[p].floats() + at : nullptr;
+      const float original = element ? *element : 0.0f;
+      double losses[2], steps[2] = {0, 0};
+      for (int side = 0; side < 2; ++side) {
+        if (element)
+          steps[side] = *element = original + float(side ? -options.fdEps : options.fdEps);
+        losses[side] = evalLoss();
+      }
+      if (element)
+        *element = original;
+      // From the first copy only, so that the sum over the mesh is its value.
+      double shared[3] = {0, 0, 0};
+      if (element && holdsFirstCopy(spec, place.coords))
+        shared[0] = grads[p].floats()[at], shared[1] = steps[0], shared[2] = steps[1];
+      MPI_Allreduce(MPI_IN_PLACE, shared, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      check.add(index, (losses[0] - losses[1]) / (shared[1] - shared[2]), shared[0], options);
+    }
+    ok = ok && check.ok;
+    entries += std::string(p ? ",\n    " : "\n    ") + check.json(spec);
+  }
+  // Rank 0's verdict is everyone's.
+  int passed = ok;
+  MPI_Bcast(&passed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (program.rank == 0)
+    std::fprintf(program.out, "{\n  \"params\": [%s%s],\n  \"ok\": %s\n}\n", entries.c_str(),
+                 entries.empty() ? "" : "\n  ", passed ? "true" : "false");
+  return passed ? 0 : 1;
+}
+
+} // namespace shardrt

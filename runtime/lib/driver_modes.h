@@ -1,0 +1,34 @@
+// The three runs of shardrt_main, one file each: training (driver_train.cpp), the
+// forward pass (driver_forward.cpp) and the gradient check (driver_gradcheck.cpp).
+#ifndef SHARDRT_LIB_DRIVER_MODES_H
+#define SHARDRT_LIB_DRIVER_MODES_H
+
+#include "driver_blocks.h"
+#include "driver_flags.h"
+#include "driver_manifest.h"
+
+#include "shardrt/driver.h"
+
+#include <cstdio>
+
+namespace shardrt {
+
+/// What every run is given, once the mesh is up.
+struct Program {
+  const Manifest &manifest;
+  const DriverOptions &options;
+  shardrt_entry_fn train, eval, grad; // checked against the manifest and the mode
+  int rank;
+  Placement place;
+  std::FILE *out; // where rank 0 writes the final JSON; nullptr on other ranks
+};
+
+/// Each returns the exit status, the same on every rank: errors that every rank sees
+/// alike are printed once, by rank 0.
+int runTraining(const Program &program);
+int runForward(const Program &program);
+int runGradientCheck(const Program &program);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_MODES_H

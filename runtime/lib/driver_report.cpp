@@ -1,0 +1,140 @@
+// Rank 0's account of a training run.
+//
+// Images per second count the train steps only (filling the batch and the entry), not
+// the evaluations: a metrics line's rate is over the steps since the previous line, the
+// summary's over the whole run.
+#include "driver_report.h"
+#include "driver_json.h"
+#include "driver_output.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+namespace shardrt {
+namespace {
+
+std::string integer(int64_t value) { return std::to_string(value); }
+
+/// "loss 0.4123, accuracy 0.8086 over 10000 examples"
+std::string describe(const Evaluation &evaluation) {
+  std::string text;
+  for (const auto &[name, mean] : evaluation.means)
+    text += (text.empty() ? "" : ", ") + name + " " + jsonNumber(mean, "%.6g");
+  return text + " over " + integer(evaluation.examples) + " examples";
+}
+
+} // namespace
+
+TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64_t totalSteps,
+                               int64_t stepsPerEpoch)
+    : program_(program), metrics_(metrics), totalSteps_(totalSteps), stepsPerEpoch_(stepsPerEpoch),
+      batch_(stepsPerEpoch ? program.manifest.batch : 0), active_(program.rank == 0),
+      terminal_(active_ && isatty(STDERR_FILENO)) {}
+
+void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> &results,
+                          double trainSeconds) {
+  if (!active_ || (step % program_.options.logEvery != 0 && step != totalSteps_))
+    return;
+  const double seconds = trainSeconds - loggedSeconds_;
+  const int64_t steps = step - loggedStep_;
+  const double perSecond = double(batch_ * steps) / seconds;
+  loggedStep_ = step;
+  loggedSeconds_ = trainSeconds;
+  const float loss = results[0].floats()[0];
+  if (metrics_) {
+    JsonObject line(JsonObject::Compact);
+    line.add("kind", "\"train\"").add("step", integer(step));
+    line.add("epoch", stepsPerEpoch_ ? integer(epoch) : "null").add("loss", jsonNumber(loss));
+    for (size_t i = 1; i < results.size(); ++i)
+      line.add(results[i].spec->name, jsonNumber(results[i].floats()[0]));
+    line.add("images_per_second", batch_ ? jsonNumber(perSecond) : "null");
+    std::fprintf(metrics_, "%s\n", line.str().c_str());
+    std::fflush(metrics_);
+  }
+  if (terminal_) {
+    char text[200];
+    if (stepsPerEpoch_)
+      std::snprintf(text, sizeof text, "epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f images/s",
+                    (long long)epoch, (long long)((totalSteps_ - 1) / stepsPerEpoch_ + 1),
+                    (long long)step, (long long)totalSteps_, loss, perSecond);
+    else
+      std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %.3g s/step", (long long)step,
+                    (long long)totalSteps_, loss, seconds / double(steps));
+    std::fprintf(stderr, "\r%s\033[K", text);
+    std::fflush(stderr);
+    progressShown_ = true;
+  }
+}
+
+void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &evaluation) {
+  if (!active_)
+    return;
+  evaluated_ = true;
+  last_ = evaluation;
+  if (metrics_) {
+    JsonObject line(JsonObject::Compact);
+    line.add("kind", "\"eval\"").add("epoch", integer(epoch)).add("step", integer(step));
+    line.add("examples", integer(evaluation.examples));
+    for (const auto &[name, mean] : evaluation.means)
+      line.add(name, jsonNumber(mean));
+    std::fprintf(metrics_, "%s\n", line.str().c_str());
+    std::fflush(metrics_);
+  }
+  endProgressLine();
+  std::fprintf(stderr, "epoch %lld, step %lld: test %s\n", (long long)epoch, (long long)step,
+               describe(evaluation).c_str());
+}
+
+void TrainingReport::finish(double trainSeconds, float finalLoss) {
+  if (!active_)
+    return;
+  endProgressLine();
+  const Manifest &manifest = program_.manifest;
+  const double steps = double(totalSteps_), epochs = steps / double(stepsPerEpoch_);
+  const double secondsPerEpoch = trainSeconds / epochs;
+  const double perSecond = double(batch_) * steps / trainSeconds;
+  if (stepsPerEpoch_)
+    std::fprintf(stderr,
+                 "%s: %.6g epoch%s, %lld steps of %lld examples in %.3g s (%.3g s per epoch, "
+                 "%.0f images/s); final train loss %.6g\n",
+                 manifest.model.c_str(), epochs, epochs == 1 ? "" : "s", (long long)totalSteps_,
+                 (long long)batch_, trainSeconds, secondsPerEpoch, perSecond, finalLoss);
+  else
+    std::fprintf(stderr, "%s: %lld steps in %.3g s (%.3g s per step); final train loss %.6g\n",
+                 manifest.model.c_str(), (long long)totalSteps_, trainSeconds, trainSeconds / steps,
+                 finalLoss);
+  if (evaluated_)
+    std::fprintf(stderr, "last evaluation: %s\n", describe(last_).c_str());
+
+  // Without a dataset there are no epochs and no batch to count images by.
+  auto ifData = [&](const std::string &value) { return batch_ ? value : "null"; };
+  JsonObject summary;
+  summary.add("model", jsonString(manifest.model)).add("mesh", meshJson(manifest));
+  summary.add("seed", std::to_string(program_.options.seed));
+  summary.add("epochs", ifData(jsonNumber(epochs))).add("steps", integer(totalSteps_));
+  summary.add("batch_size", ifData(integer(batch_)));
+  summary.add("train_seconds", jsonNumber(trainSeconds));
+  summary.add("seconds_per_epoch", ifData(jsonNumber(secondsPerEpoch)));
+  summary.add("images_per_second", ifData(jsonNumber(perSecond)));
+  summary.add("final_train_loss", jsonNumber(finalLoss));
+  if (evaluated_) {
+    JsonObject eval;
+    eval.add("examples", integer(last_.examples));
+    for (const auto &[name, mean] : last_.means)
+      eval.add(name, jsonNumber(mean));
+    summary.add("eval", eval.str());
+  } else {
+    summary.add("eval", "null");
+  }
+  std::fprintf(program_.out, "%s\n", summary.str().c_str());
+}
+
+void TrainingReport::endProgressLine() {
+  if (progressShown_)
+    std::fputs("\r\033[K", stderr);
+  progressShown_ = false;
+}
+
+} // namespace shardrt

@@ -1,0 +1,47 @@
+// What rank 0 tells about a training run: a JSON line per logged step and per
+// evaluation in the metrics file, a progress line on a terminal, the evaluations and a
+// summary on stderr, and the summary as one JSON object on the final output.
+#ifndef SHARDRT_LIB_DRIVER_REPORT_H
+#define SHARDRT_LIB_DRIVER_REPORT_H
+
+#include "driver_eval.h"
+#include "driver_modes.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace shardrt {
+
+/// Every rank may call it; only rank 0 writes.
+class TrainingReport {
+public:
+  /// `stepsPerEpoch` is 0 for a model that reads no dataset (no epochs, no batch).
+  TrainingReport(const Program &program, std::FILE *metrics, int64_t totalSteps,
+                 int64_t stepsPerEpoch);
+
+  /// After each step: its train results (the replicated scalars) and the seconds spent
+  /// in train steps so far. Logs every --log-every steps and the last.
+  void step(int64_t step, int64_t epoch, const std::vector<Block> &results, double trainSeconds);
+
+  void evaluation(int64_t step, int64_t epoch, const Evaluation &evaluation);
+
+  /// The summary, after the last step.
+  void finish(double trainSeconds, float finalLoss);
+
+private:
+  void endProgressLine();
+
+  const Program &program_;
+  std::FILE *metrics_;
+  const int64_t totalSteps_, stepsPerEpoch_, batch_;
+  const bool active_, terminal_;
+  bool progressShown_ = false;
+  int64_t loggedStep_ = 0;   // the last step logged,
+  double loggedSeconds_ = 0; // and the train seconds then
+  bool evaluated_ = false;
+  Evaluation last_;
+};
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_REPORT_H

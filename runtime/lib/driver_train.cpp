@@ -1,0 +1,117 @@
+// The training loop.
+//
+//  1. A model that reads the dataset gets Fashion-MNIST (rank 0 reads, every rank gets
+//     a copy); an epoch is floor(train examples / batch) steps, the remainder dropped.
+//  2. Everything is allocated once: parameters and optimizer state twice, since the
+//     train entry reads one set and writes the other; the two swap roles after each
+//     step (two pointer tables, no copy).
+//  3. Each step: a new order at an epoch's start, this rank's rows of the batch, new
+//     synthetic inputs, the 1-based step number, the train entry. Only that is timed.
+//  4. After each epoch (and after the last step, inside an epoch or not) the eval entry
+//     runs on the test set.
+#include "driver_data.h"
+#include "driver_eval.h"
+#include "driver_modes.h"
+#include "driver_output.h"
+#include "driver_report.h"
+
+#include <mpi.h>
+
+#include <chrono>
+
+namespace shardrt {
+namespace {
+
+/// The `step` buffer: an f32 scalar.
+const TensorSpec kStepSpec = [] {
+  TensorSpec spec;
+  spec.name = "step";
+  return spec;
+}();
+
+} // namespace
+
+int runTraining(const Program &program) {
+  const Manifest &manifest = program.manifest;
+  const DriverOptions &options = program.options;
+  const bool readsData = manifest.batch > 0;
+  const int64_t batch = manifest.batch;
+  FashionMnist dataset;
+  if (readsData && !loadDataset(options.data, program.rank, dataset))
+    return 1;
+  const int64_t stepsPerEpoch = readsData ? dataset.train.count / batch : 0;
+  if (readsData && stepsPerEpoch == 0) {
+    if (program.rank == 0)
+      std::fprintf(stderr,
+                   "shardrt: error: the training set has %lld examples, fewer than one batch "
+                   "of %lld\n",
+                   (long long)dataset.train.count, (long long)batch);
+    return 1;
+  }
+  int64_t totalSteps = options.steps;
+  if (!totalSteps && __builtin_mul_overflow(options.epochs, stepsPerEpoch, &totalSteps)) {
+    if (program.rank == 0)
+      std::fprintf(stderr, "shardrt: error: %lld epochs are too many steps\n",
+                   (long long)options.epochs);
+    return 2;
+  }
+  bool opened = false;
+  std::FILE *metrics = openOnRank0(options.metrics, nullptr, program.rank, opened);
+  if (!opened)
+    return 1;
+
+  const Placement &place = program.place;
+  std::vector<Block> params[2], state[2];
+  for (int set = 0; set < 2; ++set) {
+    params[set] = allocateBlocks(manifest.params, place);
+    // State kind major: every parameter's first kind (adam's mu), then the next.
+    for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
+      for (const TensorSpec &param : manifest.params)
+        state[set].push_back(allocateBlock(param, place));
+  }
+  std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
+  std::vector<Block> step;
+  step.push_back(allocateBlock(kStepSpec, place));
+  std::vector<Block> trainResults = allocateBlocks(manifest.trainResults, place);
+  std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
+  fillParams(params[0], options.seed);
+  // Table c reads set c and writes set 1 - c.
+  std::vector<void *> trainBuffers[2], evalBuffers[2];
+  for (int c = 0; c < 2; ++c) {
+    trainBuffers[c] = pointersOf(
+        {&params[c], &state[c], &inputs, &step, &params[1 - c], &state[1 - c], &trainResults});
+    evalBuffers[c] = pointersOf({&params[c], &inputs, &evalResults});
+  }
+
+  TrainingReport report(program, metrics, totalSteps, stepsPerEpoch);
+  std::vector<int32_t> order;
+  int current = 0;
+  double trainSeconds = 0;
+  using Clock = std::chrono::steady_clock;
+  MPI_Barrier(MPI_COMM_WORLD); // rank 0's clock starts with everyone's
+  for (int64_t s = 1; s <= totalSteps; ++s) {
+    const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
+    const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
+    const Clock::time_point start = Clock::now();
+    if (readsData) {
+      if (inEpoch == 0)
+        shuffle(order, dataset.train.count, options.seed, epoch);
+      fillBatch(inputs, dataset.train, order.data() + inEpoch * batch, batch);
+    }
+    fillInputs(inputs, stepSeed(options.seed, s), /*syntheticOnly=*/true);
+    step[0].floats()[0] = float(s);
+    program.train(trainBuffers[current].data());
+    current = 1 - current;
+    trainSeconds += std::chrono::duration<double>(Clock::now() - start).count();
+    report.step(s, epoch, trainResults, trainSeconds);
+    const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
+    if (readsData && options.eval && epochEnds)
+      report.evaluation(
+          s, epoch,
+          evaluate(program, evalBuffers[current].data(), inputs, evalResults, dataset.test));
+  }
+  report.finish(trainSeconds, trainResults[0].floats()[0]);
+  return closeOnRank0(metrics, options.metrics) ? 0 : 1;
+}
+
+} // namespace shardrt

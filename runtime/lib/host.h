@@ -1,0 +1,18 @@
+// Process-wide settings for the machine a rank runs on, made once by shardrt_init.
+#ifndef SHARDRT_LIB_HOST_H
+#define SHARDRT_LIB_HOST_H
+
+namespace shardrt {
+
+/// Makes glibc keep the memory a program frees instead of giving it back to the
+/// kernel: generated code allocates and frees its temporaries every step, and on the
+/// machines shardc targets the first touch of a fresh page costs about 10 us per 4 KiB.
+void keepFreedMemory();
+
+/// Runs OpenBLAS on this rank's thread alone, unless the environment sets
+/// OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS.
+void useOneBlasThread();
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_HOST_H

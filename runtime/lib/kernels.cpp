@@ -1,0 +1,166 @@
+// Dense f32 kernels for linalg ops that lower-to-kernels (compiler/lib/Conversion)
+// replaces: matmul and the three 2-D convolutions of a training step, all on OpenBLAS.
+//
+// A convolution is sgemm on an im2col matrix: row (n, oh, ow) holds the input
+// window that output position reads, laid out (kh, kw, c) like the kernel's leading
+// dimensions, so that
+//   forward       y[rows, F]        += cols[rows, KH*KW*C] @ k[KH*KW*C, F]
+//   filter grad   dw[KH*KW*C, F]    += cols^T @ dy[rows, F]
+//   input grad    dx[rows, C]       += cols(dyp, stride 1)[rows, KH*KW*F] @ flip(k)
+// where flip(k)[(kh, kw, f), c] = k[KH-1-kh, KW-1-kw, c, f]. The batch is cut into
+// chunks of images whose im2col matrix stays around kChunkBytes, so that sgemm reads
+// it back from cache rather than memory; the matrices live in the runtime's scratch
+// buffer, which collectives use too: no collective runs inside a kernel and the
+// runtime is single-threaded, so the two never hold it at the same time.
+#include "mesh.h"
+#include "scratch.h"
+
+#include "shardrt/shardrt.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace shardrt {
+namespace {
+
+// Measured with bench/kernels at W2's shapes (conv2, batch 128, best of 5 medians):
+// 1 thread 9.7 / 9.9 / 10.7 ms (forward / filter / input grad) with 2 MiB chunks,
+// 10.6 / 10.9 / 11.7 with 16 MiB; 2 threads 5.6 / 6.3 / 7.1 with 2 MiB, 5.9 / 6.3 / 7.6
+// with 1 MiB, 5.6 / 5.9 / 6.7 with 4 MiB. The whole batch at once (115 MiB for conv1's
+// input gradient) was up to twice as slow.
+constexpr size_t kChunkBytes = size_t(2) << 20;
+
+/// An NHWC tensor's window geometry: `outH` x `outW` positions, each reading
+/// `kh` x `kw` pixels `dilH`/`dilW` apart, windows `strideH`/`strideW` apart.
+struct Windows {
+  int64_t h, w, c;
+  int64_t kh, kw;
+  int64_t outH, outW;
+  int64_t strideH, strideW;
+  int64_t dilH, dilW;
+
+  int64_t rowLength() const { return kh * kw * c; }
+  int64_t rowsPerImage() const { return outH * outW; }
+};
+
+/// c[m, n] += op(a) op(b), dense row-major; a is [m, k] or [k, m], b [k, n] or [n, k].
+void sgemm(const char *caller, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           const float *a, const float *b, float *c) {
+  for (int64_t v : {m, n, k})
+    if (v < 0 || v > INT_MAX)
+      fatal("%s: dimension %lld is out of range for OpenBLAS", caller, static_cast<long long>(v));
+  // An empty product adds nothing; OpenBLAS would reject its leading dimensions of 0.
+  if (m == 0 || n == 0 || k == 0)
+    return;
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0f, a, transA ? m : k, b, transB ? k : n, 1.0f, c, n);
+}
+
+/// Writes the im2col rows of `images` images starting at `x` into `cols`.
+void im2col(const Windows &g, int64_t images, const float *x, float *cols) {
+  const int64_t imageSize = g.h * g.w * g.c;
+  // With unit dilation along w, a window row (kw, c) is one contiguous run.
+  const bool contiguousRun = g.dilW == 1;
+  for (int64_t n = 0; n < images; ++n) {
+    const float *image = x + n * imageSize;
+    for (int64_t oh = 0; oh < g.outH; ++oh)
+      for (int64_t ow = 0; ow < g.outW; ++ow)
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const float *pixel = image + ((oh * g.strideH + kh * g.dilH) * g.w + ow * g.strideW) * g.c;
+          if (contiguousRun) {
+            std::memcpy(cols, pixel, g.kw * g.c * sizeof(float));
+            cols += g.kw * g.c;
+            continue;
+          }
+          for (int64_t kw = 0; kw < g.kw; ++kw, cols += g.c)
+            std::memcpy(cols, pixel + kw * g.dilW * g.c, g.c * sizeof(float));
+        }
+  }
+}
+
+/// The batch cut into chunks of images, each chunk's im2col matrix in the scratch
+/// buffer, after a region of `extraBytes` that stays valid across the chunks.
+class Im2colChunks {
+public:
+  Im2colChunks(const Windows &g, int64_t n, size_t extraBytes) : g(g), n(n) {
+    const size_t imageBytes = g.rowsPerImage() * g.rowLength() * sizeof(float);
+    perChunk = std::clamp<int64_t>(imageBytes ? kChunkBytes / imageBytes : 1, 1,
+                                   std::max<int64_t>(n, 1));
+    auto [extraRegion, colsRegion] = scratch().regions<2>({extraBytes, perChunk * imageBytes});
+    extra = reinterpret_cast<float *>(extraRegion);
+    cols = reinterpret_cast<float *>(colsRegion);
+  }
+
+  float *extra;
+
+  /// Calls `gemm(first, images, cols)` for consecutive chunks of the batch `x`: `cols`
+  /// is the im2col matrix of `images` images from image `first` on.
+  template <typename Gemm> void forEach(const float *x, Gemm gemm) {
+    for (int64_t first = 0; first < n; first += perChunk) {
+      int64_t images = std::min(perChunk, n - first);
+      im2col(g, images, x + first * g.h * g.w * g.c, cols);
+      gemm(first, images, cols);
+    }
+  }
+
+private:
+  Windows g;
+  int64_t n, perChunk;
+  float *cols;
+};
+
+} // namespace
+} // namespace shardrt
+
+using namespace shardrt;
+
+extern "C" {
+
+void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c) {
+  sgemm("shardrt_matmul_f32", trans_a, trans_b, m, n, k, a, b, c);
+}
+
+void shardrt_conv2d_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+                        int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+                        int64_t dw, const float *x, const float *k, float *y) {
+  Windows g{h, w, c, kh, kw, oh, ow, sh, sw, dh, dw};
+  Im2colChunks(g, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+    sgemm("shardrt_conv2d_f32", false, false, images * g.rowsPerImage(), f, g.rowLength(), cols,
+          k, y + first * g.rowsPerImage() * f);
+  });
+}
+
+void shardrt_conv2d_filter_grad_f32(int64_t n, int64_t hp, int64_t wp, int64_t c, int64_t kh,
+                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                    int64_t sw, const float *xpad, const float *dy, float *dw) {
+  Windows g{hp, wp, c, kh, kw, oh, ow, sh, sw, 1, 1};
+  Im2colChunks(g, n, 0).forEach(xpad, [&](int64_t first, int64_t images, const float *cols) {
+    sgemm("shardrt_conv2d_filter_grad_f32", true, false, g.rowLength(), f,
+          images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
+  });
+}
+
+void shardrt_conv2d_input_grad_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                                   int64_t kw, int64_t f, const float *dyp, const float *k,
+                                   float *dx) {
+  // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] with the flipped kernel.
+  Windows g{h + kh - 1, w + kw - 1, f, kh, kw, h, w, 1, 1, 1, 1};
+  Im2colChunks chunks(g, n, g.rowLength() * c * sizeof(float));
+  float *flipped = chunks.extra;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t fi = 0; fi < f; ++fi)
+          flipped[((i * kw + j) * f + fi) * c + ci] =
+              k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
+  chunks.forEach(dyp, [&](int64_t first, int64_t images, const float *cols) {
+    sgemm("shardrt_conv2d_input_grad_f32", false, false, images * g.rowsPerImage(), c,
+          g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
+  });
+}
+
+} // extern "C"

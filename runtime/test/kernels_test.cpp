@@ -1,0 +1,213 @@
+// shardrt-test-kernels: the dense f32 kernels against naive loops.
+//
+// One process, no MPI. Each kernel runs on random inputs and a random (not zero)
+// output, which it must accumulate into, and is compared with the definition in
+// shardrt.h evaluated in double: matmul in all four transpose combinations, the
+// convolutions with strides 1 and 2, dilation (forward), non-square images and
+// kernels, one channel, batches large enough to take several im2col chunks, and empty
+// dimensions. The input gradient is also checked as the adjoint of the forward
+// convolution, with dy dilated and padded as the compiler does. Prints a line per
+// kernel and `kernels: N checks passed`; exits non-zero on any failure.
+#include "shardrt/shardrt.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int checks = 0, failures = 0;
+std::mt19937 rng(42);
+
+std::vector<float> randomVector(int64_t n) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// got[i] == want[i] up to float rounding of sums of `terms` products of size <= 1.
+void expectClose(const std::vector<float> &got, const std::vector<double> &want, int64_t terms,
+                 const std::string &what) {
+  ++checks;
+  double tolerance = 1e-6 * (terms + 1) + 1e-5;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tolerance)) {
+      ++failures;
+      std::fprintf(stderr, "FAILED: %s: element %zu is %g, expected %g\n", what.c_str(), i,
+                   got[i], want[i]);
+      return;
+    }
+}
+
+std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
+
+void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  std::vector<float> a = randomVector(m * k), b = randomVector(k * n), c = randomVector(m * n);
+  std::vector<double> want = widen(c);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        want[i * n + j] += double(ta ? a[p * m + i] : a[i * k + p]) *
+                           double(tb ? b[j * k + p] : b[p * n + j]);
+  shardrt_matmul_f32(ta, tb, m, n, k, a.data(), b.data(), c.data());
+  expectClose(c, want, k,
+              "matmul " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                  (ta ? " A^T" : "") + (tb ? " B^T" : ""));
+}
+
+/// A forward convolution's shapes; the input is already padded.
+struct Conv {
+  int64_t n, h, w, c, kh, kw, f, sh, sw, dh, dw;
+  int64_t oh() const { return (h - (kh - 1) * dh - 1) / sh + 1; }
+  int64_t ow() const { return (w - (kw - 1) * dw - 1) / sw + 1; }
+  std::string name() const {
+    return "n" + std::to_string(n) + " " + std::to_string(h) + "x" + std::to_string(w) + "x" +
+           std::to_string(c) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + "x" +
+           std::to_string(f) + " s" + std::to_string(sh) + "," + std::to_string(sw) + " d" +
+           std::to_string(dh) + "," + std::to_string(dw);
+  }
+};
+
+void checkConv(const Conv &p) {
+  int64_t oh = p.oh(), ow = p.ow();
+  std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
+                     k = randomVector(p.kh * p.kw * p.c * p.f),
+                     y = randomVector(p.n * oh * ow * p.f);
+  std::vector<double> want = widen(y);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t f = 0; f < p.f; ++f) {
+          double sum = 0;
+          for (int64_t a = 0; a < p.kh; ++a)
+            for (int64_t b = 0; b < p.kw; ++b)
+              for (int64_t c = 0; c < p.c; ++c)
+                sum += double(x[((n * p.h + i * p.sh + a * p.dh) * p.w + j * p.sw + b * p.dw) *
+                                    p.c +
+                                c]) *
+                       k[((a * p.kw + b) * p.c + c) * p.f + f];
+          want[((n * oh + i) * ow + j) * p.f + f] += sum;
+        }
+  shardrt_conv2d_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh, p.dw,
+                     x.data(), k.data(), y.data());
+  expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name());
+}
+
+void checkFilterGrad(const Conv &p) {
+  int64_t oh = p.oh(), ow = p.ow();
+  std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
+                     dy = randomVector(p.n * oh * ow * p.f),
+                     dw = randomVector(p.kh * p.kw * p.c * p.f);
+  std::vector<double> want = widen(dw);
+  for (int64_t a = 0; a < p.kh; ++a)
+    for (int64_t b = 0; b < p.kw; ++b)
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t f = 0; f < p.f; ++f) {
+          double sum = 0;
+          for (int64_t n = 0; n < p.n; ++n)
+            for (int64_t i = 0; i < oh; ++i)
+              for (int64_t j = 0; j < ow; ++j)
+                sum += double(x[((n * p.h + i * p.sh + a) * p.w + j * p.sw + b) * p.c + c]) *
+                       dy[((n * oh + i) * ow + j) * p.f + f];
+          want[((a * p.kw + b) * p.c + c) * p.f + f] += sum;
+        }
+  shardrt_conv2d_filter_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+                                 x.data(), dy.data(), dw.data());
+  expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name());
+}
+
+/// The input gradient by its definition on dyp [N, H+KH-1, W+KW-1, F].
+void checkInputGrad(const Conv &p) {
+  int64_t hq = p.h + p.kh - 1, wq = p.w + p.kw - 1;
+  std::vector<float> dyp = randomVector(p.n * hq * wq * p.f),
+                     k = randomVector(p.kh * p.kw * p.c * p.f),
+                     dx = randomVector(p.n * p.h * p.w * p.c);
+  std::vector<double> want = widen(dx);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t i = 0; i < p.h; ++i)
+      for (int64_t j = 0; j < p.w; ++j)
+        for (int64_t c = 0; c < p.c; ++c) {
+          double sum = 0;
+          for (int64_t a = 0; a < p.kh; ++a)
+            for (int64_t b = 0; b < p.kw; ++b)
+              for (int64_t f = 0; f < p.f; ++f)
+                sum += double(dyp[((n * hq + i - a + p.kh - 1) * wq + j - b + p.kw - 1) * p.f +
+                                  f]) *
+                       k[((a * p.kw + b) * p.c + c) * p.f + f];
+          want[((n * p.h + i) * p.w + j) * p.c + c] += sum;
+        }
+  shardrt_conv2d_input_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
+                                dx.data());
+  expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name());
+}
+
+/// <conv(x), dy> == <x, dx> with dx the input gradient of dy dilated by the stride and
+/// padded by KH-1 / KW-1 in front (dilation 1).
+void checkInputGradIsAdjoint(const Conv &p) {
+  int64_t oh = p.oh(), ow = p.ow(), hq = p.h + p.kh - 1, wq = p.w + p.kw - 1;
+  std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
+                     k = randomVector(p.kh * p.kw * p.c * p.f),
+                     dy = randomVector(p.n * oh * ow * p.f), y(p.n * oh * ow * p.f, 0.0f),
+                     dyp(p.n * hq * wq * p.f, 0.0f), dx(x.size(), 0.0f);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t f = 0; f < p.f; ++f)
+          dyp[((n * hq + i * p.sh + p.kh - 1) * wq + j * p.sw + p.kw - 1) * p.f + f] =
+              dy[((n * oh + i) * ow + j) * p.f + f];
+  shardrt_conv2d_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1, x.data(),
+                     k.data(), y.data());
+  shardrt_conv2d_input_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
+                                dx.data());
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < y.size(); ++i)
+    lhs += double(y[i]) * dy[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    rhs += double(x[i]) * dx[i];
+  expectClose({float(lhs)}, {rhs}, int64_t(y.size()) * p.kh * p.kw * p.c,
+              "input grad is the adjoint of conv2d " + p.name());
+}
+
+} // namespace
+
+int main() {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      checkMatmul(7, 5, 3, ta, tb);
+      checkMatmul(33, 65, 129, ta, tb);
+    }
+  checkMatmul(1, 9, 4, false, false);
+  checkMatmul(0, 3, 2, false, false);
+  checkMatmul(3, 2, 0, true, true);
+  std::printf("kernels: matmul checked (4 transpose combinations, empty dimensions)\n");
+
+  //                 n   h   w   c kh kw   f sh sw dh dw
+  const Conv convs[] = {{2, 7, 7, 3, 3, 3, 4, 1, 1, 1, 1},
+                        {3, 9, 8, 1, 3, 3, 5, 2, 2, 1, 1},   // C=1, stride 2, h != w
+                        {2, 8, 11, 4, 2, 3, 6, 2, 1, 1, 1},  // non-square kernel, mixed strides
+                        {1, 6, 6, 2, 1, 1, 3, 1, 1, 1, 1},   // 1x1
+                        {2, 30, 30, 1, 3, 3, 32, 1, 1, 1, 1}, // W2's conv1, 2 images
+                        {8, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1},  // 2 uneven im2col chunks
+                        {0, 5, 5, 2, 3, 3, 2, 1, 1, 1, 1}};   // empty batch
+  for (const Conv &p : convs) {
+    checkConv(p);
+    checkFilterGrad(p);
+    checkInputGrad(p);
+    if (p.n)
+      checkInputGradIsAdjoint(p);
+  }
+  checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
+  std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
+              "non-square, chunked, empty)\n");
+
+  if (failures) {
+    std::printf("kernels: %d of %d checks failed\n", failures, checks);
+    return 1;
+  }
+  std::printf("kernels: %d checks passed\n", checks);
+  return 0;
+}

@@ -1,0 +1,300 @@
+// lower-to-kernels: linalg ops on dense f32 buffers become libshardrt kernel
+// calls (sizes as constants, buffers as pointers); everything else stays.
+// RUN: %shardc-opt %s -lower-to-kernels -split-input-file | FileCheck %s
+
+// CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME:    (%[[A:.*]]: memref<4x3xf32>, %[[B:.*]]: memref<3x5xf32>, %[[C:.*]]: memref<4x5xf32>)
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
+// CHECK:         %[[AI:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:         %[[AI64:.*]] = arith.index_cast %[[AI]] : index to i64
+// CHECK:         %[[AP:.*]] = llvm.inttoptr %[[AI64]] : i64 to !llvm.ptr
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK:         %[[BP:.*]] = llvm.inttoptr
+// CHECK:         memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK:         %[[CP:.*]] = llvm.inttoptr
+// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[AP]], %[[BP]], %[[CP]])
+// CHECK-NOT:     linalg.
+// CHECK:         return
+func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  return
+}
+
+// -----
+
+// The gradient of A in y = A B: dA[m, k] = sum_n dy[m, n] * B[k, n], loops
+// (m, k, n): dy @ B^T, trans_b = 1.
+
+// CHECK-LABEL: func.func @matmul_grad_lhs
+// CHECK-SAME:    (%[[DY:.*]]: memref<4x5xf32>, %[[B:.*]]: memref<3x5xf32>, %[[DA:.*]]: memref<4x3xf32>)
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 5 : i64
+// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]],
+#dy = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @matmul_grad_lhs(%dy: memref<4x5xf32>, %b: memref<3x5xf32>, %da: memref<4x3xf32>) {
+  linalg.generic {indexing_maps = [#dy, #b, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %b : memref<4x5xf32>, memref<3x5xf32>) outs(%da : memref<4x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The gradient of B: dB[k, n] = sum_m A[m, k] * dy[m, n], loops (k, n, m):
+// A^T @ dy, trans_a = 1.
+
+// CHECK-LABEL: func.func @matmul_grad_rhs
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[M:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 4 : i64
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[M]], %[[N]], %[[K]],
+#a = affine_map<(d0, d1, d2) -> (d2, d0)>
+#dy = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @matmul_grad_rhs(%a: memref<4x3xf32>, %dy: memref<4x5xf32>, %db: memref<3x5xf32>) {
+  linalg.generic {indexing_maps = [#a, #dy, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dy : memref<4x3xf32>, memref<4x5xf32>) outs(%db : memref<3x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %p, %o : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// B given first, the reduction loop first, both operands transposed: A is
+// the input that shares the output's row loop.
+
+// CHECK-LABEL: func.func @matmul_swapped_inputs
+// CHECK-SAME:    (%[[B:.*]]: memref<5x3xf32>, %[[A:.*]]: memref<3x4xf32>, %[[C:.*]]: memref<4x5xf32>)
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
+// CHECK:         memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:         %[[AP:.*]] = llvm.inttoptr
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK:         %[[BP:.*]] = llvm.inttoptr
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[AP]], %[[BP]],
+#b = affine_map<(d0, d1, d2) -> (d2, d0)>
+#a = affine_map<(d0, d1, d2) -> (d0, d1)>
+#out = affine_map<(d0, d1, d2) -> (d1, d2)>
+func.func @matmul_swapped_inputs(%b: memref<5x3xf32>, %a: memref<3x4xf32>, %c: memref<4x5xf32>) {
+  linalg.generic {indexing_maps = [#b, #a, #out], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%b, %a : memref<5x3xf32>, memref<3x4xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %y, %x : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A row block of a stacked weight (a subview with a dynamic offset) is dense:
+// its pointer is the aligned pointer plus 4 bytes per element of offset.
+
+// CHECK-LABEL: func.func @matmul_offset
+// CHECK-SAME:    (%[[A:.*]]: memref<2x3xf32>, %[[W:.*]]: memref<4x3x5xf32>, %[[C:.*]]: memref<2x5xf32>, %[[L:.*]]: index)
+// CHECK:         %[[SLICE:.*]] = memref.subview %[[W]][%[[L]], 0, 0] [1, 3, 5] [1, 1, 1]
+// CHECK:         memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:         %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[SLICE]]
+// CHECK:         %[[BUF:.*]], %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[SLICE]]
+// CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK:         %[[BYTES:.*]] = arith.muli %[[OFF]], %[[FOUR]] : index
+// CHECK:         %[[ADDR:.*]] = arith.addi %[[BASE]], %[[BYTES]] : index
+// CHECK:         %[[ADDR64:.*]] = arith.index_cast %[[ADDR]] : index to i64
+// CHECK:         %[[WP:.*]] = llvm.inttoptr %[[ADDR64]] : i64 to !llvm.ptr
+// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WP]],
+func.func @matmul_offset(%a: memref<2x3xf32>, %w: memref<4x3x5xf32>, %c: memref<2x5xf32>, %l: index) {
+  %s = memref.subview %w[%l, 0, 0] [1, 3, 5] [1, 1, 1] : memref<4x3x5xf32> to memref<3x5xf32, strided<[5, 1], offset: ?>>
+  linalg.matmul ins(%a, %s : memref<2x3xf32>, memref<3x5xf32, strided<[5, 1], offset: ?>>) outs(%c : memref<2x5xf32>)
+  return
+}
+
+// -----
+
+// Left to convert-linalg-to-loops: f64, a column block (not dense), a body
+// that is not out + a * b, a tensor op, a batched contraction.
+
+// CHECK-LABEL: func.func @not_lowered
+// CHECK-NOT:     call
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x3xf64>, memref<3x5xf64>)
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>)
+// CHECK:         linalg.generic
+// CHECK:           arith.subf
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<3x5xf32>)
+// CHECK:         linalg.batch_matmul
+// CHECK-NOT:     call
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memref<4x5xf64>,
+                       %a: memref<4x3xf32>, %wide: memref<3x10xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>,
+                       %ta: tensor<4x3xf32>, %tb: tensor<3x5xf32>, %tc: tensor<4x5xf32>,
+                       %ba: memref<2x4x3xf32>, %bb: memref<2x3x5xf32>, %bc: memref<2x4x5xf32>) -> tensor<4x5xf32> {
+  linalg.matmul ins(%a64, %b64 : memref<4x3xf64>, memref<3x5xf64>) outs(%c64 : memref<4x5xf64>)
+  %cols = memref.subview %wide[0, 0] [3, 5] [1, 1] : memref<3x10xf32> to memref<3x5xf32, strided<[10, 1]>>
+  linalg.matmul ins(%a, %cols : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>) outs(%c : memref<4x5xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.subf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  %t = linalg.matmul ins(%ta, %tb : tensor<4x3xf32>, tensor<3x5xf32>) outs(%tc : tensor<4x5xf32>) -> tensor<4x5xf32>
+  linalg.batch_matmul ins(%ba, %bb : memref<2x4x3xf32>, memref<2x3x5xf32>) outs(%bc : memref<2x4x5xf32>)
+  return %t : tensor<4x5xf32>
+}
+
+// -----
+
+// CHECK:       func.func private @shardrt_conv2d_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-LABEL: func.func @conv
+// Sizes n, h, w, c, kh, kw, f, oh, ow, strides 2 and 1, dilations 1 and 2.
+// CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
+// CHECK-DAG:     %[[H:.*]] = arith.constant 9 : i64
+// CHECK-DAG:     %[[W:.*]] = arith.constant 10 : i64
+// CHECK-DAG:     %[[C:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK:         call @shardrt_conv2d_f32(%[[N]], %[[H]], %[[W]], %[[C]], %[[C]], %[[C]], %[[F]], %[[F]], %[[OW]], %[[N]], %[[ONE]], %[[ONE]], %[[N]],
+func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x4x6x4xf32>) {
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<[2, 1]> : tensor<2xi64>}
+      ins(%x, %k : memref<2x9x10x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x4x6x4xf32>)
+  return
+}
+
+// -----
+
+// The filter gradient (MLIRGen's form, library_call included), strides 2
+// and 1 read off the maps; d0 + d5 * 2 and d5 * 2 + d0 alike.
+
+// CHECK:       func.func private @shardrt_conv2d_filter_grad_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-LABEL: func.func @filter_grad
+// CHECK-SAME:    (%[[X:.*]]: memref<2x9x8x3xf32>, %[[DY:.*]]: memref<2x4x6x5xf32>, %[[DW:.*]]: memref<3x3x3x5xf32>)
+// Sizes n, hp, wp, c, kh, kw, f, oh, ow, sh, sw.
+// CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
+// CHECK-DAG:     %[[HP:.*]] = arith.constant 9 : i64
+// CHECK-DAG:     %[[WP:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[C:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[F:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[OH:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[SW:.*]] = arith.constant 1 : i64
+// CHECK:         %[[XP:.*]] = llvm.inttoptr
+// CHECK:         %[[DYP:.*]] = llvm.inttoptr
+// CHECK:         %[[DWP:.*]] = llvm.inttoptr
+// CHECK:         call @shardrt_conv2d_filter_grad_f32(%[[N]], %[[HP]], %[[WP]], %[[C]], %[[C]], %[[C]], %[[F]], %[[OH]], %[[OW]], %[[N]], %[[SW]], %[[XP]], %[[DYP]], %[[DWP]])
+// CHECK-NOT:     linalg.generic
+#xpad = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 * 2 + d0, d1 + d6, d2)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#dw = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func @filter_grad(%x: memref<2x9x8x3xf32>, %dy: memref<2x4x6x5xf32>, %dw: memref<3x3x3x5xf32>) {
+  linalg.generic {indexing_maps = [#xpad, #dy, #dw],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"],
+                  library_call = "conv2d_filter_grad"}
+      ins(%x, %dy : memref<2x9x8x3xf32>, memref<2x4x6x5xf32>) outs(%dw : memref<3x3x3x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The input gradient: dyp [N, H+KH-1, W+KW-1, F] read at d1 - d4 + 2.
+
+// CHECK:       func.func private @shardrt_conv2d_input_grad_f32(i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-LABEL: func.func @input_grad
+// Sizes n, h, w, c, kh, kw, f.
+// CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
+// CHECK-DAG:     %[[H:.*]] = arith.constant 7 : i64
+// CHECK-DAG:     %[[W:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[C:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
+// CHECK:         call @shardrt_conv2d_input_grad_f32(%[[N]], %[[H]], %[[W]], %[[C]], %[[K]], %[[K]], %[[F]],
+#dyp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 - d4 + 2, d2 - d5 + 2, d6)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
+#dx = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func @input_grad(%dyp: memref<2x9x8x4xf32>, %w: memref<3x3x1x4xf32>, %dx: memref<2x7x6x1xf32>) {
+  linalg.generic {indexing_maps = [#dyp, #w, #dx],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"],
+                  library_call = "conv2d_input_grad"}
+      ins(%dyp, %w : memref<2x9x8x4xf32>, memref<3x3x1x4xf32>) outs(%dx : memref<2x7x6x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Near misses stay generics: an input gradient whose offset is not KH-1 (the
+// kernel reads dyp from its first row), a filter gradient with dilation, and
+// the average-pooling gradient (floordiv).
+
+// CHECK-LABEL: func.func @near_misses
+// CHECK-NOT:     call
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT:     call
+#dyp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 - d4 + 1, d2 - d5 + 2, d6)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+#xpad = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 + d0 * 2, d6 + d1, d2)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#pool_dy = affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 2, d2 floordiv 2, d3)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @near_misses(%dyp: memref<2x9x8x4xf32>, %w: memref<3x3x1x4xf32>, %dx: memref<2x7x6x1xf32>,
+                       %x: memref<2x9x8x3xf32>, %dy: memref<2x3x6x5xf32>, %dw: memref<3x3x3x5xf32>,
+                       %pdy: memref<2x3x3x4xf32>, %pdx: memref<2x6x6x4xf32>) {
+  linalg.generic {indexing_maps = [#dyp, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%dyp, %w : memref<2x9x8x4xf32>, memref<3x3x1x4xf32>) outs(%dx : memref<2x7x6x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#xpad, #dy, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %dy : memref<2x9x8x3xf32>, memref<2x3x6x5xf32>) outs(%dw : memref<3x3x3x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  %quarter = arith.constant 0.25 : f32
+  linalg.generic {indexing_maps = [#pool_dy, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%pdy : memref<2x3x3x4xf32>) outs(%pdx : memref<2x6x6x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %quarter : f32
+    linalg.yield %s : f32
+  }
+  return
+}
