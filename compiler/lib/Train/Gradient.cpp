@@ -81,13 +81,7 @@ private:
 
   unsigned make(const std::string &op, std::vector<unsigned> operands, const TensorType &type,
                 SMRange loc, std::map<std::string, Attribute> attrs = {}) {
-    Node node;
-    node.op = op;
-    node.operands = std::move(operands);
-    node.type = type;
-    node.loc = loc;
-    node.attrs = std::move(attrs);
-    return graph.add(std::move(node));
+    return appendNode(graph, op, std::move(operands), type, loc, std::move(attrs));
   }
 
   unsigned constant(double value, SMRange loc) {

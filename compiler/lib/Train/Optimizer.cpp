@@ -28,8 +28,11 @@ double hyperparameter(const Optimizer &optimizer, llvm::StringRef name) {
   llvm_unreachable("sema fills in every hyperparameter");
 }
 
-unsigned make(Graph &graph, const std::string &op, std::vector<unsigned> operands,
-              const TensorType &type, SMRange loc, std::map<std::string, Attribute> attrs) {
+} // namespace
+
+unsigned shardc::appendNode(Graph &graph, const std::string &op, std::vector<unsigned> operands,
+                            const TensorType &type, SMRange loc,
+                            std::map<std::string, Attribute> attrs) {
   Node node;
   node.op = op;
   node.operands = std::move(operands);
@@ -38,8 +41,6 @@ unsigned make(Graph &graph, const std::string &op, std::vector<unsigned> operand
   node.attrs = std::move(attrs);
   return graph.add(std::move(node));
 }
-
-} // namespace
 
 std::vector<std::string> shardc::optimizerStateNames(const Optimizer &optimizer) {
   if (optimizer.name == "adam")
@@ -61,27 +62,27 @@ std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimize
   std::vector<unsigned> corrections;
   if (optimizer.name == "adam")
     for (const char *beta : {"b1", "b2"})
-      corrections.push_back(make(graph, "adam_bias_correction", {step}, TensorType{DType::F32, {}},
+      corrections.push_back(appendNode(graph, "adam_bias_correction", {step}, TensorType{DType::F32, {}},
                                  at, {{"beta", hyperparameter(optimizer, beta)}}));
 
   for (size_t i = 0; i < params.size(); ++i) {
     unsigned p = params[i], g = grads[i];
     const TensorType &type = graph.nodes[p].type;
     if (optimizer.name == "sgd") {
-      newParams.push_back(make(graph, "sgd_update", {p, g}, type, at, {{"lr", lr}}));
+      newParams.push_back(appendNode(graph, "sgd_update", {p, g}, type, at, {{"lr", lr}}));
     } else if (optimizer.name == "momentum") {
-      unsigned trace = make(graph, "momentum_trace", {state[0][i], g}, type, at,
+      unsigned trace = appendNode(graph, "momentum_trace", {state[0][i], g}, type, at,
                             {{"beta", hyperparameter(optimizer, "beta")}});
       newState[0].push_back(trace);
-      newParams.push_back(make(graph, "sgd_update", {p, trace}, type, at, {{"lr", lr}}));
+      newParams.push_back(appendNode(graph, "sgd_update", {p, trace}, type, at, {{"lr", lr}}));
     } else {
-      unsigned mu = make(graph, "adam_mu", {state[0][i], g}, type, at,
+      unsigned mu = appendNode(graph, "adam_mu", {state[0][i], g}, type, at,
                          {{"beta", hyperparameter(optimizer, "b1")}});
-      unsigned nu = make(graph, "adam_nu", {state[1][i], g}, type, at,
+      unsigned nu = appendNode(graph, "adam_nu", {state[1][i], g}, type, at,
                          {{"beta", hyperparameter(optimizer, "b2")}});
       newState[0].push_back(mu);
       newState[1].push_back(nu);
-      newParams.push_back(make(graph, "adam_update", {p, mu, nu, corrections[0], corrections[1]},
+      newParams.push_back(appendNode(graph, "adam_update", {p, mu, nu, corrections[0], corrections[1]},
                                type, at, {{"lr", lr}, {"eps", hyperparameter(optimizer, "eps")}}));
     }
   }
