@@ -69,7 +69,8 @@ void im2col(const Windows &g, int64_t images, const float *x, float *cols) {
     for (int64_t oh = 0; oh < g.outH; ++oh)
       for (int64_t ow = 0; ow < g.outW; ++ow)
         for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const float *pixel = image + ((oh * g.strideH + kh * g.dilH) * g.w + ow * g.strideW) * g.c;
+          const float *pixel =
+              image + ((oh * g.strideH + kh * g.dilH) * g.w + ow * g.strideW) * g.c;
           if (contiguousRun) {
             std::memcpy(cols, pixel, g.kw * g.c * sizeof(float));
             cols += g.kw * g.c;

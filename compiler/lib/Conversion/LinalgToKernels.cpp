@@ -24,18 +24,18 @@
 //          -> shardrt_conv2d_f32
 //     c. Filter gradient, loops (kh, kw, c, f, n, oh, ow), [par x4, red x3]:
 //          xpad (d4, d5 * sh + d0, d6 * sw + d1, d2), dy (d4, d5, d6, d3),
-//          out (d0, d1, d2, d3)                -> shardrt_conv2d_filter_grad_f32
+//          out (d0, d1, d2, d3)         -> shardrt_conv2d_filter_grad_f32
 //        with the strides sh, sw >= 1 read off the maps.
 //     d. Input gradient, loops (n, i, j, c, kh, kw, f), [par x4, red x3]:
 //          dyp (d0, d1 - d4 + KH-1, d2 - d5 + KW-1, d6), w (d4, d5, d3, d6),
 //          out (d0, d1, d2, d3), dyp [N, H+KH-1, W+KW-1, F]
-//                                              -> shardrt_conv2d_input_grad_f32
+//                                       -> shardrt_conv2d_input_grad_f32
 //     Map results are compared as linear forms (coefficient per loop plus a
 //     constant), so `d0 + d5 * 2` and `d5 * 2 + d0` are the same.
 //  3. Replace each match with the call: sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
-//     element. Runtime functions are
-//     declared on first use as private func.func, like shard-to-runtime's.
+//     element. Runtime functions are declared on first use as private
+//     func.func, like shard-to-runtime's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -201,8 +201,8 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
 }
 
 SmallVector<IntegerAttr> i64Attrs(Builder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(
-      values, [&](int64_t v) { return b.getI64IntegerAttr(v); });
+  return llvm::map_to_vector(values,
+                             [&](int64_t v) { return b.getI64IntegerAttr(v); });
 }
 
 /// Form b.
@@ -211,11 +211,11 @@ std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b) {
   ArrayRef<int64_t> xs = shapeOf(x), ks = shapeOf(k), ys = shapeOf(y);
   auto strides = llvm::to_vector(op.getStrides().getValues<int64_t>());
   auto dilations = llvm::to_vector(op.getDilations().getValues<int64_t>());
-  return KernelCall{"shardrt_conv2d_f32",
-                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], ks[0], ks[1],
-                                 ks[3], ys[1], ys[2], strides[0], strides[1],
-                                 dilations[0], dilations[1]}),
-                    {x, k, y}};
+  return KernelCall{
+      "shardrt_conv2d_f32",
+      i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], ks[0], ks[1], ks[3], ys[1],
+                   ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
+      {x, k, y}};
 }
 
 /// Form c.
@@ -227,7 +227,8 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
     return std::nullopt;
   // The strides, read off the map of xpad and checked by hasForms below.
   auto stride = [&](unsigned result, unsigned outLoop) -> int64_t {
-    std::optional<LinearForm> form = getLinearForm(maps[0].getResult(result), 7);
+    std::optional<LinearForm> form =
+        getLinearForm(maps[0].getResult(result), 7);
     return form ? (*form)[outLoop] : 0;
   };
   int64_t sh = stride(1, 5), sw = stride(2, 6);
@@ -258,9 +259,9 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   // The kernel reads dyp [N, H+KH-1, W+KW-1, F] densely.
   if (dyps[1] != dxs[1] + kh - 1 || dyps[2] != dxs[2] + kw - 1 ||
-      !hasForms(maps[0], {loopForm(7, 0), makeForm(7, {{1, 1}, {4, -1}}, kh - 1),
-                          makeForm(7, {{2, 1}, {5, -1}}, kw - 1),
-                          loopForm(7, 6)}) ||
+      !hasForms(maps[0],
+                {loopForm(7, 0), makeForm(7, {{1, 1}, {4, -1}}, kh - 1),
+                 makeForm(7, {{2, 1}, {5, -1}}, kw - 1), loopForm(7, 6)}) ||
       !hasLoops(maps[1], {4, 5, 3, 6}) || !hasLoops(maps[2], {0, 1, 2, 3}))
     return std::nullopt;
   return KernelCall{
@@ -304,9 +305,9 @@ struct LowerToKernelsPass
       if (std::optional<KernelCall> call = matchKernel(op, attrs))
         work.push_back({op, std::move(*call)});
       else
-        LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] left to loops: "
-                                << op->getName() << " at " << op->getLoc()
-                                << "\n");
+        LLVM_DEBUG(llvm::dbgs()
+                   << "[" DEBUG_TYPE "] left to loops: " << op->getName()
+                   << " at " << op->getLoc() << "\n");
     });
 
     // 3.
@@ -333,9 +334,8 @@ struct LowerToKernelsPass
       for (Value buffer : call.buffers)
         args.push_back(getElementPointer(b, loc, buffer));
       func::CallOp::create(b, loc, fn, args);
-      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function
-                              << " for " << op->getName() << " at " << loc
-                              << "\n");
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function << " for "
+                              << op->getName() << " at " << loc << "\n");
       op->erase();
     }
   }

@@ -43,7 +43,8 @@ func::FuncOp RuntimeFunctions::getOrDeclare(Operation *at, StringRef name,
 
 Value getElementPointer(OpBuilder &b, Location loc, Value memref) {
   auto type = cast<MemRefType>(memref.getType());
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   auto [strides, offset] = type.getStridesAndOffset();
   if (offset != 0) {
     Value elements =
@@ -51,17 +52,16 @@ Value getElementPointer(OpBuilder &b, Location loc, Value memref) {
             ? memref::ExtractStridedMetadataOp::create(b, loc, memref)
                   .getOffset()
             : arith::ConstantIndexOp::create(b, loc, offset).getResult();
-    Value bytes = arith::MulIOp::create(
-        b, loc, elements,
-        arith::ConstantIndexOp::create(
-            b, loc, type.getElementTypeBitWidth() / 8));
+    Value bytes =
+        arith::MulIOp::create(b, loc, elements,
+                              arith::ConstantIndexOp::create(
+                                  b, loc, type.getElementTypeBitWidth() / 8));
     address = arith::AddIOp::create(b, loc, address, bytes);
   }
   Value asInt =
       arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult();
-  return LLVM::IntToPtrOp::create(b, loc,
-                                  LLVM::LLVMPointerType::get(b.getContext()),
-                                  asInt);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
 }
 
 } // namespace shardc::conversion_detail

@@ -603,16 +603,16 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
   Value groupIndex;
   if (isAscending(axes)) {
     // The runtime's group index is the same linearisation.
-    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_group_index", {b.getI32Type()},
-                                   {b.getI64Type()});
+    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_group_index",
+                                           {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value idx = call(b, loc, fn, {i32(b, loc, c->mask)});
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, idx);
   } else {
     // Linearise the mesh coordinates in grid_axes order.
-    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()},
-                                   {b.getI64Type()});
+    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_mesh_coord",
+                                           {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value acc;
@@ -696,7 +696,8 @@ LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   // The mesh is row-major over MPI_COMM_WORLD: the rank is the linear index.
-  func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
+  func::FuncOp fn =
+      runtime.getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
   if (!fn)
     return failure();
   Value rank = call(b, loc, fn, {});

@@ -346,10 +346,11 @@ std::vector<Sharding> getWindowedAnnotations(linalg::LinalgOp op,
         splitAxes[dim] = option.shardingArray[*loop];
     }
     removeTrailingEmptySubArray(splitAxes);
-    shardings.push_back(Sharding::get(
-        option.grid, llvm::map_to_vector(splitAxes, [&](ArrayRef<GridAxis> axes) {
-          return GridAxesAttr::get(ctx, axes);
-        })));
+    auto toAttr = [&](ArrayRef<GridAxis> axes) {
+      return GridAxesAttr::get(ctx, axes);
+    };
+    shardings.push_back(
+        Sharding::get(option.grid, llvm::map_to_vector(splitAxes, toAttr)));
   }
   return shardings;
 }

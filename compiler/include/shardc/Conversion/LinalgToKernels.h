@@ -1,4 +1,4 @@
-//===- LinalgToKernels.h - linalg on buffers to libshardrt kernels -*- C++ -*-===//
+//===- LinalgToKernels.h - linalg to libshardrt kernels ---------*- C++ -*-===//
 //
 // convert-linalg-to-loops turns a matmul or a convolution into scalar loops,
 // far from what the machine can do. shardc calls libshardrt's kernels
