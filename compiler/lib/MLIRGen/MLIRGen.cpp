@@ -259,24 +259,24 @@ Value MLIRGenImpl::padded(Value x, ArrayRef<int64_t> low, ArrayRef<int64_t> high
 // Operations
 //===----------------------------------------------------------------------===//
 
+/// The map from `loops` loops to the listed ones.
+AffineMap MLIRGenImpl::loopMap(ArrayRef<unsigned> dims, unsigned loops) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(b.getAffineDimExpr(d));
+  return AffineMap::get(loops, 0, exprs, b.getContext());
+}
+
 /// sum(lhs * rhs) into a zero tensor of type `result`. The loops are the
-/// result's dims, then the summed ones; `dims` gives each operand's loops.
-Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<SmallVector<unsigned>> dims,
-                            RankedTensorType result, unsigned loops, Location at) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps;
-  for (const SmallVector<unsigned> &operandDims : dims) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : operandDims)
-      exprs.push_back(b.getAffineDimExpr(d));
-    maps.push_back(AffineMap::get(loops, 0, exprs, ctx));
-  }
-  unsigned rank = result.getRank();
+/// result's dims (in order), then the summed ones.
+Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
+                            RankedTensorType result, Location at) {
+  unsigned loops = maps.front().getNumDims(), rank = result.getRank();
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   iterators.append(loops - rank, utils::IteratorType::reduction);
   Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   return generic({lhs, rhs}, maps, init,
-                 AffineMap::getMultiDimIdentityMap(loops, ctx).getMajorSubMap(rank),
+                 AffineMap::getMultiDimIdentityMap(loops, b.getContext()).getMajorSubMap(rank),
                  iterators, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value product = arith::MulFOp::create(n, l, a[0], a[1]);
                    return arith::AddFOp::create(n, l, a[2], product);
@@ -295,7 +295,7 @@ Value MLIRGenImpl::matmul(Value lhs, Value rhs, RankedTensorType result, Locatio
   SmallVector<unsigned> lDims = llvm::to_vector(llvm::seq<unsigned>(0, lFree)), rDims{k};
   lDims.push_back(k);
   llvm::append_range(rDims, llvm::seq<unsigned>(lFree, k));
-  return contract(lhs, rhs, {lDims, rDims}, result, k + 1, at);
+  return contract(lhs, rhs, {loopMap(lDims, k + 1), loopMap(rDims, k + 1)}, result, at);
 }
 
 /// log_softmax (or softmax) over the last dim, stabilised by the maximum.
@@ -618,26 +618,27 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       for (unsigned operand : graph.nodes[id].operands)
         needed[operand] = true;
 
+  std::map<unsigned, const FunctionValue *> resultOf;
+  for (const FunctionValue &r : function.results)
+    resultOf.emplace(r.node, &r);
   for (const Node &node : graph.nodes) {
     if (!needed[node.id] || values[node.id])
       continue;
-    if (node.operands.empty()) {
-      bool isResult = llvm::any_of(function.results,
-                                   [&](const FunctionValue &r) { return r.node == node.id; });
-      if (node.op == "constant" && !isResult)
+    auto result = resultOf.find(node.id);
+    if (node.op == "constant") {
+      if (result == resultOf.end())
         continue; // made where it is used (valueOf)
-      if (node.op != "constant") {
-        error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
-                            function.name);
-        return false;
-      }
-    }
-    values[node.id] = node.op == "constant" ? valueOf(node.id, values) : emitNode(node, values);
-    if (!values[node.id])
+      valueOf(node.id, values);
+    } else if (node.operands.empty()) {
+      error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
+                          function.name);
       return false;
-    for (const FunctionValue &r : function.results)
-      if (r.node == node.id)
-        values[node.id] = annotate(values[node.id], r.sharding, loc(r.loc));
+    } else if (!(values[node.id] = emitNode(node, values))) {
+      return false;
+    }
+    if (result != resultOf.end())
+      values[node.id] = annotate(values[node.id], result->second->sharding,
+                                 loc(result->second->loc));
   }
   SmallVector<Value> results;
   for (const FunctionValue &r : function.results)

@@ -30,6 +30,12 @@ double number(const Node &node, const char *name) { return std::get<double>(node
 
 } // namespace
 
+/// Tags a convolution gradient's contraction for lower-to-kernels.
+static Value tagged(Value contraction, StringRef libraryCall) {
+  contraction.getDefiningOp<linalg::GenericOp>().setLibraryCall(libraryCall);
+  return contraction;
+}
+
 Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Location at) {
   int64_t s = std::get<int64_t>(node.attrs.at("stride"));
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
@@ -41,17 +47,7 @@ Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Locatio
   bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6]); // kh kw c f n oh ow
   AffineMap xMap = AffineMap::get(7, 0, {d[4], d[5] * s + d[0], d[6] * s + d[1], d[2]}, ctx);
   AffineMap dyMap = AffineMap::get(7, 0, {d[4], d[5], d[6], d[3]}, ctx);
-  AffineMap outMap = AffineMap::get(7, 0, {d[0], d[1], d[2], d[3]}, ctx);
-  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-  iterators.append(3, utils::IteratorType::reduction);
-  Value init = filled(dw.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
-  Value result = generic({xpad, dy}, {xMap, dyMap}, init, outMap, iterators, at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           return arith::AddFOp::create(n, l, a[2],
-                                                        arith::MulFOp::create(n, l, a[0], a[1]));
-                         });
-  result.getDefiningOp<linalg::GenericOp>().setLibraryCall("conv2d_filter_grad");
-  return result;
+  return tagged(contract(xpad, dy, {xMap, dyMap}, dw, at), "conv2d_filter_grad");
 }
 
 Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location at) {
@@ -93,17 +89,7 @@ Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location
   AffineMap dyMap =
       AffineMap::get(7, 0, {d[0], d[1] - d[4] + (kh - 1), d[2] - d[5] + (kw - 1), d[6]}, ctx);
   AffineMap wMap = AffineMap::get(7, 0, {d[4], d[5], d[3], d[6]}, ctx);
-  AffineMap outMap = AffineMap::get(7, 0, {d[0], d[1], d[2], d[3]}, ctx);
-  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-  iterators.append(3, utils::IteratorType::reduction);
-  Value init = filled(dx.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
-  Value result = generic({dyp, w}, {dyMap, wMap}, init, outMap, iterators, at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           return arith::AddFOp::create(n, l, a[2],
-                                                        arith::MulFOp::create(n, l, a[0], a[1]));
-                         });
-  result.getDefiningOp<linalg::GenericOp>().setLibraryCall("conv2d_input_grad");
-  return result;
+  return tagged(contract(dyp, w, {dyMap, wMap}, dx, at), "conv2d_input_grad");
 }
 
 /// Each input position gets its window's gradient / k^2 (windows do not
@@ -184,7 +170,9 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     SmallVector<unsigned> dyDims = llvm::to_vector(llvm::seq<unsigned>(0, lFree)), bDims{lFree};
     llvm::append_range(dyDims, nLoops);
     llvm::append_range(bDims, nLoops);
-    return contract(operand(0), operand(1), {dyDims, bDims}, type, lFree + rFree + 1, at);
+    unsigned loops = lFree + rFree + 1;
+    return contract(operand(0), operand(1), {loopMap(dyDims, loops), loopMap(bDims, loops)}, type,
+                    at);
   }
   if (op == "matmul_grad_rhs") { // a[m..., k] . dy[m..., n...] -> [k, n...]
     unsigned rFree = type.getRank() - 1;
@@ -193,7 +181,9 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     SmallVector<unsigned> aDims = llvm::to_vector(mLoops), dyDims = llvm::to_vector(mLoops);
     aDims.push_back(0);
     llvm::append_range(dyDims, llvm::seq<unsigned>(1, rFree + 1));
-    return contract(operand(0), operand(1), {aDims, dyDims}, type, lFree + rFree + 1, at);
+    unsigned loops = lFree + rFree + 1;
+    return contract(operand(0), operand(1), {loopMap(aDims, loops), loopMap(dyDims, loops)}, type,
+                    at);
   }
   if (op == "log_softmax_grad") // dy - exp(y) sum(dy)
     return broadcastLast({operand(0), operand(1)}, sumLast(operand(1), at), at,

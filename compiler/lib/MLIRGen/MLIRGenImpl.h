@@ -81,9 +81,9 @@ private:
                      mlir::Location at);
 
   // Operations.
-  mlir::Value contract(mlir::Value lhs, mlir::Value rhs,
-                       llvm::ArrayRef<llvm::SmallVector<unsigned>> dims,
-                       mlir::RankedTensorType result, unsigned loops, mlir::Location at);
+  mlir::AffineMap loopMap(llvm::ArrayRef<unsigned> dims, unsigned loops);
+  mlir::Value contract(mlir::Value lhs, mlir::Value rhs, llvm::ArrayRef<mlir::AffineMap> maps,
+                       mlir::RankedTensorType result, mlir::Location at);
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, mlir::RankedTensorType result,
                      mlir::Location at);
   mlir::Value logSoftmax(mlir::Value x, mlir::Location at, bool softmax);

@@ -55,14 +55,12 @@ private:
   DiagnosticEngine &diags;
   StepProgram sp;
 
+  /// A node without operands: an argument of the step functions.
   unsigned addNode(const std::string &op, const std::string &name, const TensorType &type,
                    SMRange loc) {
-    Node node;
-    node.op = op;
-    node.name = name;
-    node.type = type;
-    node.loc = loc;
-    return sp.graph.add(std::move(node));
+    unsigned id = appendNode(sp.graph, op, {}, type, loc);
+    sp.graph.nodes[id].name = name;
+    return id;
   }
 
   /// A value shaped and sharded like parameter `p`.
@@ -87,9 +85,14 @@ private:
     for (const Parameter &p : program.params) {
       std::vector<const Node *> layers;
       const Node *whole = nullptr;
-      for (const Node &node : sp.graph.nodes)
-        if (node.op == "param" && node.name == p.path)
-          (node.attrs.count("layer") ? layers.push_back(&node) : void(whole = &node));
+      for (const Node &node : sp.graph.nodes) {
+        if (node.op != "param" || node.name != p.path)
+          continue;
+        if (node.attrs.count("layer"))
+          layers.push_back(&node);
+        else
+          whole = &node;
+      }
       FunctionValue v;
       v.name = p.path;
       v.loc = p.loc;
@@ -160,16 +163,9 @@ private:
         }))
       return v;
     v.node = values.id;
-    if (values.type.dtype != DType::F32) {
-      Node cast = values;
-      cast.op = "to_f32";
-      cast.operands = {values.id};
-      cast.type.dtype = DType::F32;
-      cast.name.clear();
-      cast.constraint = -1;
-      cast.attrs.clear();
-      v.node = sp.graph.add(std::move(cast));
-    }
+    if (values.type.dtype != DType::F32)
+      v.node = appendNode(sp.graph, "to_f32", {values.id}, TensorType{DType::F32, values.type.dims},
+                          values.loc);
     v.sharding = shardingOfAxis(values.type.dims.front().axis);
     v.perExample = true;
     return v;
