@@ -9,6 +9,7 @@
 //  4. The mode runs: training (the default), --forward or --check-gradients
 //     (driver_modes.h); each allocates this rank's blocks once and fills them by global
 //     element index, so every mesh starts from the same numbers.
+#include "driver_checkpoint.h"
 #include "driver_flags.h"
 #include "driver_layout.h"
 #include "driver_manifest.h"
@@ -37,6 +38,23 @@ struct Refusal {
   std::string message;
 };
 
+/// --best-metric names a per-example eval result, and there are evaluations.
+Refusal checkBestMetric(const Manifest &manifest, const DriverOptions &options) {
+  if (!manifest.batch || !options.eval)
+    return {2, "--best-metric needs the evaluations on the test set, and " +
+                   (manifest.batch ? std::string("--no-eval turns them off")
+                                   : manifest.model + " reads no dataset")};
+  std::string known;
+  for (const TensorSpec &result : manifest.evalResults)
+    if (result.perExample) {
+      if (result.name == options.bestMetric)
+        return {};
+      known += (known.empty() ? "" : ", ") + result.name;
+    }
+  return {2, "--best-metric: " + manifest.model + " has no eval metric '" + options.bestMetric +
+                 "' (it has: " + known + ")"};
+}
+
 /// The entries the ABI always has, a train entry exactly with an optimizer, and what
 /// the mode needs: an optimizer to train, epochs or --steps, a loss to differentiate.
 Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Entries entries) {
@@ -54,6 +72,18 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
                        "--check-gradients"};
   if (options.mode == Mode::Train && !manifest.batch && !options.steps)
     return {2, model + " reads no dataset, so it has no epochs: give --steps N"};
+  const bool checkpoints = !options.checkpointDir.empty();
+  if (options.mode != Mode::Train && (checkpoints || !options.resume.empty()))
+    return {2, "--checkpoint-dir and --resume go with training, not --forward or "
+               "--check-gradients"};
+  if (!checkpoints && (options.checkpointEvery || options.checkpointSeconds > 0 ||
+                       !options.bestMetric.empty()))
+    return {2, "--checkpoint-every, --checkpoint-seconds and --best-metric need --checkpoint-dir"};
+  if (!options.bestMetric.empty()) {
+    Refusal refusal = checkBestMetric(manifest, options);
+    if (refusal.status)
+      return refusal;
+  }
   if (options.mode == Mode::CheckGradients) {
     const TensorSpec *loss = nullptr;
     for (const TensorSpec &result : manifest.evalResults)
@@ -95,6 +125,11 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     if (rank == 0)
       std::fprintf(stderr, "shardrt: error: %s\n", refusal.message.c_str());
     return refusal.status;
+  }
+
+  if (!options.resume.empty()) {
+    if (int status = checkResume(manifest, options, rank))
+      return status;
   }
 
   std::vector<const char *> axisNames;

@@ -53,6 +53,24 @@ std::string parsePath(const char *flag, const std::string &value) {
   return value;
 }
 
+/// `accuracy`, `accuracy:max`, `loss:min`. Without a direction a name ending in "loss"
+/// is minimised and anything else maximised.
+void parseBestMetric(DriverOptions &options, const char *flag, const std::string &value) {
+  const size_t colon = value.rfind(':');
+  std::string name = value.substr(0, colon);
+  if (name.empty())
+    throw UsageError(std::string(flag) + " needs an eval result's name, as in accuracy:max");
+  if (colon == std::string::npos) {
+    options.bestHigher = !(name.size() >= 4 && name.compare(name.size() - 4, 4, "loss") == 0);
+  } else {
+    const std::string direction = value.substr(colon + 1);
+    if (direction != "max" && direction != "min")
+      throw UsageError(std::string(flag) + ": the direction is max or min, not '" + direction + "'");
+    options.bestHigher = direction == "max";
+  }
+  options.bestMetric = name;
+}
+
 void setMode(DriverOptions &options, Mode mode) {
   if (options.mode != Mode::Train && options.mode != mode)
     throw UsageError("--forward and --check-gradients are two modes; give one");
@@ -63,6 +81,7 @@ const Flag kFlags[] = {
     {"--seed", "N", "seed of the initialisers, shuffle and synthetic inputs (default 0)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.seed = parseCount(flag, v, 0, UINT64_MAX);
+       o.seedGiven = true;
      }},
     {"--data", "DIR", "Fashion-MNIST's folder (default /usr/share/datasets/fashion-mnist)",
      [](DriverOptions &o, const char *flag, const std::string &v) { o.data = parsePath(flag, v); }},
@@ -84,6 +103,25 @@ const Flag kFlags[] = {
      }},
     {"--no-eval", nullptr, "skip the evaluation on the test set after each epoch",
      [](DriverOptions &o, const char *, const std::string &) { o.eval = false; }},
+    {"--checkpoint-dir", "DIR", "write checkpoints to DIR (ckpt-STEP.safetensors, best-STEP...)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.checkpointDir = parsePath(flag, v);
+     }},
+    {"--checkpoint-every", "N", "a checkpoint every N steps (default: after each epoch) and the last",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.checkpointEvery = parsePositive(flag, v);
+     }},
+    {"--checkpoint-seconds", "S", "a checkpoint when S seconds have passed since the last one",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.checkpointSeconds = parseReal(flag, v, true);
+     }},
+    {"--keep", "N", "checkpoints kept in each series, the newest (default 5)",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.keep = parsePositive(flag, v); }},
+    {"--best-metric", "NAME[:max|min]",
+     "also keep the checkpoints that improve eval result NAME (default max; min for *loss)",
+     [](DriverOptions &o, const char *flag, const std::string &v) { parseBestMetric(o, flag, v); }},
+    {"--resume", "PATH", "continue from a checkpoint file, or the newest in a folder",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.resume = parsePath(flag, v); }},
     {"--forward", nullptr, "run the eval entry once on filled inputs and print its results",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); }},
     {"--values", "K", "--forward: leading values printed per result (default 8)",

@@ -26,6 +26,16 @@ struct DriverOptions {
   int64_t logEvery = 1;
   bool eval = true;
 
+  // Checkpoints (driver_checkpoint.h).
+  std::string checkpointDir;        // empty: no checkpoints
+  int64_t checkpointEvery = 0;      // steps; 0: after each epoch (without a dataset: at the end)
+  double checkpointSeconds = 0;     // 0: no interval in seconds
+  int64_t keep = 5;                 // checkpoints of each series kept
+  std::string bestMetric;           // an eval result; empty: no best series
+  bool bestHigher = true;           // its direction
+  std::string resume;               // a checkpoint file, or a folder (its newest)
+  bool seedGiven = false;           // --seed was given (it must agree with --resume)
+
   // --forward.
   int64_t values = 8; // leading values printed per result
 

@@ -27,11 +27,12 @@ std::string describe(const Evaluation &evaluation) {
 
 } // namespace
 
-TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64_t totalSteps,
-                               int64_t stepsPerEpoch)
-    : program_(program), metrics_(metrics), totalSteps_(totalSteps), stepsPerEpoch_(stepsPerEpoch),
-      batch_(stepsPerEpoch ? program.manifest.batch : 0), active_(program.rank == 0),
-      terminal_(active_ && isatty(STDERR_FILENO)) {}
+TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64_t firstStep,
+                               int64_t totalSteps, int64_t stepsPerEpoch)
+    : program_(program), metrics_(metrics), firstStep_(firstStep), totalSteps_(totalSteps),
+      stepsPerEpoch_(stepsPerEpoch), batch_(stepsPerEpoch ? program.manifest.batch : 0),
+      active_(program.rank == 0), terminal_(active_ && isatty(STDERR_FILENO)),
+      loggedStep_(firstStep) {}
 
 void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> &results,
                           double trainSeconds) {
@@ -92,19 +93,24 @@ void TrainingReport::finish(double trainSeconds, float finalLoss) {
     return;
   endProgressLine();
   const Manifest &manifest = program_.manifest;
-  const double steps = double(totalSteps_), epochs = steps / double(stepsPerEpoch_);
-  const double secondsPerEpoch = trainSeconds / epochs;
+  // Where the run ends, and the rates of the steps this process ran.
+  const double epochs = double(totalSteps_) / double(stepsPerEpoch_);
+  const double steps = double(totalSteps_ - firstStep_);
+  const double secondsPerEpoch = trainSeconds * double(stepsPerEpoch_) / steps;
   const double perSecond = double(batch_) * steps / trainSeconds;
+  const std::string resumed =
+      firstStep_ ? " (resumed after step " + integer(firstStep_) + ")" : std::string();
   if (stepsPerEpoch_)
     std::fprintf(stderr,
-                 "%s: %.6g epoch%s, %lld steps of %lld examples in %.3g s (%.3g s per epoch, "
+                 "%s: %.6g epoch%s, %lld steps of %lld examples%s, in %.3g s (%.3g s per epoch, "
                  "%.0f images/s); final train loss %.6g\n",
                  manifest.model.c_str(), epochs, epochs == 1 ? "" : "s", (long long)totalSteps_,
-                 (long long)batch_, trainSeconds, secondsPerEpoch, perSecond, finalLoss);
-  else
-    std::fprintf(stderr, "%s: %lld steps in %.3g s (%.3g s per step); final train loss %.6g\n",
-                 manifest.model.c_str(), (long long)totalSteps_, trainSeconds, trainSeconds / steps,
+                 (long long)batch_, resumed.c_str(), trainSeconds, secondsPerEpoch, perSecond,
                  finalLoss);
+  else
+    std::fprintf(stderr, "%s: %lld steps%s in %.3g s (%.3g s per step); final train loss %.6g\n",
+                 manifest.model.c_str(), (long long)totalSteps_, resumed.c_str(), trainSeconds,
+                 trainSeconds / steps, finalLoss);
   if (evaluated_)
     std::fprintf(stderr, "last evaluation: %s\n", describe(last_).c_str());
 
@@ -114,6 +120,7 @@ void TrainingReport::finish(double trainSeconds, float finalLoss) {
   summary.add("model", jsonString(manifest.model)).add("mesh", meshJson(manifest));
   summary.add("seed", std::to_string(program_.options.seed));
   summary.add("epochs", ifData(jsonNumber(epochs))).add("steps", integer(totalSteps_));
+  summary.add("resumed_after", firstStep_ ? integer(firstStep_) : "null");
   summary.add("batch_size", ifData(integer(batch_)));
   summary.add("train_seconds", jsonNumber(trainSeconds));
   summary.add("seconds_per_epoch", ifData(jsonNumber(secondsPerEpoch)));

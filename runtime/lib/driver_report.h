@@ -15,9 +15,10 @@ namespace shardrt {
 /// Every rank may call it; only rank 0 writes.
 class TrainingReport {
 public:
+  /// Steps firstStep + 1 .. totalSteps run (firstStep > 0: resumed from a checkpoint).
   /// `stepsPerEpoch` is 0 for a model that reads no dataset (no epochs, no batch).
-  TrainingReport(const Program &program, std::FILE *metrics, int64_t totalSteps,
-                 int64_t stepsPerEpoch);
+  TrainingReport(const Program &program, std::FILE *metrics, int64_t firstStep,
+                 int64_t totalSteps, int64_t stepsPerEpoch);
 
   /// After each step: its train results (the replicated scalars) and the seconds spent
   /// in train steps so far. Logs every --log-every steps and the last.
@@ -33,10 +34,10 @@ private:
 
   const Program &program_;
   std::FILE *metrics_;
-  const int64_t totalSteps_, stepsPerEpoch_, batch_;
+  const int64_t firstStep_, totalSteps_, stepsPerEpoch_, batch_;
   const bool active_, terminal_;
   bool progressShown_ = false;
-  int64_t loggedStep_ = 0;   // the last step logged,
+  int64_t loggedStep_;       // the last step logged (or the first step's predecessor),
   double loggedSeconds_ = 0; // and the train seconds then
   bool evaluated_ = false;
   Evaluation last_;

@@ -9,6 +9,10 @@
 //     synthetic inputs, the 1-based step number, the train entry. Only that is timed.
 //  4. After each epoch (and after the last step, inside an epoch or not) the eval entry
 //     runs on the test set.
+//  5. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
+//     --resume, the run starts from one: its parameters, state and step, and the data
+//     order and random numbers that follow from (seed, step), as if never stopped.
+#include "driver_checkpoint.h"
 #include "driver_data.h"
 #include "driver_eval.h"
 #include "driver_modes.h"
@@ -74,7 +78,22 @@ int runTraining(const Program &program) {
   step.push_back(allocateBlock(kStepSpec, place));
   std::vector<Block> trainResults = allocateBlocks(manifest.trainResults, place);
   std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
-  fillParams(params[0], options.seed);
+  Checkpointer checkpointer(program, stepsPerEpoch, totalSteps);
+  if (!checkpointer.prepare())
+    return 1;
+  RunPosition start;
+  if (options.resume.empty())
+    fillParams(params[0], options.seed);
+  else
+    start = checkpointer.restore(params[0], state[0]);
+  if (start.step >= totalSteps) {
+    if (program.rank == 0)
+      std::fprintf(stderr,
+                   "shardrt: error: the checkpoint is after step %lld, and this run ends at "
+                   "step %lld: ask for more with --epochs or --steps\n",
+                   (long long)start.step, (long long)totalSteps);
+    return 2;
+  }
   // Table c reads set c and writes set 1 - c.
   std::vector<void *> trainBuffers[2], evalBuffers[2];
   for (int c = 0; c < 2; ++c) {
@@ -83,18 +102,18 @@ int runTraining(const Program &program) {
     evalBuffers[c] = pointersOf({&params[c], &inputs, &evalResults});
   }
 
-  TrainingReport report(program, metrics, totalSteps, stepsPerEpoch);
+  TrainingReport report(program, metrics, start.step, totalSteps, stepsPerEpoch);
   std::vector<int32_t> order;
   int current = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
   MPI_Barrier(MPI_COMM_WORLD); // rank 0's clock starts with everyone's
-  for (int64_t s = 1; s <= totalSteps; ++s) {
+  for (int64_t s = start.step + 1; s <= totalSteps; ++s) {
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
     const Clock::time_point start = Clock::now();
     if (readsData) {
-      if (inEpoch == 0)
+      if (inEpoch == 0 || order.empty())
         shuffle(order, dataset.train.count, options.seed, epoch);
       fillBatch(inputs, dataset.train, order.data() + inEpoch * batch, batch);
     }
@@ -105,10 +124,17 @@ int runTraining(const Program &program) {
     trainSeconds += std::chrono::duration<double>(Clock::now() - start).count();
     report.step(s, epoch, trainResults, trainSeconds);
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
-    if (readsData && options.eval && epochEnds)
-      report.evaluation(
-          s, epoch,
-          evaluate(program, evalBuffers[current].data(), inputs, evalResults, dataset.test));
+    Evaluation evaluation;
+    const bool evaluates = readsData && options.eval && epochEnds;
+    if (evaluates) {
+      evaluation =
+          evaluate(program, evalBuffers[current].data(), inputs, evalResults, dataset.test);
+      report.evaluation(s, epoch, evaluation);
+    }
+    if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps,
+                                params[current], state[current],
+                                evaluates ? &evaluation : nullptr))
+      return 1;
   }
   report.finish(trainSeconds, trainResults[0].floats()[0]);
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;

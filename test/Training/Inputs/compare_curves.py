@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compares the training loss curves of two runs (the driver's --metrics JSON lines).
 
-compare_curves.py REFERENCE.jsonl OTHER.jsonl [--steps N] [--rtol R] [--exact]
+compare_curves.py REFERENCE.jsonl OTHER.jsonl [--first F] [--steps N] [--rtol R] [--exact]
 
-Both files must hold train lines for steps 1..N. Each step's loss must agree within
+Both files must hold train lines for steps F..N (F defaults to 1; a run resumed after
+step F-1 starts there). Each step's loss must agree within
 R relative to the reference's loss (or exactly with --exact). Prints the worst
 relative difference and its step; exits 1 on a mismatch or a missing step.
 """
@@ -12,7 +13,7 @@ import json
 import sys
 
 
-def losses(path, steps):
+def losses(path, first, steps):
     curve = {}
     with open(path) as f:
         for number, line in enumerate(f, 1):
@@ -22,30 +23,33 @@ def losses(path, steps):
                 sys.exit(f"compare_curves: {path}:{number}: not JSON: {e}")
             if record.get("kind") == "train":
                 curve[record["step"]] = float(record["loss"])
-    missing = [s for s in range(1, steps + 1) if s not in curve]
+    missing = [s for s in range(first, steps + 1) if s not in curve]
     if missing:
         sys.exit(f"compare_curves: {path}: no train loss for step(s) {missing[:5]}")
-    return [curve[s] for s in range(1, steps + 1)]
+    return [curve[s] for s in range(first, steps + 1)]
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("reference")
     parser.add_argument("other")
+    parser.add_argument("--first", type=int, default=1)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--exact", action="store_true")
     args = parser.parse_args()
-    ref, got = losses(args.reference, args.steps), losses(args.other, args.steps)
+    ref = losses(args.reference, args.first, args.steps)
+    got = losses(args.other, args.first, args.steps)
     worst, worst_step = 0.0, 0
-    for step, (a, b) in enumerate(zip(ref, got), 1):
+    for step, (a, b) in enumerate(zip(ref, got), args.first):
         diff = 0.0 if a == b else abs(a - b) / max(abs(a), 1e-30)
         if diff > worst or (args.exact and a != b and worst_step == 0):
             worst, worst_step = diff, step
     ok = worst == 0.0 if args.exact else worst <= args.rtol
     bound = "exactly" if args.exact else f"within rtol {args.rtol:g}"
-    print(f"compare_curves: {args.steps} steps, worst relative difference {worst:.3g}"
-          + (f" at step {worst_step} ({ref[worst_step - 1]!r} vs {got[worst_step - 1]!r})"
+    print(f"compare_curves: {args.steps - args.first + 1} steps, worst relative difference {worst:.3g}"
+          + (f" at step {worst_step} ({ref[worst_step - args.first]!r} vs "
+             f"{got[worst_step - args.first]!r})"
              if worst_step else "")
           + f": {'match' if ok else 'MISMATCH'} {bound}")
     sys.exit(0 if ok else 1)

@@ -1,0 +1,450 @@
+// Checkpoints of a training run (driver_checkpoint.h).
+//
+// Saving gathers each tensor's blocks to rank 0 (the first copy of each block, as
+// --forward gathers results) and rank 0 writes one file. Restoring reads whole tensors
+// and copies out this rank's blocks, so a checkpoint restores onto any mesh and rules
+// file that split the same tensors some other way.
+#include "driver_checkpoint.h"
+#include "checkpoint_file.h"
+#include "driver_json.h"
+#include "driver_output.h"
+#include "mesh.h"
+#include "prng.h"
+
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+namespace shardrt {
+namespace {
+
+constexpr const char *kFormat = "shardrt-checkpoint-1";
+constexpr int kGatherTag = 7;
+
+/// One tensor of a checkpoint: a parameter or one kind of its optimizer state, whole
+/// (a scanned stack with all its layers).
+struct SavedTensor {
+  std::string name;      // params/blocks.W1, opt_state/mu/blocks.W1
+  DType dtype;
+  Shape shape;           // the parameter's global shape
+  std::vector<size_t> blocks; // indices into the params (or state) blocks, one per layer
+};
+
+/// The tensors a checkpoint of this program holds, in manifest order: the parameters,
+/// then each kind of optimizer state. `blocks` index the train entry's params and
+/// (kind-major) state lists.
+std::vector<SavedTensor> savedTensors(const Manifest &manifest) {
+  std::vector<SavedTensor> params;
+  std::map<std::string, size_t> byName;
+  for (size_t i = 0; i < manifest.params.size(); ++i) {
+    const TensorSpec &spec = manifest.params[i];
+    auto [at, added] = byName.emplace(spec.name, params.size());
+    if (added)
+      params.push_back({"params/" + spec.name, spec.dtype, spec.globalShape, {}});
+    std::vector<size_t> &layers = params[at->second].blocks;
+    const size_t layer = spec.layer < 0 ? 0 : size_t(spec.layer);
+    if (layers.size() <= layer)
+      layers.resize(layer + 1);
+    layers[layer] = i;
+  }
+  std::vector<SavedTensor> tensors = params;
+  const size_t numParams = manifest.params.size();
+  for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
+    for (const SavedTensor &param : params) {
+      SavedTensor state = param;
+      state.name = "opt_state/" + manifest.optimizerState[kind] + "/" + param.name.substr(7);
+      for (size_t &index : state.blocks)
+        index += kind * numParams;
+      tensors.push_back(state);
+    }
+  return tensors;
+}
+
+std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+/// How a tensor lies on the mesh, as the compiler's report writes it: `[none, model]`,
+/// `[(data, model), none]`; a stack's layer dimension is never split.
+std::string layoutText(const Manifest &manifest, const TensorSpec &spec) {
+  std::string text = "[";
+  if (spec.layer >= 0)
+    text += "none";
+  for (const std::vector<int> &axes : spec.split) {
+    text += text.size() > 1 ? ", " : "";
+    std::string dim;
+    for (int axis : axes)
+      dim += (dim.empty() ? "" : ", ") + manifest.axisNames[axis];
+    text += axes.empty() ? "none" : axes.size() == 1 ? dim : "(" + dim + ")";
+  }
+  return text + "]";
+}
+
+std::string meshText(const Manifest &manifest) {
+  std::string text;
+  for (size_t a = 0; a < manifest.axisNames.size(); ++a)
+    text += (a ? ", " : "") + manifest.axisNames[a] + " = " + std::to_string(manifest.axisSizes[a]);
+  return "(" + text + ")";
+}
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+/// What a checkpoint must agree on to be resumed: the model's name, its tensors'
+/// names, dtypes and shapes, the optimizer. Not the mesh or the rules.
+std::string modelFingerprint(const Manifest &manifest) {
+  std::string text = manifest.model + "\n" + manifest.optimizer + "\n";
+  for (const SavedTensor &tensor : savedTensors(manifest))
+    text += tensor.name + " " + dtypeName(tensor.dtype) + " " + shapeText(tensor.shape) + "\n";
+  return hex64(fnv1a64(text.c_str()));
+}
+
+/// The layout: the mesh and every tensor's split. Another one means a reshard.
+std::string layoutFingerprint(const Manifest &manifest) {
+  std::string text = meshText(manifest) + "\n";
+  for (const TensorSpec &spec : manifest.params)
+    text += spec.name + " " + layoutText(manifest, spec) + "\n";
+  return hex64(fnv1a64(text.c_str()));
+}
+
+/// Reads a metadata number that checkResume has vetted.
+int64_t metadataInt(const CheckpointReader &reader, const char *key) {
+  return std::stoll(reader.metadata().at(key));
+}
+
+/// `512 B`, `30.62 KiB`, `3.06 MiB`, as the compiler's report writes sizes.
+std::string bytesText(int64_t bytes) {
+  char text[32];
+  if (bytes < 1024)
+    std::snprintf(text, sizeof text, "%lld B", (long long)bytes);
+  else if (bytes < (1 << 20))
+    std::snprintf(text, sizeof text, "%.2f KiB", double(bytes) / 1024);
+  else
+    std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / (1 << 20));
+  return text;
+}
+
+/// Pads `text` with spaces to `width`.
+std::string padded(std::string text, size_t width) {
+  text.resize(std::max(text.size(), width), ' ');
+  return text;
+}
+
+/// The error checkResume reports for a checkpoint this program cannot continue from.
+CheckpointError mismatch(const CheckpointReader &reader, const std::string &what) {
+  return CheckpointError("'" + reader.path() + "': " + what);
+}
+
+/// Everything checkResume checks, on rank 0; throws CheckpointError.
+void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
+                   const DriverOptions &options) {
+  const std::map<std::string, std::string> &meta = reader.metadata();
+  for (const char *key : {"format", "model", "model_fingerprint", "step", "epoch",
+                          "examples_in_epoch", "batch", "seed", "layouts"})
+    if (!meta.count(key))
+      throw mismatch(reader, std::string("not a shardrt checkpoint: no '") + key + "' metadata");
+  if (meta.at("format") != kFormat)
+    throw mismatch(reader, "format '" + meta.at("format") + "', this program reads " + kFormat);
+  if (meta.at("model") != manifest.model)
+    throw mismatch(reader, "written by model '" + meta.at("model") + "', this program is '" +
+                               manifest.model + "'");
+  for (const char *key : {"step", "epoch", "examples_in_epoch", "batch", "seed"}) {
+    const std::string &value = meta.at(key);
+    if (value.empty() || value.size() > 19 ||
+        value.find_first_not_of("0123456789") != std::string::npos)
+      throw mismatch(reader, std::string("metadata '") + key + "' is not a count: '" + value + "'");
+  }
+  const std::vector<SavedTensor> expected = savedTensors(manifest);
+  for (const SavedTensor &tensor : expected) {
+    const StoredTensor *stored = reader.find(tensor.name);
+    if (!stored)
+      throw mismatch(reader, "it has no tensor '" + tensor.name + "', which " + manifest.model +
+                                 " needs (another model, or another optimizer?)");
+    if (stored->dtype != tensor.dtype || stored->shape != tensor.shape)
+      throw mismatch(reader, "tensor '" + tensor.name + "' is " + dtypeName(stored->dtype) +
+                                 shapeText(stored->shape) + " there, but " +
+                                 dtypeName(tensor.dtype) + shapeText(tensor.shape) + " in " +
+                                 manifest.model);
+  }
+  if (reader.tensors().size() != expected.size())
+    for (const StoredTensor &stored : reader.tensors()) {
+      bool known = false;
+      for (const SavedTensor &tensor : expected)
+        known = known || tensor.name == stored.name;
+      if (!known)
+        throw mismatch(reader, "it holds '" + stored.name + "', which " + manifest.model +
+                                   " does not have");
+    }
+  if (meta.at("batch") != std::to_string(manifest.batch))
+    throw mismatch(reader, "written with a global batch of " + meta.at("batch") + ", this program's is " +
+                               std::to_string(manifest.batch));
+  if (options.seedGiven && meta.at("seed") != std::to_string(options.seed))
+    throw mismatch(reader, "written by a run with --seed " + meta.at("seed") + ", not " +
+                               std::to_string(options.seed) +
+                               " (a resumed run keeps its seed; leave --seed out)");
+  for (const StoredTensor &stored : reader.tensors())
+    reader.read(stored); // every checksum, before anything is overwritten
+}
+
+/// Broadcasts rank 0's string.
+void broadcast(std::string &text) {
+  uint64_t size = text.size();
+  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  text.resize(size);
+  MPI_Bcast(text.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD);
+}
+
+/// Rank 0's verdict, for every rank.
+bool agree(bool ok) {
+  int verdict = ok;
+  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return verdict != 0;
+}
+
+double secondsNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string checkpointPath(const std::string &folder, const std::string &prefix, int64_t step) {
+  return folder + "/" + prefix + "-" + std::to_string(step) + ".safetensors";
+}
+
+} // namespace
+
+int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
+  std::string path = options.resume, seed;
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      struct stat info;
+      if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+        std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path, "ckpt");
+        if (found.empty())
+          throw CheckpointError("'" + path + "' holds no checkpoint (ckpt-STEP.safetensors)");
+        path = found.back().second;
+      }
+      CheckpointReader reader(path);
+      vetCheckpoint(reader, manifest, options);
+      seed = reader.metadata().at("seed");
+    } catch (const CheckpointError &error) {
+      std::fprintf(stderr, "shardrt: error: --resume: %s\n", error.what());
+      ok = false;
+    }
+  }
+  if (!agree(ok))
+    return 1;
+  broadcast(path);
+  broadcast(seed);
+  options.resume = path;
+  options.seed = std::stoull(seed);
+  return 0;
+}
+
+Checkpointer::Checkpointer(const Program &program, int64_t stepsPerEpoch, int64_t totalSteps)
+    : program_(program), stepsPerEpoch_(stepsPerEpoch), totalSteps_(totalSteps) {}
+
+bool Checkpointer::prepare() {
+  const std::string &folder = program_.options.checkpointDir;
+  if (folder.empty())
+    return true;
+  bool ok = true;
+  if (program_.rank == 0 && ::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot create '%s': %s\n",
+                 folder.c_str(), std::strerror(errno));
+    ok = false;
+  }
+  lastSaveSeconds_ = secondsNow();
+  return agree(ok);
+}
+
+RunPosition Checkpointer::restore(const std::vector<Block> &params,
+                                  const std::vector<Block> &state) {
+  const Manifest &manifest = program_.manifest;
+  RunPosition position;
+  try {
+    CheckpointReader reader(program_.options.resume);
+    position = {metadataInt(reader, "step"), metadataInt(reader, "epoch"),
+                metadataInt(reader, "examples_in_epoch")};
+    const std::map<std::string, std::string> &meta = reader.metadata();
+    nlohmann::json layouts = nlohmann::json::parse(meta.at("layouts"));
+    if (meta.count("best") && !program_.options.bestMetric.empty()) {
+      // The series goes on from its record, if it is of the same metric.
+      nlohmann::json record = nlohmann::json::parse(meta.at("best"));
+      if (record.at("metric") == program_.options.bestMetric &&
+          (record.at("direction") == "max") == program_.options.bestHigher)
+        best_ = {true, record.at("value").get<double>(), record.at("step").get<int64_t>()};
+    }
+    const bool sameLayout = meta.count("layout_fingerprint") &&
+                            meta.at("layout_fingerprint") == layoutFingerprint(manifest);
+    struct Move {
+      std::string name, type, from, to;
+      int64_t bytes, perRank;
+    };
+    std::vector<Move> moves;
+    const std::vector<SavedTensor> tensors = savedTensors(manifest);
+    for (const SavedTensor &tensor : tensors) {
+      const std::vector<uint32_t> whole = reader.read(*reader.find(tensor.name));
+      const std::vector<Block> &blocks = tensor.name.rfind("params/", 0) == 0 ? params : state;
+      int64_t perRank = 0;
+      for (size_t layer = 0; layer < tensor.blocks.size(); ++layer) {
+        const Block &block = blocks[tensor.blocks[layer]];
+        const uint32_t *source = whole.data() + layer * numElements(block.spec->shape);
+        uint32_t *target = static_cast<uint32_t *>(block.data());
+        forEachRow(block.spec->shape, block.local, block.offset,
+                   [&](int64_t localStart, int64_t globalStart, int64_t length) {
+                     std::memcpy(target + localStart, source + globalStart, length * 4);
+                   });
+        perRank += block.count() * 4;
+      }
+      const std::string to = layoutText(manifest, *blocks[tensor.blocks[0]].spec);
+      const std::string from = layouts.value(tensor.name, std::string("?"));
+      if (from != to)
+        moves.push_back({tensor.name, dtypeName(tensor.dtype) + shapeText(tensor.shape), from, to,
+                         int64_t(whole.size()) * 4, perRank});
+    }
+    if (program_.rank == 0) {
+      const std::string written = meta.count("mesh") ? meta.at("mesh") : "?";
+      std::fprintf(stderr, "resuming after step %lld (epoch %lld) from '%s'\n",
+                   (long long)position.step, (long long)position.epoch, reader.path().c_str());
+      if (sameLayout) {
+        std::fprintf(stderr, "reshard plan: none, mesh %s and every layout as written\n",
+                     written.c_str());
+      } else {
+        int64_t total = 0;
+        size_t widths[4] = {0, 0, 0, 0};
+        for (const Move &move : moves) {
+          total += move.bytes;
+          widths[0] = std::max(widths[0], move.name.size());
+          widths[1] = std::max(widths[1], move.type.size());
+          widths[2] = std::max(widths[2], move.from.size());
+          widths[3] = std::max(widths[3], move.to.size());
+        }
+        std::fprintf(stderr,
+                     "reshard plan, mesh %s -> %s: %zu of %zu tensors change layout, %s; each "
+                     "rank reads its blocks of the whole tensors\n",
+                     written.c_str(), meshText(manifest).c_str(), moves.size(), tensors.size(),
+                     bytesText(total).c_str());
+        for (const Move &move : moves)
+          std::fprintf(stderr, "  %s  %s  %s -> %s  %s, %s per rank\n",
+                       padded(move.name, widths[0]).c_str(), padded(move.type, widths[1]).c_str(),
+                       padded(move.from, widths[2]).c_str(), padded(move.to, widths[3]).c_str(),
+                       bytesText(move.bytes).c_str(), bytesText(move.perRank).c_str());
+      }
+    }
+  } catch (const std::exception &error) {
+    // checkResume read this file a moment ago: it changed under us.
+    fatal("--resume: %s", error.what());
+  }
+  lastSaveStep_ = position.step;
+  return position;
+}
+
+bool Checkpointer::afterStep(const RunPosition &position, bool lastStep,
+                             const std::vector<Block> &params, const std::vector<Block> &state,
+                             const Evaluation *evaluation) {
+  const DriverOptions &options = program_.options;
+  if (options.checkpointDir.empty())
+    return true;
+  if (evaluation && !options.bestMetric.empty()) {
+    double value = 0;
+    for (const auto &[name, mean] : evaluation->means)
+      value = name == options.bestMetric ? mean : value;
+    if (!best_.valid || (options.bestHigher ? value > best_.value : value < best_.value)) {
+      best_ = {true, value, position.step};
+      if (!save("best", position, params, state))
+        return false;
+    }
+  }
+  bool due = lastStep;
+  if (options.checkpointEvery)
+    due = due || position.step % options.checkpointEvery == 0;
+  else if (stepsPerEpoch_)
+    due = due || position.step % stepsPerEpoch_ == 0;
+  if (options.checkpointSeconds > 0) {
+    // Rank 0's clock decides, so that every rank saves the same steps.
+    due = agree(due || secondsNow() - lastSaveSeconds_ >= options.checkpointSeconds);
+  }
+  if (!due || position.step == lastSaveStep_)
+    return true;
+  return save("ckpt", position, params, state);
+}
+
+bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
+                        const std::vector<Block> &params, const std::vector<Block> &state) {
+  const Manifest &manifest = program_.manifest;
+  const Shape &meshSizes = program_.place.meshSizes;
+  const bool root = program_.rank == 0;
+  std::vector<SavedTensor> tensors = savedTensors(manifest);
+  std::vector<std::vector<uint32_t>> wholes(tensors.size());
+  nlohmann::json layouts = nlohmann::json::object();
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const std::vector<Block> &blocks = tensors[t].name.rfind("params/", 0) == 0 ? params : state;
+    if (root)
+      wholes[t].resize(numElements(tensors[t].shape));
+    for (size_t layer = 0; layer < tensors[t].blocks.size(); ++layer) {
+      const Block &block = blocks[tensors[t].blocks[layer]];
+      GatheredResult gathered = gatherResult(*block.spec, meshSizes, block.data(), kGatherTag);
+      if (root)
+        std::memcpy(wholes[t].data() + layer * gathered.elements.size(), gathered.elements.data(),
+                    gathered.elements.size() * 4);
+    }
+    layouts[tensors[t].name] = layoutText(manifest, *blocks[tensors[t].blocks[0]].spec);
+  }
+  bool ok = true;
+  if (root) {
+    std::vector<TensorToWrite> toWrite;
+    for (size_t t = 0; t < tensors.size(); ++t)
+      toWrite.push_back({tensors[t].name, tensors[t].dtype, tensors[t].shape, wholes[t].data()});
+    const DriverOptions &options = program_.options;
+    std::map<std::string, std::string> metadata = {
+        {"format", kFormat},
+        {"model", manifest.model},
+        {"model_fingerprint", modelFingerprint(manifest)},
+        {"layout_fingerprint", layoutFingerprint(manifest)},
+        {"mesh", meshText(manifest)},
+        {"layouts", layouts.dump()},
+        {"optimizer", manifest.hasOptimizer ? manifest.optimizer : ""},
+        {"step", std::to_string(position.step)},
+        {"epoch", std::to_string(position.epoch)},
+        {"examples_in_epoch", std::to_string(position.examplesInEpoch)},
+        {"batch", std::to_string(manifest.batch)},
+        {"seed", std::to_string(options.seed)},
+        {"prng", "philox4x32-10: parameters (seed, path, index); epoch order (seed, epoch); "
+                 "synthetic inputs and dropout (seed, step, path, index)"},
+    };
+    if (best_.valid)
+      metadata["best"] = nlohmann::json{{"metric", options.bestMetric},
+                                        {"direction", options.bestHigher ? "max" : "min"},
+                                        {"value", best_.value},
+                                        {"step", best_.step}}
+                             .dump();
+    try {
+      writeCheckpointFile(checkpointPath(options.checkpointDir, prefix, position.step), toWrite,
+                          metadata);
+      pruneCheckpoints(options.checkpointDir, prefix, options.keep);
+    } catch (const CheckpointError &error) {
+      std::fprintf(stderr, "shardrt: error: checkpoint after step %lld: %s\n",
+                   (long long)position.step, error.what());
+      ok = false;
+    }
+  }
+  if (prefix == "ckpt") {
+    lastSaveStep_ = position.step;
+    lastSaveSeconds_ = secondsNow();
+  }
+  return agree(ok);
+}
+
+} // namespace shardrt

@@ -1,0 +1,81 @@
+// Checkpoints of a training run: what goes into one (every parameter and optimizer-state
+// tensor whole, whatever the mesh, and where the run stands), when the driver writes
+// them, and restoring one onto this program's mesh, which may not be the one it was
+// written from.
+//
+// Tensors are named by their parameter path: `params/blocks.W1` (a scanned stack is one
+// tensor, its layers together) and `opt_state/mu/blocks.W1`. The header's __metadata__
+// holds the position (step, epoch, examples of the epoch consumed), the seed (every
+// random number of a run derives from it and the step or epoch: the shuffle, the
+// synthetic inputs, dropout), the model and layout fingerprints, the mesh, each tensor's
+// layout, and the best-metric record.
+#ifndef SHARDRT_LIB_DRIVER_CHECKPOINT_H
+#define SHARDRT_LIB_DRIVER_CHECKPOINT_H
+
+#include "driver_blocks.h"
+#include "driver_eval.h"
+#include "driver_modes.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardrt {
+
+/// Where a run stands after `step` (1-based, 0 before the first).
+struct RunPosition {
+  int64_t step = 0;
+  int64_t epoch = 0;            // of that step; 0 without a dataset
+  int64_t examplesInEpoch = 0;  // of the epoch's order consumed by then
+};
+
+/// The best-metric series' record so far.
+struct BestRecord {
+  bool valid = false;
+  double value = 0;
+  int64_t step = 0;
+};
+
+/// Checks, before anything is allocated, that `--resume` names a checkpoint this
+/// program can continue from: the file (or the newest `ckpt-STEP.safetensors` of a
+/// folder) reads, its checksums hold, it was written by this model (same tensors,
+/// dtypes and shapes, same optimizer) with this batch, and --seed does not say
+/// otherwise. Rank 0 reads and says what is wrong; every rank returns its verdict
+/// (0, or the exit status). Collective over MPI_COMM_WORLD; the mesh need not be up.
+int checkResume(const Manifest &manifest, DriverOptions &options, int rank);
+
+/// Writes checkpoints during training as the flags say.
+class Checkpointer {
+public:
+  Checkpointer(const Program &program, int64_t stepsPerEpoch, int64_t totalSteps);
+
+  /// Rank 0 creates the folder; false on every rank (after rank 0 said why) when it
+  /// cannot. Collective.
+  bool prepare();
+
+  /// Restores `params` and `state` (state kind-major, as the train entry takes it)
+  /// from options.resume, prints the reshard plan on rank 0 and returns the position
+  /// to continue after. checkResume has passed; a file that changed since stops the
+  /// job. Collective.
+  RunPosition restore(const std::vector<Block> &params, const std::vector<Block> &state);
+
+  /// After each step (and its evaluation, if any): writes `ckpt-STEP` when the interval
+  /// has passed or the run ends, and `best-STEP` when `evaluation` improved the best
+  /// metric. False on every rank when a write failed (rank 0 said why). Collective.
+  bool afterStep(const RunPosition &position, bool lastStep, const std::vector<Block> &params,
+                 const std::vector<Block> &state, const Evaluation *evaluation);
+
+private:
+  bool save(const std::string &prefix, const RunPosition &position,
+            const std::vector<Block> &params, const std::vector<Block> &state);
+
+  const Program &program_;
+  const int64_t stepsPerEpoch_, totalSteps_;
+  double lastSaveSeconds_ = 0;
+  int64_t lastSaveStep_ = 0;
+  BestRecord best_;
+};
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_CHECKPOINT_H
