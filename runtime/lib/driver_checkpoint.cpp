@@ -72,8 +72,9 @@ std::string shapeText(const Shape &shape) {
   return text + "]";
 }
 
-/// How a tensor lies on the mesh, as the compiler's report writes it: `[none, model]`,
-/// `[(data, model), none]`; a stack's layer dimension is never split.
+/// How a tensor lies on the mesh: each dimension's axes and their sizes, so that the
+/// same axis names on another mesh read as another layout: `[none, model=4]`,
+/// `[(data=2, model=4), none]`; a stack's layer dimension is never split.
 std::string layoutText(const Manifest &manifest, const TensorSpec &spec) {
   std::string text = "[";
   if (spec.layer >= 0)
@@ -82,7 +83,8 @@ std::string layoutText(const Manifest &manifest, const TensorSpec &spec) {
     text += text.size() > 1 ? ", " : "";
     std::string dim;
     for (int axis : axes)
-      dim += (dim.empty() ? "" : ", ") + manifest.axisNames[axis];
+      dim += (dim.empty() ? "" : ", ") + manifest.axisNames[axis] + "=" +
+             std::to_string(manifest.axisSizes[axis]);
     text += axes.empty() ? "none" : axes.size() == 1 ? dim : "(" + dim + ")";
   }
   return text + "]";
@@ -92,7 +94,7 @@ std::string meshText(const Manifest &manifest) {
   std::string text;
   for (size_t a = 0; a < manifest.axisNames.size(); ++a)
     text += (a ? ", " : "") + manifest.axisNames[a] + " = " + std::to_string(manifest.axisSizes[a]);
-  return "(" + text + ")";
+  return text.empty() ? "(one rank)" : "(" + text + ")";
 }
 
 std::string hex64(uint64_t value) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compares the training loss curves of two runs (the driver's --metrics JSON lines).
 
-compare_curves.py REFERENCE.jsonl OTHER.jsonl [--first F] [--steps N] [--rtol R] [--exact]
+compare_curves.py REFERENCE.jsonl OTHER.jsonl [--first F | --resumed] [--steps N] [--rtol R]
+                  [--exact]
 
 Both files must hold train lines for steps F..N (F defaults to 1; a run resumed after
-step F-1 starts there). Each step's loss must agree within
+step F-1 starts there; --resumed takes F from OTHER's first train line). Each step's loss must agree within
 R relative to the reference's loss (or exactly with --exact). Prints the worst
 relative difference and its step; exits 1 on a mismatch or a missing step.
 """
@@ -29,15 +30,27 @@ def losses(path, first, steps):
     return [curve[s] for s in range(first, steps + 1)]
 
 
+def first_step(path):
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get("kind") == "train":
+                return record["step"]
+    sys.exit(f"compare_curves: {path}: no train lines")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("reference")
     parser.add_argument("other")
     parser.add_argument("--first", type=int, default=1)
+    parser.add_argument("--resumed", action="store_true")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--exact", action="store_true")
     args = parser.parse_args()
+    if args.resumed:
+        args.first = first_step(args.other)
     ref = losses(args.reference, args.first, args.steps)
     got = losses(args.other, args.first, args.steps)
     worst, worst_step = 0.0, 0
