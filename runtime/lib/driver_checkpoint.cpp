@@ -385,6 +385,7 @@ bool Checkpointer::afterStep(const RunPosition &position, bool lastStep,
 
 bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
                         const std::vector<Block> &params, const std::vector<Block> &state) {
+  const double start = secondsNow();
   const Manifest &manifest = program_.manifest;
   const Shape &meshSizes = program_.place.meshSizes;
   const bool root = program_.rank == 0;
@@ -442,11 +443,14 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
       ok = false;
     }
   }
+  ok = agree(ok);
   if (prefix == "ckpt") {
     lastSaveStep_ = position.step;
     lastSaveSeconds_ = secondsNow();
   }
-  return agree(ok);
+  ++written_;
+  seconds_ += secondsNow() - start;
+  return ok;
 }
 
 } // namespace shardrt

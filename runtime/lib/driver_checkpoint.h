@@ -65,6 +65,10 @@ public:
   bool afterStep(const RunPosition &position, bool lastStep, const std::vector<Block> &params,
                  const std::vector<Block> &state, const Evaluation *evaluation);
 
+  /// Checkpoints written so far, and the seconds they took (gather, write, prune).
+  int64_t written() const { return written_; }
+  double seconds() const { return seconds_; }
+
 private:
   bool save(const std::string &prefix, const RunPosition &position,
             const std::vector<Block> &params, const std::vector<Block> &state);
@@ -74,6 +78,8 @@ private:
   double lastSaveSeconds_ = 0;
   int64_t lastSaveStep_ = 0;
   BestRecord best_;
+  int64_t written_ = 0;
+  double seconds_ = 0;
 };
 
 } // namespace shardrt

@@ -88,7 +88,8 @@ void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &e
                describe(evaluation).c_str());
 }
 
-void TrainingReport::finish(double trainSeconds, float finalLoss) {
+void TrainingReport::finish(double trainSeconds, float finalLoss, int64_t checkpoints,
+                            double checkpointSeconds) {
   if (!active_)
     return;
   endProgressLine();
@@ -126,6 +127,8 @@ void TrainingReport::finish(double trainSeconds, float finalLoss) {
   summary.add("seconds_per_epoch", ifData(jsonNumber(secondsPerEpoch)));
   summary.add("images_per_second", ifData(jsonNumber(perSecond)));
   summary.add("final_train_loss", jsonNumber(finalLoss));
+  summary.add("checkpoints", integer(checkpoints));
+  summary.add("checkpoint_seconds", jsonNumber(checkpointSeconds));
   if (evaluated_) {
     JsonObject eval;
     eval.add("examples", integer(last_.examples));

@@ -26,8 +26,9 @@ public:
 
   void evaluation(int64_t step, int64_t epoch, const Evaluation &evaluation);
 
-  /// The summary, after the last step.
-  void finish(double trainSeconds, float finalLoss);
+  /// The summary, after the last step; `checkpoints` were written in `checkpointSeconds`.
+  void finish(double trainSeconds, float finalLoss, int64_t checkpoints,
+              double checkpointSeconds);
 
 private:
   void endProgressLine();

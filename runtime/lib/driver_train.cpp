@@ -136,7 +136,8 @@ int runTraining(const Program &program) {
                                 evaluates ? &evaluation : nullptr))
       return 1;
   }
-  report.finish(trainSeconds, trainResults[0].floats()[0]);
+  report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer.written(),
+                checkpointer.seconds());
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;
 }
 
