@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -87,51 +86,57 @@ std::string jsonKind(const json &value) {
   }
 }
 
-/// A file descriptor closed when it goes out of scope.
-struct FileHandle {
-  int fd = -1;
-  explicit FileHandle(int descriptor) : fd(descriptor) {}
-  ~FileHandle() {
-    if (fd >= 0)
-      ::close(fd);
+/// A file open for reading, closed when it goes out of scope; each failure throws with
+/// its path.
+class InputFile {
+public:
+  /// O_NONBLOCK so that a FIFO given by mistake fails at the type check instead of
+  /// waiting for a writer.
+  explicit InputFile(const std::string &path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0)
+      fail(path_, errno == ENOENT ? "no such file" : "cannot open it: " + systemError());
+    struct stat info;
+    if (::fstat(fd_, &info) != 0)
+      fail(path_, "cannot read it: " + systemError());
+    if (S_ISDIR(info.st_mode))
+      fail(path_, "not a checkpoint: it is a folder");
+    if (!S_ISREG(info.st_mode))
+      fail(path_, "not a checkpoint: it is not a regular file");
+    size_ = uint64_t(info.st_size);
   }
-  FileHandle(const FileHandle &) = delete;
-  FileHandle &operator=(const FileHandle &) = delete;
+  ~InputFile() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  InputFile(const InputFile &) = delete;
+  InputFile &operator=(const InputFile &) = delete;
+
+  uint64_t size() const { return size_; }
+
+  /// Reads `count` bytes at `offset`; false when the file ends first.
+  bool readAt(uint64_t offset, void *out, uint64_t count) const {
+    char *bytes = static_cast<char *>(out);
+    while (count > 0) {
+      const ssize_t got = ::pread(fd_, bytes, std::min<uint64_t>(count, 1 << 30), off_t(offset));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0)
+        fail(path_, "cannot read it: " + systemError());
+      if (got == 0)
+        return false;
+      bytes += got;
+      offset += uint64_t(got);
+      count -= uint64_t(got);
+    }
+    return true;
+  }
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
-
-/// Opens `path` for reading and returns its size; it must be a regular file.
-/// O_NONBLOCK so that a FIFO given by mistake fails at fstat instead of waiting.
-uint64_t openForReading(const std::string &path, FileHandle &file) {
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (file.fd < 0)
-    fail(path, errno == ENOENT ? "no such file" : "cannot open it: " + systemError());
-  struct stat info;
-  if (::fstat(file.fd, &info) != 0)
-    fail(path, "cannot read it: " + systemError());
-  if (S_ISDIR(info.st_mode))
-    fail(path, "not a checkpoint: it is a folder");
-  if (!S_ISREG(info.st_mode))
-    fail(path, "not a checkpoint: it is not a regular file");
-  return uint64_t(info.st_size);
-}
-
-/// Reads `count` bytes at `offset`; false when the file ends first.
-bool readAt(const std::string &path, int fd, uint64_t offset, void *out, uint64_t count) {
-  char *bytes = static_cast<char *>(out);
-  while (count > 0) {
-    const ssize_t got = ::pread(fd, bytes, std::min<uint64_t>(count, 1 << 30), off_t(offset));
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      fail(path, "cannot read it: " + systemError());
-    if (got == 0)
-      return false;
-    bytes += got;
-    offset += uint64_t(got);
-    count -= uint64_t(got);
-  }
-  return true;
-}
 
 /// The file that becomes `target`: created next to it (rename does not cross file
 /// systems), and deleted by the destructor unless commit() renamed it.
@@ -182,10 +187,13 @@ public:
       fail(target_, "cannot rename the temporary file '" + path_ + "' to it: " + systemError());
     renamed_ = true;
     // The rename itself is durable only once the folder is.
-    FileHandle folder(::open(folder_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (folder.fd < 0 || ::fsync(folder.fd) != 0)
-      fail(target_, "written, but its folder '" + folder_ + "' cannot be synced: " +
-                        systemError());
+    const int folder = ::open(folder_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool synced = folder >= 0 && ::fsync(folder) == 0;
+    const std::string error = systemError();
+    if (folder >= 0)
+      ::close(folder);
+    if (!synced)
+      fail(target_, "written, but its folder '" + folder_ + "' cannot be synced: " + error);
   }
 
 private:
@@ -200,8 +208,8 @@ uint64_t readCount(const std::string &path, const std::string &what, const json 
   // The parser keeps non-negative integers as unsigned; negative ones, fractions and
   // integers beyond 64 bits are other types.
   if (!value.is_number_unsigned() || value.get<uint64_t>() > limit)
-    fail(path, what + " " + value.dump() + " is not an integer in [0, " + std::to_string(limit) +
-                   "]");
+    fail(path,
+         what + " " + value.dump() + " is not an integer in [0, " + std::to_string(limit) + "]");
   return value.get<uint64_t>();
 }
 
@@ -214,13 +222,12 @@ std::map<std::string, uint32_t> readChecksums(const std::string &path, const std
   std::map<std::string, uint32_t> checksums;
   for (const auto &item : object.items()) {
     const json &value = item.value();
-    const bool hex = value.is_string() && value.get_ref<const std::string &>().size() == 8 &&
-                     value.get_ref<const std::string &>().find_first_not_of(
-                         "0123456789abcdefABCDEF") == std::string::npos;
-    if (!hex)
+    const std::string *digits = value.is_string() ? &value.get_ref<const std::string &>() : nullptr;
+    if (!digits || digits->size() != 8 ||
+        digits->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
       fail(path, where + ": the checksum of '" + item.key() + "' is " + value.dump() +
                      ", not 8 hex digits");
-    checksums[item.key()] = uint32_t(std::stoul(value.get<std::string>(), nullptr, 16));
+    checksums[item.key()] = uint32_t(std::stoul(*digits, nullptr, 16));
   }
   return checksums;
 }
@@ -304,6 +311,9 @@ bool parseCheckpointName(const std::string &name, const std::string &prefix, int
 
 void writeCheckpointFile(const std::string &path, const std::vector<TensorToWrite> &tensors,
                          const std::map<std::string, std::string> &metadata) {
+  if (metadata.count(kChecksumsKey))
+    fail(path,
+         std::string("the metadata key '") + kChecksumsKey + "' is reserved for the checksums");
   json header = json::object(), checksums = json::object();
   std::vector<uint64_t> sizes;
   uint64_t offset = 0;
@@ -326,8 +336,6 @@ void writeCheckpointFile(const std::string &path, const std::vector<TensorToWrit
     sizes.push_back(bytes);
     offset += bytes;
   }
-  if (metadata.count(kChecksumsKey))
-    fail(path, std::string("the metadata key '") + kChecksumsKey + "' is the checksums'");
   json &meta = header[kMetadataKey] = metadata;
   std::string text;
   try {
@@ -350,13 +358,13 @@ void writeCheckpointFile(const std::string &path, const std::vector<TensorToWrit
 }
 
 CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
-  FileHandle file(-1);
-  const uint64_t fileSize = openForReading(path_, file);
+  const InputFile file(path_);
+  const uint64_t fileSize = file.size();
   if (fileSize < kLengthBytes)
     fail(path_, "truncated: it holds " + std::to_string(fileSize) +
                     " bytes, fewer than the 8 of the header length");
   unsigned char length[kLengthBytes];
-  readAt(path_, file.fd, 0, length, kLengthBytes);
+  file.readAt(0, length, kLengthBytes);
   uint64_t headerBytes = 0;
   for (uint64_t i = 0; i < kLengthBytes; ++i)
     headerBytes |= uint64_t(length[i]) << (8 * i);
@@ -365,7 +373,7 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
     // A header cut short still starts as JSON does; any other bytes are another file.
     char first = '{';
     if (fileSize > kLengthBytes)
-      readAt(path_, file.fd, kLengthBytes, &first, 1);
+      file.readAt(kLengthBytes, &first, 1);
     if (headerBytes <= kMaxHeaderBytes && first == '{')
       fail(path_, "truncated: the header says " + sizes + " but the file holds " +
                       std::to_string(fileSize) + " bytes");
@@ -378,7 +386,12 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
   dataStart_ = kLengthBytes + headerBytes;
 
   std::string text(headerBytes, '\0');
-  readAt(path_, file.fd, kLengthBytes, text.data(), headerBytes);
+  file.readAt(kLengthBytes, text.data(), headerBytes);
+  // The JSON parser takes a NUL byte for the end of its input, and would ignore the rest.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos)
+    fail(path_, "not a checkpoint: its header is not JSON (a NUL byte at byte " +
+                    std::to_string(kLengthBytes + nul) + " of the file)");
   json header;
   try {
     header = json::parse(text);
@@ -409,7 +422,7 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
     if (item.key() != kMetadataKey)
       tensors_.push_back(readTensorEntry(path_, item.key(), item.value(), checksums));
   for (const auto &stored : checksums)
-    if (!find(stored.first))
+    if (stored.first == kMetadataKey || !header.contains(stored.first))
       fail(path_, std::string(kMetadataKey) + " '" + kChecksumsKey + "' has a checksum for '" +
                       stored.first + "', which is not a tensor");
 
@@ -452,11 +465,10 @@ const StoredTensor *CheckpointReader::find(const std::string &name) const {
 
 std::vector<uint32_t> CheckpointReader::read(const StoredTensor &tensor) const {
   // Opened anew for each tensor, so that a reader holds no descriptor between reads.
-  FileHandle file(-1);
-  openForReading(path_, file);
+  const InputFile file(path_);
   std::vector<uint32_t> elements((tensor.end - tensor.begin) / sizeof(uint32_t));
   const uint64_t bytes = elements.size() * sizeof(uint32_t);
-  if (!readAt(path_, file.fd, dataStart_ + tensor.begin, elements.data(), bytes))
+  if (!file.readAt(dataStart_ + tensor.begin, elements.data(), bytes))
     fail(path_, "truncated: the file ends inside tensor '" + tensor.name + "'");
   const uint32_t computed = checksum(elements.data(), bytes);
   if (computed != tensor.crc32)
@@ -492,6 +504,23 @@ void pruneCheckpoints(const std::string &folder, const std::string &prefix, int6
     // Gone already is as good as deleted (another process pruning the same folder).
     if (::unlink(found[i].second.c_str()) != 0 && errno != ENOENT)
       fail(found[i].second, "cannot delete it: " + systemError());
+  if (found.empty())
+    return;
+  // A temporary of a step up to the newest checkpoint's was left by a writer that
+  // died (a kill during a write): nobody will rename it any more.
+  DIR *dir = ::opendir(folder.c_str());
+  if (!dir)
+    return;
+  const std::string folderPrefix = folder.back() == '/' ? folder : folder + "/";
+  int64_t step;
+  while (const dirent *entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    const size_t tmp = name.rfind(".tmp-");
+    if (name[0] == '.' && tmp != std::string::npos &&
+        parseCheckpointName(name.substr(1, tmp - 1), prefix, step) && step <= found.back().first)
+      ::unlink((folderPrefix + name).c_str());
+  }
+  ::closedir(dir);
 }
 
 } // namespace shardrt

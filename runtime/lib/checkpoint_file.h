@@ -85,7 +85,8 @@ private:
 std::vector<std::pair<int64_t, std::string>> listCheckpoints(const std::string &folder,
                                                              const std::string &prefix);
 
-/// Deletes all but the `keep` (>= 0) newest of listCheckpoints(folder, prefix).
+/// Deletes all but the `keep` (>= 0) newest of listCheckpoints(folder, prefix), and
+/// the temporaries of steps up to the newest, which writers killed mid-write left.
 void pruneCheckpoints(const std::string &folder, const std::string &prefix, int64_t keep);
 
 } // namespace shardrt
