@@ -8,6 +8,7 @@
 #include "checkpoint_file.h"
 #include "driver_json.h"
 #include "driver_output.h"
+#include "host.h"
 #include "mesh.h"
 #include "prng.h"
 
@@ -320,6 +321,12 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
       const std::string written = meta.count("mesh") ? meta.at("mesh") : "?";
       std::fprintf(stderr, "resuming after step %lld (epoch %lld) from '%s'\n",
                    (long long)position.step, (long long)position.epoch, reader.path().c_str());
+      if (meta.count("blas") && meta.at("blas") != blasConfig())
+        std::fprintf(stderr,
+                     "shardrt: warning: the checkpoint was written with %s, this run uses %s: "
+                     "its sums run in another order, so its losses differ from the "
+                     "uninterrupted run's in the last bits\n",
+                     meta.at("blas").c_str(), blasConfig().c_str());
       if (sameLayout) {
         std::fprintf(stderr, "reshard plan: none, mesh %s and every layout as written\n",
                      written.c_str());
@@ -419,6 +426,7 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
         {"mesh", meshText(manifest)},
         {"layouts", layouts.dump()},
         {"optimizer", manifest.hasOptimizer ? manifest.optimizer : ""},
+        {"blas", blasConfig()},
         {"step", std::to_string(position.step)},
         {"epoch", std::to_string(position.epoch)},
         {"examples_in_epoch", std::to_string(position.examplesInEpoch)},

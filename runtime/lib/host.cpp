@@ -35,4 +35,10 @@ void useOneBlasThread() {
   openblas_set_num_threads(1);
 }
 
+std::string blasConfig() {
+  const int threads = openblas_get_num_threads();
+  return std::string("OpenBLAS ") + openblas_get_corename() + ", " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads");
+}
+
 } // namespace shardrt

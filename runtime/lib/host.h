@@ -2,6 +2,8 @@
 #ifndef SHARDRT_LIB_HOST_H
 #define SHARDRT_LIB_HOST_H
 
+#include <string>
+
 namespace shardrt {
 
 /// Makes glibc keep the memory a program frees instead of giving it back to the
@@ -12,6 +14,10 @@ void keepFreedMemory();
 /// Runs OpenBLAS on this rank's thread alone, unless the environment sets
 /// OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS.
 void useOneBlasThread();
+
+/// The BLAS this process computes with: "OpenBLAS Haswell, 1 thread". Another kernel
+/// set or thread count sums in another order, so a run's last bits depend on it.
+std::string blasConfig();
 
 } // namespace shardrt
 
