@@ -13,23 +13,34 @@ namespace {
 
 constexpr size_t kAlignment = 64; // a cache line, and enough for any vector load
 
+/// Where a block lies in the tensor whose numbers it holds: its own tensor, or for one
+/// layer the stack, of which it is the block [1, local...] at [layer, offset...].
+struct DrawnRegion {
+  Shape global, local, offset;
+};
+
+DrawnRegion drawnRegion(const Block &block) {
+  const TensorSpec &spec = *block.spec;
+  DrawnRegion region{spec.globalShape, block.local, block.offset};
+  if (spec.layer >= 0) {
+    region.local.insert(region.local.begin(), 1);
+    region.offset.insert(region.offset.begin(), spec.layer);
+  }
+  return region;
+}
+
 /// One parameter's block.
 void fillParam(const Block &block, uint64_t seed) {
   const TensorSpec &spec = *block.spec;
-  const Shape &global = spec.globalShape;
-  Shape shardShape = block.local, shardOffset = block.offset;
-  if (spec.layer >= 0) {
-    shardShape.insert(shardShape.begin(), 1);
-    shardOffset.insert(shardOffset.begin(), spec.layer);
-  }
-  const int ndim = static_cast<int>(global.size());
+  const DrawnRegion region = drawnRegion(block);
+  const int ndim = static_cast<int>(region.global.size());
   const char *path = spec.name.c_str();
   const int64_t count = block.count();
   float *out = block.floats();
   int64_t fanIn = 0, fanOut = 0;
   if (spec.shape.size() >= 2)
     shardrt_compute_fans(static_cast<int>(spec.shape.size()), spec.shape.data(), &fanIn, &fanOut);
-  const int64_t *g = global.data(), *l = shardShape.data(), *o = shardOffset.data();
+  const int64_t *g = region.global.data(), *l = region.local.data(), *o = region.offset.data();
   switch (spec.init) {
   case InitKind::Zeros:
     return shardrt_fill_zeros_f32(out, count);
@@ -52,24 +63,29 @@ void fillParam(const Block &block, uint64_t seed) {
   }
 }
 
-/// One input's block. Integers are floor(u * high) of the same uniform draw the
-/// initialisers use (u has 24 bits and high at most 2^31, so the product is exact in
-/// double and below high).
+/// One input's block. Uniform numbers are u, and integers floor(u * high), with u the
+/// uniform draw the initialisers use (u has 24 bits and high at most 2^31, so the
+/// product is exact in double and below high).
 void fillInput(const Block &block, uint64_t seed) {
   const TensorSpec &spec = *block.spec;
+  const DrawnRegion region = drawnRegion(block);
   std::string path = "inputs." + spec.name;
   if (spec.fill == FillKind::Normal) {
-    shardrt_fill_normal_f32(block.floats(), static_cast<int>(spec.shape.size()), spec.shape.data(),
-                            block.local.data(), block.offset.data(), seed, path.c_str(), 1.0f);
+    shardrt_fill_normal_f32(block.floats(), static_cast<int>(region.global.size()),
+                            region.global.data(), region.local.data(), region.offset.data(), seed,
+                            path.c_str(), 1.0f);
     return;
   }
   const uint64_t key = fnv1a64(path.c_str());
-  int32_t *values = static_cast<int32_t *>(block.data());
-  forEachRow(spec.shape, block.local, block.offset,
+  forEachRow(region.global, region.local, region.offset,
              [&](int64_t localStart, int64_t globalStart, int64_t n) {
                for (int64_t j = 0; j < n; ++j) {
-                 double u = uniform01(philoxBlock(seed, key, uint64_t(globalStart + j)));
-                 values[localStart + j] = int32_t(u * double(spec.high));
+                 float u = uniform01(philoxBlock(seed, key, uint64_t(globalStart + j)));
+                 if (spec.fill == FillKind::Uniform)
+                   block.floats()[localStart + j] = u;
+                 else
+                   static_cast<int32_t *>(block.data())[localStart + j] =
+                       int32_t(double(u) * double(spec.high));
                }
              });
 }

@@ -46,9 +46,9 @@ std::vector<void *> pointersOf(std::initializer_list<const std::vector<Block> *>
 /// the block [layer, offset...] of the stack and takes its fans from one layer's shape.
 void fillParams(const std::vector<Block> &params, uint64_t seed);
 
-/// Inputs from their fills under the path "inputs.NAME": N(0, 1), or floor(u * high)
-/// of the uniform draw. With `syntheticOnly`, the inputs that read the dataset are left
-/// alone.
+/// Inputs from their fills under the path "inputs.NAME": N(0, 1), the uniform draw u,
+/// or floor(u * high); one layer of a stack is the block [layer, offset...] of the
+/// stack. With `syntheticOnly`, the inputs that read the dataset are left alone.
 void fillInputs(const std::vector<Block> &inputs, uint64_t seed, bool syntheticOnly);
 
 /// The fill seed of a training step's synthetic inputs: a Philox draw of (seed, step),

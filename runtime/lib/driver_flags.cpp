@@ -128,7 +128,7 @@ const Flag kFlags[] = {
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.values = int64_t(parseCount(flag, v, 0, INT64_MAX));
      }},
-    {"--check-gradients", nullptr, "compare the grad entry with finite differences of eval",
+    {"--check-gradients", nullptr, "compare the grad entry with finite differences of its own loss",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); }},
     {"--fd-samples", "K", "--check-gradients: elements checked per parameter (default 6)",
      [](DriverOptions &o, const char *flag, const std::string &v) {

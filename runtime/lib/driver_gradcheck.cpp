@@ -1,17 +1,17 @@
-// --check-gradients: the grad entry against central differences of the eval entry's
-// loss, on any mesh.
+// --check-gradients: the grad entry against central differences of its own loss, on
+// any mesh.
 //
 //  1. Parameters and inputs are filled as for --forward; grad runs once.
 //  2. For each parameter, up to K elements are picked by global index, one in each of K
 //     equal strata of the tensor (Philox under the seed), so they spread over it and
 //     over the blocks of a split one.
 //  3. Every rank that holds a copy of the element sets it to x + eps, then x - eps (as
-//     f32), and every rank runs eval each time (it is collective); the copy is then
-//     restored bitwise. The loss is the eval result "loss": a scalar, or the mean of a
-//     per-example one.
+//     f32), and every rank runs grad each time (it is collective); the copy is then
+//     restored bitwise. The loss is grad's, not eval's: the training forward, with the
+//     dropout masks of the filled inputs, is what the gradient is of (eval leaves
+//     dropout out).
 //  4. The element's first copy gives the analytic gradient and the steps actually
 //     taken; fd = (L+ - L-) / (x+ - x-) passes if |fd - g| <= atol + rtol max(|fd|, |g|).
-#include "driver_eval.h"
 #include "driver_json.h"
 #include "driver_modes.h"
 #include "prng.h"
@@ -92,24 +92,18 @@ int runGradientCheck(const Program &program) {
   const Placement &place = program.place;
   std::vector<Block> params = allocateBlocks(manifest.params, place);
   std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
-  std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
   std::vector<Block> loss, grads = allocateBlocks(manifest.params, place);
   loss.push_back(allocateBlock(kLossSpec, place));
   fillParams(params, options.seed);
   fillInputs(inputs, options.seed, /*syntheticOnly=*/false);
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
 
-  std::vector<void *> evalBuffers = pointersOf({&params, &inputs, &evalResults});
-  const Block &lossResult = *std::find_if(evalResults.begin(), evalResults.end(),
-                                          [](const Block &b) { return b.spec->name == "loss"; });
-  auto evalLoss = [&] {
-    program.eval(evalBuffers.data());
-    if (!lossResult.spec->perExample)
-      return double(lossResult.floats()[0]);
-    const int64_t batch = lossResult.spec->shape[0];
-    double sum = sumRealRows(lossResult, place.coords, batch);
-    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return sum / double(batch);
+  // The perturbed runs write their gradients elsewhere, keeping the ones checked.
+  std::vector<Block> perturbedGrads = allocateBlocks(manifest.params, place);
+  std::vector<void *> perturbedBuffers = pointersOf({&params, &inputs, &loss, &perturbedGrads});
+  auto perturbedLoss = [&] {
+    program.grad(perturbedBuffers.data());
+    return double(loss.front().floats()[0]);
   };
 
   bool ok = true;
@@ -127,7 +121,7 @@ int runGradientCheck(const Program &program) {
       for (int side = 0; side < 2; ++side) {
         if (element)
           steps[side] = *element = original + float(side ? -options.fdEps : options.fdEps);
-        losses[side] = evalLoss();
+        losses[side] = perturbedLoss();
       }
       if (element)
         *element = original;

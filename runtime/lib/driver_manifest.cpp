@@ -205,19 +205,15 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
                     describe(spec.shape));
 }
 
-TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
-  TensorSpec spec = readTensor(value, where, manifest);
-  std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {"name", "dtype", "shape", "split", "global_shape", "layer", "init"});
-  if (spec.dtype != DType::F32)
-    fail(named, "parameters are f32; the initialisers make nothing else");
+/// global_shape and layer: the tensor is one layer of a stack, or the whole of itself.
+void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
   auto global = value.find("global_shape");
   auto layer = value.find("layer");
   spec.globalShape =
       global != value.end() ? getShape(*global, named + ": global_shape") : spec.shape;
   if (layer != value.end()) {
     if (global == value.end())
-      fail(named, "a parameter with a layer needs the global_shape of its stack");
+      fail(named, "a layer needs the global_shape of its stack");
     Shape perLayer(spec.globalShape.begin() + (spec.globalShape.empty() ? 0 : 1),
                    spec.globalShape.end());
     if (spec.globalShape.empty() || perLayer != spec.shape)
@@ -228,6 +224,15 @@ TensorSpec readParam(const json &value, const std::string &where, const Manifest
     fail(named, "global_shape " + describe(spec.globalShape) + " differs from shape " +
                     describe(spec.shape) + ", and there is no layer");
   }
+}
+
+TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
+  TensorSpec spec = readTensor(value, where, manifest);
+  std::string named = where + " \"" + spec.name + "\"";
+  allowKeys(value, named, {"name", "dtype", "shape", "split", "global_shape", "layer", "init"});
+  if (spec.dtype != DType::F32)
+    fail(named, "parameters are f32; the initialisers make nothing else");
+  readLayer(value, named, spec);
   readInit(member(value, named, "init"), named + ": init", spec);
   return spec;
 }
@@ -261,16 +266,18 @@ void readData(const json &value, const std::string &where, TensorSpec &spec, Man
 TensorSpec readInput(const json &value, const std::string &where, Manifest &manifest) {
   TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {"name", "dtype", "shape", "split", "fill", "data"});
+  allowKeys(value, named,
+            {"name", "dtype", "shape", "split", "global_shape", "layer", "fill", "data"});
+  readLayer(value, named, spec);
   std::string fillWhere = named + ": fill";
   const json &fill = member(value, named, "fill");
   requireObject(fill, fillWhere);
   std::string kind = getString(member(fill, fillWhere, "kind"), fillWhere + ".kind");
-  if (kind == "normal") {
+  if (kind == "normal" || kind == "uniform") {
     allowKeys(fill, fillWhere, {"kind"});
     if (spec.dtype != DType::F32)
-      fail(fillWhere, "a normal fill makes f32, but the input is i32");
-    spec.fill = FillKind::Normal;
+      fail(fillWhere, "a " + kind + " fill makes f32, but the input is i32");
+    spec.fill = kind == "normal" ? FillKind::Normal : FillKind::Uniform;
   } else if (kind == "integers") {
     allowKeys(fill, fillWhere, {"kind", "high"});
     if (spec.dtype != DType::I32)
@@ -278,11 +285,14 @@ TensorSpec readInput(const json &value, const std::string &where, Manifest &mani
     spec.fill = FillKind::Integers;
     spec.high = getInt(member(fill, fillWhere, "high"), fillWhere + ".high", 1, int64_t(1) << 31);
   } else {
-    fail(fillWhere + ".kind", "unknown fill '" + kind + "'; known: normal, integers");
+    fail(fillWhere + ".kind", "unknown fill '" + kind + "'; known: normal, uniform, integers");
   }
   auto data = value.find("data");
-  if (data != value.end())
+  if (data != value.end()) {
+    if (spec.layer >= 0)
+      fail(named, "a data input is a whole batch, not a layer of a stack");
     readData(*data, named + ": data", spec, manifest);
+  }
   return spec;
 }
 

@@ -28,8 +28,9 @@ enum class InitKind {
   HeNormal
 };
 
-/// How an input is made up: N(0, 1) for f32, integers in [0, high) for i32.
-enum class FillKind { Normal, Integers };
+/// How an input is made up: N(0, 1) or U[0, 1) for f32 (the latter a dropout's
+/// numbers), integers in [0, high) for i32.
+enum class FillKind { Normal, Uniform, Integers };
 
 /// The dataset field that feeds an input: none (synthetic, its fill), the images or the
 /// labels.
@@ -42,9 +43,11 @@ struct TensorSpec {
   std::vector<int64_t> shape;          // the whole tensor (for a layer: one layer of it)
   std::vector<std::vector<int>> split; // per dimension, the mesh axes it is split over, major first
 
-  // Parameters.
+  // Parameters and inputs: one layer of a stack, or the whole tensor.
   std::vector<int64_t> globalShape; // = shape, or [layers, shape...] when `layer` is set
   int64_t layer = -1;               // which slice of globalShape's dimension 0, or -1
+
+  // Parameters.
   InitKind init = InitKind::Zeros;
   double initArg = 0; // constant's value, normal's stddev, uniform's scale
 

@@ -103,7 +103,7 @@ void TrainingReport::finish(double trainSeconds, float finalLoss, int64_t checkp
       firstStep_ ? " (resumed after step " + integer(firstStep_) + ")" : std::string();
   if (stepsPerEpoch_)
     std::fprintf(stderr,
-                 "%s: %.6g epoch%s, %lld steps of %lld examples%s, in %.3g s (%.3g s per epoch, "
+                 "%s: %.6g epoch%s, %lld steps of %lld examples%s in %.3g s (%.3g s per epoch, "
                  "%.0f images/s); final train loss %.6g\n",
                  manifest.model.c_str(), epochs, epochs == 1 ? "" : "s", (long long)totalSteps_,
                  (long long)batch_, resumed.c_str(), trainSeconds, secondsPerEpoch, perSecond,

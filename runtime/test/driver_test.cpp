@@ -10,12 +10,13 @@
 //                histogram (all_reduce_i32 over data).
 //   matmul-ref   the same program unsplit, plain loops and no collectives: the oracle the
 //                sharded runs are compared with (test/EndToEnd/Inputs/compare_outputs.py).
-//   stack:M      the stacked parameters blocks.W, blocks.U of shape [3, 4, 8], on mesh
+//   stack:M      the stacked parameters blocks.W, blocks.U and the stacked input blocks.u
+//                (uniform fill, a scanned dropout's numbers) of shape [3, 4, 8], on mesh
 //                (model = M), returned as results.
-//   layers:M     the same stacks given as three one-layer parameters each (`layer` 0..2),
+//   layers:M     the same stacks given as three one-layer tensors each (`layer` 0..2),
 //                copied into results of the stacked shape: the numbers must be blocks.W's
-//                bitwise, and blocks.U's (xavier_normal with one layer's fans) must be
-//                stack's normal(stddev = sqrt(2 / (4 + 8))).
+//                and blocks.u's bitwise, and blocks.U's (xavier_normal with one layer's
+//                fans) must be stack's normal(stddev = sqrt(2 / (4 + 8))).
 //   linear:DxM:B:LR
 //                softmax regression on the dataset, trained by hand: logits = image @ W + b
 //                on mesh (data = D, model = M), global batch B split over data, the pixels
@@ -178,46 +179,59 @@ const char *const kStackManifest = R"({
      "shape": [3, 4, 8], "split": [[], [], [MODEL]],
      "init": {"name": "normal", "args": {"stddev": 0.408248290463863}}}
   ],
-  "inputs": [],
+  "inputs": [
+    {"name": "blocks.u", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]],
+     "fill": {"kind": "uniform"}}
+  ],
   "eval": {"results": [
     {"name": "W", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [MODEL], []]},
-    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]}
+    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]},
+    {"name": "u", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]}
   ]}
 })";
 
-// LAYER_PARAMS is replaced by three copies of this, for layers 0, 1, 2.
+// LAYER_PARAMS and LAYER_INPUTS are replaced by three copies of these, for layers 0, 1, 2.
 const char *const kLayerParams = R"(
     {"name": "blocks.W", "dtype": "f32", "global_shape": [3, 4, 8], "layer": LAYER,
      "shape": [4, 8], "split": [[MODEL], []], "init": {"name": "normal", "args": {"stddev": 0.5}}},
     {"name": "blocks.U", "dtype": "f32", "global_shape": [3, 4, 8], "layer": LAYER,
      "shape": [4, 8], "split": [[], [MODEL]], "init": {"name": "xavier_normal"}})";
+const char *const kLayerInputs = R"(
+    {"name": "blocks.u", "dtype": "f32", "global_shape": [3, 4, 8], "layer": LAYER,
+     "shape": [4, 8], "split": [[], [MODEL]], "fill": {"kind": "uniform"}})";
 
 const char *const kLayersManifest = R"({
   "model": "StackTest",
   "mesh": {"axes": ["model"], "sizes": [SIZES]},
   "params": [LAYER_PARAMS
   ],
-  "inputs": [],
+  "inputs": [LAYER_INPUTS
+  ],
   "eval": {"results": [
     {"name": "W", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [MODEL], []]},
-    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]}
+    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]},
+    {"name": "u", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]}
   ]}
 })";
 
+constexpr int kStacks = 3; // W, U, u
+
 void stackEntry(void **buffers) {
   const int64_t count = kLayers * kRows * kCols / shardrt_mesh_axis_size(0);
-  std::memcpy(buffers[2], buffers[0], count * sizeof(float));
-  std::memcpy(buffers[3], buffers[1], count * sizeof(float));
+  for (int which = 0; which < kStacks; ++which)
+    std::memcpy(buffers[kStacks + which], buffers[which], count * sizeof(float));
 }
 
-/// Buffers: W0, U0, W1, U1, W2, U2, then the results W, U: each layer is one slice of
-/// dimension 0 of its result.
+/// Buffers: W0, U0, W1, U1, W2, U2, u0, u1, u2, then the results W, U, u: each layer is
+/// one slice of dimension 0 of its result.
 void layersEntry(void **buffers) {
   const int64_t perLayer = kRows * kCols / shardrt_mesh_axis_size(0);
   for (int64_t layer = 0; layer < kLayers; ++layer)
-    for (int which = 0; which < 2; ++which)
-      std::memcpy(static_cast<float *>(buffers[2 * kLayers + which]) + layer * perLayer,
-                  buffers[2 * layer + which], perLayer * sizeof(float));
+    for (int which = 0; which < kStacks; ++which) {
+      void *slice = which < 2 ? buffers[2 * layer + which] : buffers[2 * kLayers + layer];
+      std::memcpy(static_cast<float *>(buffers[kStacks * kLayers + which]) + layer * perLayer,
+                  slice, perLayer * sizeof(float));
+    }
 }
 
 // ---- linear: softmax regression on the dataset --------------------------------------
@@ -492,10 +506,13 @@ int main(int argc, char **argv) {
     manifest = replaceAll(manifest, "MODEL", "0");
     eval = stackEntry;
   } else if (std::sscanf(testCase.c_str(), "layers:%lld", &model) == 1) {
-    std::string params;
-    for (int layer = 0; layer < kLayers; ++layer)
+    std::string params, inputs;
+    for (int layer = 0; layer < kLayers; ++layer) {
       params += (layer ? "," : "") + replaceAll(kLayerParams, "LAYER", std::to_string(layer));
+      inputs += (layer ? "," : "") + replaceAll(kLayerInputs, "LAYER", std::to_string(layer));
+    }
     manifest = replaceAll(kLayersManifest, "LAYER_PARAMS", params);
+    manifest = replaceAll(manifest, "LAYER_INPUTS", inputs);
     manifest = replaceAll(replaceAll(manifest, "SIZES", std::to_string(model)), "MODEL", "0");
     eval = layersEntry;
   } else if (parseLinear(testCase, manifest)) {

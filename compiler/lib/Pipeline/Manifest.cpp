@@ -111,10 +111,17 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
 
   json inputs = json::array();
   for (const FunctionValue &v : llvm::drop_begin(steps.eval.args, steps.params.size())) {
+    const Input &t =
+        *llvm::find_if(program.inputs, [&](const Input &t) { return t.path == v.name; });
     json input = describe(v);
+    if (v.layer >= 0) { // a scanned dropout's numbers for one layer
+      input["layer"] = v.layer;
+      input["global_shape"] = shapeOf(t.type.dims);
+    }
     bool isInt = graph.nodes[v.node].type.dtype == DType::I32;
-    input["fill"] = isInt ? json{{"kind", "integers"}, {"high", integerRange(program, v.name)}}
-                          : json{{"kind", "normal"}};
+    input["fill"] = t.dropoutUniforms ? json{{"kind", "uniform"}}
+                    : isInt ? json{{"kind", "integers"}, {"high", integerRange(program, v.name)}}
+                            : json{{"kind", "normal"}};
     if (std::string field = datasetField(v.name, graph.nodes[v.node].type); !field.empty())
       input["data"] = field;
     inputs.push_back(input);

@@ -9,7 +9,8 @@
 //    axis sizes and inferable `axis` parameters, then sub-instances and
 //    parameters are created, then the forward body is inlined. A `scan`
 //    instance elaborates its body once into a graph of its own; its
-//    parameters are stacked along a leading `layer` axis.
+//    parameters (and its dropouts' inputs) are stacked along a leading
+//    `layer` axis.
 // Errors poison the value (Value::None) so one mistake reports once.
 //
 //===----------------------------------------------------------------------===//
@@ -166,8 +167,16 @@ private:
   bool bindForwardArgs(Instance &inst, const std::vector<TensorType> &types,
                        const std::vector<Argument> &args);
   void createMembers(Instance &inst, GraphContext &ctx);
+  /// A parameter or a synthetic input: a leaf of the model's graph, declared
+  /// with its type; in a scan body, an argument whose stack, the leaf with a
+  /// leading `layer` dimension, the scan takes from the enclosing graph.
+  unsigned makeLeaf(GraphContext &ctx, const Node &leaf,
+                    llvm::function_ref<void(const TensorType &)> declare);
   unsigned makeParam(GraphContext &ctx, const std::string &path, const TensorType &type,
                      const Initializer &init, SMRange loc);
+  /// A dropout's uniform numbers, the input `dropout.K` of the dropped
+  /// tensor's type; in a scan body each layer gets its own.
+  unsigned makeDropoutUniforms(GraphContext &ctx, const TensorType &type, SMRange loc);
   std::optional<Initializer> evalInitializer(const ParamDeclAST &decl, const TensorType &type,
                                              Scope &scope);
   void let(const LetAST &let, Scope &scope, GraphContext &ctx, const std::string &prefix);
@@ -194,6 +203,7 @@ private:
   Instance modelOwner;
   std::set<std::string> usedPaths;
   std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
+  unsigned numDropouts = 0; // K of the next `dropout.K`
 };
 
 //===----------------------------------------------------------------------===//
@@ -375,7 +385,11 @@ void Elaborator::elaborateModel(const ModelAST &model) {
     node.type = *type;
     node.loc = in.range;
     declare(in.name, in.range, Value::tensor(program.graph.add(node)));
-    program.inputs.push_back({in.name, *type, in.range, {}});
+    Input input;
+    input.path = in.name;
+    input.type = *type;
+    input.loc = in.range;
+    program.inputs.push_back(input);
   }
 
   for (const LetAST &l : model.lets) {
@@ -1016,6 +1030,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     if (v.kind == Value::Tensor)
       arg.tensor = typeOf(ctx, v.node);
     arg.intValue = v.intValue;
+    arg.floatValue = v.floatValue;
     arg.stringValue = v.text;
     arg.shape = v.shape;
     args.push_back(arg);
@@ -1059,6 +1074,8 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
   node.type = typed->type;
   node.attrs = typed->attrs;
   node.loc = call.range;
+  if (builtin.name == "dropout")
+    node.operands.push_back(makeDropoutUniforms(ctx, typed->type, call.range));
   return Value::tensor(ctx.graph->add(node));
 }
 
@@ -1172,29 +1189,53 @@ bool Elaborator::bindForwardArgs(Instance &inst, const std::vector<TensorType> &
   return true;
 }
 
+unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
+                              llvm::function_ref<void(const TensorType &)> declare) {
+  if (!ctx.outer) {
+    declare(leaf.type);
+    return ctx.graph->add(leaf);
+  }
+  Node stacked = leaf;
+  stacked.type.dims.insert(stacked.type.dims.begin(), Dim{kLayerAxis, ctx.scanLength});
+  ctx.scanOperands->push_back(makeLeaf(*ctx.outer, stacked, declare));
+  Node slice = leaf;
+  slice.op = "arg";
+  unsigned id = ctx.graph->add(slice);
+  ctx.graph->args.push_back(id);
+  return id;
+}
+
 unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
                                const TensorType &type, const Initializer &init, SMRange loc) {
   Node node;
+  node.op = "param";
   node.name = path;
   node.type = type;
   node.loc = loc;
-  if (!ctx.outer) {
-    node.op = "param";
+  return makeLeaf(ctx, node, [&](const TensorType &whole) {
     Parameter param;
     param.path = path;
-    param.type = type;
+    param.type = whole;
     param.loc = loc;
     param.init = init;
     program.params.push_back(param);
-    return ctx.graph->add(node);
-  }
-  TensorType stacked = type;
-  stacked.dims.insert(stacked.dims.begin(), Dim{kLayerAxis, ctx.scanLength});
-  ctx.scanOperands->push_back(makeParam(*ctx.outer, path, stacked, init, loc));
-  node.op = "arg";
-  unsigned id = ctx.graph->add(node);
-  ctx.graph->args.push_back(id);
-  return id;
+  });
+}
+
+unsigned Elaborator::makeDropoutUniforms(GraphContext &ctx, const TensorType &type, SMRange loc) {
+  Node node;
+  node.op = "input";
+  node.name = "dropout." + std::to_string(numDropouts++);
+  node.type = type;
+  node.loc = loc;
+  return makeLeaf(ctx, node, [&](const TensorType &whole) {
+    Input input;
+    input.path = node.name;
+    input.type = whole;
+    input.loc = loc;
+    input.dropoutUniforms = true;
+    program.inputs.push_back(input);
+  });
 }
 
 std::optional<Initializer> Elaborator::evalInitializer(const ParamDeclAST &decl,

@@ -3,6 +3,8 @@
 #include "OpTyping.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace shardc;
 
@@ -221,6 +223,19 @@ std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
     r.type.dtype = DType::I32;
     r.type.dims.pop_back();
     return r;
+  }
+  if (name == "dropout") {
+    const OpArg &x = args[0], &rate = args[1];
+    if (!c.isFloat(x, "the argument"))
+      return std::nullopt;
+    if (!(rate.floatValue >= 0 && rate.floatValue < 1)) {
+      std::string got;
+      llvm::raw_string_ostream(got) << llvm::format("%g", rate.floatValue);
+      c.fail(rate.range, "the rate (the fraction of elements dropped) must be in [0, 1), got " +
+                             got);
+      return std::nullopt;
+    }
+    return TypedOp{x.tensor, {{"rate", rate.floatValue}}};
   }
   if (name == "softmax_cross_entropy") {
     const OpArg &logits = args[0], &labels = args[1];

@@ -22,6 +22,7 @@ struct OpArg {
   SMRange range;
   TensorType tensor;
   int64_t intValue = 0;
+  double floatValue = 0;
   std::string stringValue;
   std::vector<Dim> shape; // size -1: not given
 };

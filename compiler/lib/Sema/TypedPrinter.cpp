@@ -45,8 +45,9 @@ public:
       paramBytes += p.localBytes(mesh);
     }
     os << "\ninputs\n";
-    for (const ShardedTensor &t : program.inputs) {
-      os << "  input " << t.path << ": " << t.type.str() << "\n";
+    for (const Input &t : program.inputs) {
+      os << "  input " << t.path << ": " << t.type.str()
+         << (t.dropoutUniforms ? "  fill uniform, anew each training step" : "") << "\n";
       tensorDetails(t);
       inputBytes += t.localBytes(mesh);
     }

@@ -1,10 +1,16 @@
-//===- Flatten.cpp - scans unrolled into one flat graph -------------------===//
+//===- Flatten.cpp - the training and evaluation forwards, flat -----------===//
 //
 // The gradient and the optimizer work on a graph without nested bodies: each
 // layer of a scan is a copy of its body, reading that layer's slice of every
-// stacked parameter as a `param` node of its own (upstream has no sharding
-// model for scf.for or tensor.extract_slice, so the layers are unrolled
-// anyway).
+// stacked parameter or dropout input as a node of its own (upstream has no
+// sharding model for scf.for or tensor.extract_slice, so the layers are
+// unrolled anyway).
+//
+// The forward is copied twice into the one graph: for training, where each
+// `dropout(x, u)` becomes x * ((u >= rate) / (1 - rate)) in elementwise nodes
+// (so the gradient, MLIRGen and sharding need nothing new, and the gradient
+// is the mask times the cotangent), and for evaluation, where it is x. The
+// two share every node that no dropout feeds: without dropout they are one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +32,8 @@ public:
           stacked.insert(node.operands[i]);
   }
 
-  /// Copies `graph`; `ids` holds the new ids of the body's arguments on entry.
-  bool copy(const Graph &graph, std::vector<unsigned> &ids, bool outer) {
+  /// Copies `graph`; `ids` holds the copies of the body's arguments on entry.
+  bool copy(const Graph &graph, std::vector<FlatNode> &ids, bool outer) {
     for (const Node &node : graph.nodes) {
       if (node.op == "arg")
         continue;
@@ -49,24 +55,59 @@ public:
           return false;
         continue;
       }
-      Node copy = node;
-      for (unsigned &operand : copy.operands)
-        operand = ids[operand];
-      ids[node.id] = out.add(std::move(copy));
+      if (node.op == "dropout") {
+        const FlatNode &x = ids[node.operands[0]];
+        ids[node.id] = {applyDropout(node, x.train, ids[node.operands[1]].train), x.eval};
+        continue;
+      }
+      ids[node.id] = copyNode(node, ids);
     }
     return true;
   }
 
 private:
-  bool unroll(const Graph &graph, const Node &scan, std::vector<unsigned> &ids) {
+  /// One copy while both forwards feed the node the same operands, two once
+  /// a dropout's output reaches it.
+  FlatNode copyNode(const Node &node, const std::vector<FlatNode> &ids) {
+    Node train = node, eval = node;
+    for (size_t i = 0; i < node.operands.size(); ++i) {
+      train.operands[i] = ids[node.operands[i]].train;
+      eval.operands[i] = ids[node.operands[i]].eval;
+    }
+    bool shared = train.operands == eval.operands;
+    unsigned trainId = out.add(std::move(train));
+    return {trainId, shared ? trainId : out.add(std::move(eval))};
+  }
+
+  /// Flax's nn.Dropout in training: x * mask with mask = (u >= rate) /
+  /// (1 - rate), u the uniform numbers the runtime draws for this dropout.
+  unsigned applyDropout(const Node &dropout, unsigned x, unsigned uniforms) {
+    double rate = std::get<double>(dropout.attrs.at("rate"));
+    const TensorType &type = dropout.type;
+    SMRange at = dropout.loc;
+    auto scalar = [&](double value) {
+      return appendNode(out, "constant", {}, TensorType{DType::F32, {}}, at, {{"value", value}});
+    };
+    unsigned kept = appendNode(out, "ge", {uniforms, scalar(rate)},
+                               TensorType{DType::Bool, type.dims}, at);
+    unsigned keptAsF32 = appendNode(out, "to_f32", {kept}, type, at);
+    unsigned mask = appendNode(out, "mul", {keptAsF32, scalar(1 / (1 - rate))}, type, at);
+    unsigned y = appendNode(out, "mul", {x, mask}, type, at);
+    out.nodes[y].name = dropout.name;
+    return y;
+  }
+
+  bool unroll(const Graph &graph, const Node &scan, std::vector<FlatNode> &ids) {
     const Graph &body = *scan.body;
     int64_t length = std::get<int64_t>(scan.attrs.at("length"));
-    unsigned carry = ids[scan.operands[0]];
+    FlatNode carry = ids[scan.operands[0]];
     for (int64_t layer = 0; layer < length; ++layer) {
-      std::vector<unsigned> inner(body.nodes.size());
+      std::vector<FlatNode> inner(body.nodes.size());
       inner[body.args[0]] = carry;
-      for (size_t i = 1; i < scan.operands.size(); ++i)
-        inner[body.args[i]] = layerSlice(graph.nodes[scan.operands[i]], layer);
+      for (size_t i = 1; i < scan.operands.size(); ++i) {
+        unsigned slice = layerSlice(graph.nodes[scan.operands[i]], layer);
+        inner[body.args[i]] = {slice, slice};
+      }
       if (!copy(body, inner, /*outer=*/false))
         return false;
       carry = inner[body.result];
@@ -75,7 +116,7 @@ private:
     return true;
   }
 
-  /// The `param` node of one layer of a stacked parameter.
+  /// The `param` or `input` node of one layer of a stacked tensor.
   unsigned layerSlice(const Node &stack, int64_t layer) {
     Node slice = stack;
     slice.type.dims.erase(slice.type.dims.begin());
@@ -90,8 +131,8 @@ private:
 
 } // namespace
 
-bool shardc::flattenScans(const TypedProgram &program, Graph &out, std::vector<unsigned> &newIds,
-                          DiagnosticEngine &diags) {
-  newIds.assign(program.graph.nodes.size(), 0);
+bool shardc::flattenForwards(const TypedProgram &program, Graph &out,
+                             std::vector<FlatNode> &newIds, DiagnosticEngine &diags) {
+  newIds.assign(program.graph.nodes.size(), FlatNode());
   return Flattener(program, out, diags).copy(program.graph, newIds, /*outer=*/true);
 }

@@ -12,26 +12,30 @@ public:
       : program(program), diags(diags) {}
 
   std::optional<StepProgram> run() {
-    std::vector<unsigned> ids;
-    if (!flattenScans(program, sp.graph, ids, diags))
+    std::vector<FlatNode> ids;
+    if (!flattenForwards(program, sp.graph, ids, diags))
       return std::nullopt;
-    collectParams();
-    std::vector<FunctionValue> inputs = collectInputs();
+    for (const Parameter &p : program.params)
+      llvm::append_range(sp.params, layersOf(p, "param"));
+    std::vector<FunctionValue> inputs;
+    for (const Input &t : program.inputs)
+      llvm::append_range(inputs, layersOf(t, "input"));
     if (diags.hasErrors())
       return std::nullopt;
 
     std::vector<unsigned> paramNodes;
     for (const FunctionValue &p : sp.params)
       paramNodes.push_back(p.node);
-    unsigned loss = ids[program.loss];
+    unsigned loss = ids[program.loss].train;
     auto grads = appendGradient(sp.graph, loss, paramNodes, diags);
     if (!grads)
       return std::nullopt;
 
-    // Results every function shares: the loss, then the metrics.
+    // The training results of train_step and grad_step: the loss, then the
+    // metrics.
     std::vector<FunctionValue> lossAndMetrics{scalarResult("loss", loss)};
     for (const auto &[name, id] : program.metrics)
-      lossAndMetrics.push_back(scalarResult(name, ids[id]));
+      lossAndMetrics.push_back(scalarResult(name, ids[id].train));
 
     sp.grad.name = "grad_step";
     sp.grad.args = sp.params;
@@ -43,7 +47,7 @@ public:
     sp.eval.name = "eval_step";
     sp.eval.args = sp.grad.args;
     for (const Output &o : program.outputs)
-      sp.eval.results.push_back(evalResult(o, ids[o.node]));
+      sp.eval.results.push_back(evalResult(o, ids[o.node].eval));
 
     if (program.optimizer)
       buildTrain(*program.optimizer, inputs, *grads, lossAndMetrics);
@@ -79,58 +83,41 @@ private:
     return v;
   }
 
-  /// Parameters in declaration order, a stacked one layer by layer, each
-  /// sharded without its layer dim.
-  void collectParams() {
-    for (const Parameter &p : program.params) {
-      std::vector<const Node *> layers;
-      const Node *whole = nullptr;
-      for (const Node &node : sp.graph.nodes) {
-        if (node.op != "param" || node.name != p.path)
-          continue;
-        if (node.attrs.count("layer"))
-          layers.push_back(&node);
-        else
-          whole = &node;
-      }
-      FunctionValue v;
-      v.name = p.path;
-      v.loc = p.loc;
-      v.sharding = p.sharding;
-      if (layers.empty()) {
-        v.node = whole ? whole->id : addNode("param", p.path, p.type, p.loc);
-        sp.params.push_back(v);
+  /// The arguments of a parameter or input (`op` is its node's): the tensor,
+  /// or a stacked one layer by layer, each sharded without its layer dim.
+  std::vector<FunctionValue> layersOf(const ShardedTensor &t, const std::string &op) {
+    std::vector<const Node *> layers;
+    const Node *whole = nullptr;
+    for (const Node &node : sp.graph.nodes) {
+      if (node.op != op || node.name != t.path)
         continue;
-      }
-      if (!v.sharding.dims.empty()) {
-        const DimSharding &layerDim = v.sharding.dims.front();
-        if (!layerDim.meshAxes.empty())
-          diags.error(p.loc, "the layer axis of a scanned parameter cannot be sharded (" +
-                                 layerDim.reason + "); layers run one after another");
-        v.sharding.dims.erase(v.sharding.dims.begin());
-      }
-      for (const Node *layer : layers) {
-        v.node = layer->id;
-        v.layer = std::get<int64_t>(layer->attrs.at("layer"));
-        sp.params.push_back(v);
-      }
+      if (node.attrs.count("layer"))
+        layers.push_back(&node);
+      else
+        whole = &node;
     }
-  }
-
-  std::vector<FunctionValue> collectInputs() {
-    std::vector<FunctionValue> inputs;
-    for (const ShardedTensor &t : program.inputs) {
-      FunctionValue v;
-      v.name = t.path;
-      v.loc = t.loc;
-      v.sharding = t.sharding;
-      auto it = llvm::find_if(sp.graph.nodes, [&](const Node &n) {
-        return n.op == "input" && n.name == t.path;
-      });
-      v.node = it != sp.graph.nodes.end() ? it->id : addNode("input", t.path, t.type, t.loc);
-      inputs.push_back(v);
+    FunctionValue v;
+    v.name = t.path;
+    v.loc = t.loc;
+    v.sharding = t.sharding;
+    if (layers.empty()) {
+      v.node = whole ? whole->id : addNode(op, t.path, t.type, t.loc);
+      return {v};
     }
-    return inputs;
+    if (!v.sharding.dims.empty()) {
+      const DimSharding &layerDim = v.sharding.dims.front();
+      if (!layerDim.meshAxes.empty())
+        diags.error(t.loc, "the layer axis of '" + t.path + "', stacked by a scan, cannot be "
+                           "sharded (" + layerDim.reason + "); layers run one after another");
+      v.sharding.dims.erase(v.sharding.dims.begin());
+    }
+    std::vector<FunctionValue> values;
+    for (const Node *layer : layers) {
+      v.node = layer->id;
+      v.layer = std::get<int64_t>(layer->attrs.at("layer"));
+      values.push_back(v);
+    }
+    return values;
   }
 
   /// The sharding of `dim` wherever an input has the same logical axis (the

@@ -31,7 +31,7 @@
  * By default the driver trains: epochs over the dataset, an evaluation on the test set
  * after each, metrics as JSON lines, a JSON summary on stdout. `--forward` runs eval
  * once on filled inputs and prints its results; `--check-gradients` compares grad with
- * finite differences of eval's loss. Run it with `--help` for the flags.
+ * finite differences of its own loss. Run it with `--help` for the flags.
  *
  * Returns the process's exit status: 0 on success, 2 for a bad command line, 1 for any
  * other error (after `shardrt: error: ...` on stderr) or a failed gradient check.

@@ -69,7 +69,8 @@ struct Graph;
 /// One operation of the forward computation. `op` is a builtin name
 /// (`matmul`, `relu`, ...), an operator (`add`, `sub`, `mul`, `div`, `neg`,
 /// `eq`, ...), `constant`, `input`, `param`, `arg` (a scan body argument) or
-/// `scan`.
+/// `scan`. A `dropout` node's operands are x and its uniform numbers (an
+/// input, or in a scan body that input's slice).
 struct Node {
   unsigned id = 0;
   std::string op;
@@ -84,7 +85,7 @@ struct Node {
 
 struct Graph {
   std::vector<Node> nodes;
-  std::vector<unsigned> args; // scan bodies: the carry, then parameter slices
+  std::vector<unsigned> args; // scan bodies: the carry, then the slices of stacked tensors
   unsigned result = 0;
   unsigned add(Node node);
 };
@@ -112,6 +113,15 @@ struct Parameter : ShardedTensor {
   Initializer init;
 };
 
+/// A model input, or one the compiler adds for a `dropout`: its uniform
+/// numbers in [0, 1), which the runtime draws anew at each training step
+/// (named `dropout.K`, in source order; of the dropped tensor's type, so the
+/// rules split it like that tensor; in a scanned block with a leading
+/// `layer` dimension like the block's parameters).
+struct Input : ShardedTensor {
+  bool dropoutUniforms = false;
+};
+
 /// A value a forward run reports: the loss, a metric or one of the model's
 /// named values (`let h = ...`), sharded by the rules like an input.
 struct Output : ShardedTensor {
@@ -131,7 +141,7 @@ struct TypedProgram {
   std::string modelPath, rulesPath;
   Mesh mesh;
   std::vector<Parameter> params;
-  std::vector<ShardedTensor> inputs;
+  std::vector<Input> inputs;
   std::vector<ShardedTensor> constraints;
   Graph graph;
   unsigned loss = 0;

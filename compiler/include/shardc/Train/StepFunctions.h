@@ -1,8 +1,9 @@
 //===- StepFunctions.h - the functions a compiled program runs --*- C++ -*-===//
 //
 // Between sema and MLIRGen: the typed program becomes one flat graph (scans
-// unrolled, a scanned parameter one `param` node per layer), extended with
-// the reverse-mode gradient of the loss and the optimizer's update, and the
+// unrolled, a scanned parameter one `param` node per layer; the forward with
+// dropout masks for training, without for evaluation), extended with the
+// reverse-mode gradient of the loss and the optimizer's update, and the
 // three functions the runtime calls are lists of that graph's nodes:
 //
 //   train_step  params, optimizer state, inputs, step -> new params, new
@@ -11,6 +12,8 @@
 //               are a mean over the batch), the model's named values
 //   grad_step   params, inputs -> loss, one gradient per parameter
 //
+// train_step and grad_step compute the training forward, eval_step the
+// evaluation forward, where dropout is the identity (its inputs unused).
 // Argument and result order is the runtime's ABI (runtime/README.md).
 //
 //===----------------------------------------------------------------------===//
@@ -29,7 +32,8 @@ namespace shardc {
 struct FunctionValue {
   std::string name;  // parameter path, input name, `mu/conv1.w`, `step`, `loss`
   unsigned node = 0;
-  int64_t layer = -1; // a scanned parameter's layer (and its state's, its gradient's)
+  int64_t layer = -1; // a scanned parameter's layer (and its state's, its gradient's),
+                      // or a scanned dropout input's
   Sharding sharding;  // no dims: left to propagation (scalars)
   SMRange loc;
   /// A loss or metric that is the mean over the batch, returned unreduced
@@ -59,11 +63,20 @@ struct StepProgram {
 /// differentiate or unroll at its source location and returns std::nullopt.
 std::optional<StepProgram> buildStepProgram(const TypedProgram &program, DiagnosticEngine &diags);
 
-/// Unrolls every scan into `out`: the body once per layer, stacked
-/// parameters as per-layer `param` nodes (attribute `layer`). `newIds`
-/// maps the program graph's node ids to `out`'s.
-bool flattenScans(const TypedProgram &program, Graph &out, std::vector<unsigned> &newIds,
-                  DiagnosticEngine &diags);
+/// Where a node of the typed program is in the flat graph: in the training
+/// forward, where each dropout applies its mask, and in the evaluation
+/// forward, where each dropout is the identity (the same node where no
+/// dropout feeds it).
+struct FlatNode {
+  unsigned train = 0, eval = 0;
+};
+
+/// Copies the program's forward into `out` for training and for evaluation,
+/// every scan unrolled: the body once per layer, stacked parameters and
+/// dropout inputs as per-layer `param` and `input` nodes (attribute
+/// `layer`). `newIds` maps the program graph's node ids to `out`'s.
+bool flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNode> &newIds,
+                     DiagnosticEngine &diags);
 
 /// Appends the reverse-mode gradient of `loss` (a scalar) to `graph`; returns
 /// one gradient node per node of `wrt` (a zero constant where the loss does
