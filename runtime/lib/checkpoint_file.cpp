@@ -57,13 +57,6 @@ std::string hex8(uint32_t value) {
   return text;
 }
 
-std::string describe(const Shape &shape) {
-  std::string text = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(shape[d]);
-  return text + "]";
-}
-
 /// "an array", "a string", ...: what a JSON value is, for messages.
 std::string jsonKind(const json &value) {
   switch (value.type()) {
@@ -278,7 +271,7 @@ StoredTensor readTensorEntry(const std::string &path, const std::string &name, c
   tensor.end = readCount(path, where + ": data offset", offsets[1], UINT64_MAX);
   if (tensor.end < tensor.begin || tensor.end - tensor.begin != bytes)
     fail(path, where + ": data_offsets " + offsets.dump() + " do not hold the " +
-                   std::to_string(bytes) + " bytes of shape " + describe(tensor.shape) + " " +
+                   std::to_string(bytes) + " bytes of shape " + shapeText(tensor.shape) + " " +
                    dtype.get<std::string>());
 
   auto stored = checksums.find(name);
@@ -325,7 +318,7 @@ void writeCheckpointFile(const std::string &path, const std::vector<TensorToWrit
       fail(path, "two tensors named '" + tensor.name + "'");
     for (int64_t size : tensor.shape)
       if (size < 0)
-        fail(path, where + ": shape " + describe(tensor.shape) + " has a negative size");
+        fail(path, where + ": shape " + shapeText(tensor.shape) + " has a negative size");
     const uint64_t bytes = uint64_t(numElements(tensor.shape)) * 4;
     if (bytes > 0 && !tensor.data)
       fail(path, where + ": no data");

@@ -66,13 +66,6 @@ std::vector<SavedTensor> savedTensors(const Manifest &manifest) {
   return tensors;
 }
 
-std::string shapeText(const Shape &shape) {
-  std::string text = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(shape[d]);
-  return text + "]";
-}
-
 /// How a tensor lies on the mesh: each dimension's axes and their sizes, so that the
 /// same axis names on another mesh read as another layout: `[none, model=4]`,
 /// `[(data=2, model=4), none]`; a stack's layer dimension is never split.

@@ -10,6 +10,7 @@
 #include "driver_manifest.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardrt {
@@ -21,6 +22,14 @@ inline int64_t numElements(const Shape &shape) {
   for (int64_t size : shape)
     count *= size;
   return count;
+}
+
+/// `[3136, 256]`, as messages and the reshard plan write shapes.
+inline std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
 }
 
 inline Shape localShape(const TensorSpec &spec, const Shape &meshSizes) {

@@ -77,13 +77,6 @@ const json &getArray(const json &value, const std::string &where) {
   return value;
 }
 
-std::string describe(const Shape &shape) {
-  std::string text = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(shape[d]);
-  return text + "]";
-}
-
 /// A shape whose element count fits in int64.
 Shape getShape(const json &value, const std::string &where) {
   Shape shape;
@@ -108,7 +101,7 @@ DType getDType(const json &value, const std::string &where) {
 void readSplit(const json &value, const std::string &where, const Manifest &manifest,
                TensorSpec &spec) {
   if (getArray(value, where).size() != spec.shape.size())
-    fail(where, "expected one entry per dimension of the shape " + describe(spec.shape) + ", not " +
+    fail(where, "expected one entry per dimension of the shape " + shapeText(spec.shape) + ", not " +
                     std::to_string(value.size()));
   const int numAxes = static_cast<int>(manifest.axisSizes.size());
   std::set<int> seen;
@@ -202,7 +195,7 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
   // Fans come from one layer's shape: a stack's layer dimension is no receptive field.
   if (init->needsFans && spec.shape.size() < 2)
     fail(where, name + " needs a tensor of 2 or more dimensions for its fans, not " +
-                    describe(spec.shape));
+                    shapeText(spec.shape));
 }
 
 /// global_shape and layer: the tensor is one layer of a stack, or the whole of itself.
@@ -217,12 +210,12 @@ void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
     Shape perLayer(spec.globalShape.begin() + (spec.globalShape.empty() ? 0 : 1),
                    spec.globalShape.end());
     if (spec.globalShape.empty() || perLayer != spec.shape)
-      fail(named, "global_shape " + describe(spec.globalShape) + " is not [layers] + shape " +
-                      describe(spec.shape));
+      fail(named, "global_shape " + shapeText(spec.globalShape) + " is not [layers] + shape " +
+                      shapeText(spec.shape));
     spec.layer = getInt(*layer, named + ": layer", 0, spec.globalShape[0] - 1);
   } else if (spec.globalShape != spec.shape) {
-    fail(named, "global_shape " + describe(spec.globalShape) + " differs from shape " +
-                    describe(spec.shape) + ", and there is no layer");
+    fail(named, "global_shape " + shapeText(spec.globalShape) + " differs from shape " +
+                    shapeText(spec.shape) + ", and there is no layer");
   }
 }
 
@@ -246,12 +239,12 @@ void readData(const json &value, const std::string &where, TensorSpec &spec, Man
     spec.data = DataField::Image;
     if (spec.dtype != DType::F32 || spec.shape != image)
       fail(where, "an image input is f32 [batch, 28, 28, 1], not " +
-                      std::string(dtypeName(spec.dtype)) + " " + describe(spec.shape));
+                      std::string(dtypeName(spec.dtype)) + " " + shapeText(spec.shape));
   } else if (field == "label") {
     spec.data = DataField::Label;
     if (spec.dtype != DType::I32 || spec.shape.size() != 1)
       fail(where, "a label input is i32 [batch], not " + std::string(dtypeName(spec.dtype)) + " " +
-                      describe(spec.shape));
+                      shapeText(spec.shape));
   } else {
     fail(where, "unknown dataset field '" + field + "'; known: image, label");
   }
@@ -320,7 +313,7 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
       allowKeys(results[i], named, {"name", "dtype", "shape", "split"});
       if (spec.dtype != DType::F32 || !spec.shape.empty())
         fail(named, "train results (the loss, then metrics) are f32 scalars, not " +
-                        std::string(dtypeName(spec.dtype)) + " " + describe(spec.shape));
+                        std::string(dtypeName(spec.dtype)) + " " + shapeText(spec.shape));
     } else {
       allowKeys(results[i], named, {"name", "dtype", "shape", "split", "per_example"});
       auto perExample = results[i].find("per_example");
@@ -333,7 +326,7 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
         fail(named + ": per_example",
              "a per-example result is f32 [batch]" +
                  (manifest.batch ? " = [" + std::to_string(manifest.batch) + "]" : std::string()) +
-                 ", not " + dtypeName(spec.dtype) + " " + describe(spec.shape));
+                 ", not " + dtypeName(spec.dtype) + " " + shapeText(spec.shape));
     }
     if (!names.insert(spec.name).second)
       fail(at, "a second result named '" + spec.name + "'");
