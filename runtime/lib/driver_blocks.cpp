@@ -13,11 +13,7 @@ namespace {
 
 constexpr size_t kAlignment = 64; // a cache line, and enough for any vector load
 
-/// Where a block lies in the tensor whose numbers it holds: its own tensor, or for one
-/// layer the stack, of which it is the block [1, local...] at [layer, offset...].
-struct DrawnRegion {
-  Shape global, local, offset;
-};
+} // namespace
 
 DrawnRegion drawnRegion(const Block &block) {
   const TensorSpec &spec = *block.spec;
@@ -28,6 +24,8 @@ DrawnRegion drawnRegion(const Block &block) {
   }
   return region;
 }
+
+namespace {
 
 /// One parameter's block.
 void fillParam(const Block &block, uint64_t seed) {

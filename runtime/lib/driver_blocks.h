@@ -35,6 +35,14 @@ struct Block {
   int64_t count() const { return numElements(local); }
 };
 
+/// Where a block lies in the whole tensor its numbers belong to: its own tensor, or for
+/// one layer the stack, of which it is the block [1, local...] at [layer, offset...].
+/// Fills draw, and checkpoints store, by index in that tensor.
+struct DrawnRegion {
+  Shape global, local, offset;
+};
+DrawnRegion drawnRegion(const Block &block);
+
 /// Stops the job (MPI_Abort) when the memory cannot be had: maybe on this rank only.
 Block allocateBlock(const TensorSpec &spec, const Placement &place);
 std::vector<Block> allocateBlocks(const std::vector<TensorSpec> &specs, const Placement &place);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace shardrt {
 namespace {
@@ -27,18 +28,10 @@ namespace {
 constexpr const char *kFormat = "shardrt-checkpoint-1";
 constexpr int kGatherTag = 7;
 
-/// One tensor of a checkpoint: a parameter or one kind of its optimizer state, whole
-/// (a scanned stack with all its layers).
-struct SavedTensor {
-  std::string name;      // params/blocks.W1, opt_state/mu/blocks.W1
-  DType dtype;
-  Shape shape;           // the parameter's global shape
-  std::vector<size_t> blocks; // indices into the params (or state) blocks, one per layer
-};
+using SavedTensor = Checkpointer::Tensor;
 
 /// The tensors a checkpoint of this program holds, in manifest order: the parameters,
-/// then each kind of optimizer state. `blocks` index the train entry's params and
-/// (kind-major) state lists.
+/// then each kind of optimizer state.
 std::vector<SavedTensor> savedTensors(const Manifest &manifest) {
   std::vector<SavedTensor> params;
   std::map<std::string, size_t> byName;
@@ -46,24 +39,30 @@ std::vector<SavedTensor> savedTensors(const Manifest &manifest) {
     const TensorSpec &spec = manifest.params[i];
     auto [at, added] = byName.emplace(spec.name, params.size());
     if (added)
-      params.push_back({"params/" + spec.name, spec.dtype, spec.globalShape, {}});
-    std::vector<size_t> &layers = params[at->second].blocks;
+      params.push_back({"params/" + spec.name, spec.dtype, spec.globalShape, -1, {}});
+    std::vector<size_t> &layers = params[at->second].layers;
     const size_t layer = spec.layer < 0 ? 0 : size_t(spec.layer);
     if (layers.size() <= layer)
       layers.resize(layer + 1);
     layers[layer] = i;
   }
   std::vector<SavedTensor> tensors = params;
-  const size_t numParams = manifest.params.size();
   for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
     for (const SavedTensor &param : params) {
       SavedTensor state = param;
       state.name = "opt_state/" + manifest.optimizerState[kind] + "/" + param.name.substr(7);
-      for (size_t &index : state.blocks)
-        index += kind * numParams;
+      state.kind = int(kind);
       tensors.push_back(state);
     }
   return tensors;
+}
+
+/// This rank's block of one layer of `tensor`: the train entry's params, or its state
+/// (kind-major: every parameter's first kind, then the next).
+const Block &blockOf(const SavedTensor &tensor, size_t layer, const std::vector<Block> &params,
+                     const std::vector<Block> &state) {
+  const size_t index = tensor.layers[layer];
+  return tensor.kind < 0 ? params[index] : state[size_t(tensor.kind) * params.size() + index];
 }
 
 /// How a tensor lies on the mesh: each dimension's axes and their sizes, so that the
@@ -84,13 +83,6 @@ std::string layoutText(const Manifest &manifest, const TensorSpec &spec) {
   return text + "]";
 }
 
-std::string meshText(const Manifest &manifest) {
-  std::string text;
-  for (size_t a = 0; a < manifest.axisNames.size(); ++a)
-    text += (a ? ", " : "") + manifest.axisNames[a] + " = " + std::to_string(manifest.axisSizes[a]);
-  return text.empty() ? "(one rank)" : "(" + text + ")";
-}
-
 std::string hex64(uint64_t value) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
@@ -99,19 +91,24 @@ std::string hex64(uint64_t value) {
 
 /// What a checkpoint must agree on to be resumed: the model's name, its tensors'
 /// names, dtypes and shapes, the optimizer. Not the mesh or the rules.
-std::string modelFingerprint(const Manifest &manifest) {
+std::string modelFingerprint(const Manifest &manifest, const std::vector<SavedTensor> &tensors) {
   std::string text = manifest.model + "\n" + manifest.optimizer + "\n";
-  for (const SavedTensor &tensor : savedTensors(manifest))
+  for (const SavedTensor &tensor : tensors)
     text += tensor.name + " " + dtypeName(tensor.dtype) + " " + shapeText(tensor.shape) + "\n";
   return hex64(fnv1a64(text.c_str()));
 }
 
-/// The layout: the mesh and every tensor's split. Another one means a reshard.
-std::string layoutFingerprint(const Manifest &manifest) {
-  std::string text = meshText(manifest) + "\n";
-  for (const TensorSpec &spec : manifest.params)
-    text += spec.name + " " + layoutText(manifest, spec) + "\n";
-  return hex64(fnv1a64(text.c_str()));
+/// Each tensor's `layoutText`, by name.
+nlohmann::json layoutsOf(const Manifest &manifest, const std::vector<SavedTensor> &tensors) {
+  nlohmann::json layouts = nlohmann::json::object();
+  for (const SavedTensor &tensor : tensors)
+    layouts[tensor.name] = layoutText(manifest, manifest.params[tensor.layers[0]]);
+  return layouts;
+}
+
+/// The layout: the mesh and every tensor's layout. Another one means a reshard.
+std::string layoutFingerprint(const nlohmann::json &layouts) {
+  return hex64(fnv1a64((describeMesh() + "\n" + layouts.dump()).c_str()));
 }
 
 /// Reads a metadata number that checkResume has vetted.
@@ -173,15 +170,13 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
                                  dtypeName(tensor.dtype) + shapeText(tensor.shape) + " in " +
                                  manifest.model);
   }
-  if (reader.tensors().size() != expected.size())
-    for (const StoredTensor &stored : reader.tensors()) {
-      bool known = false;
-      for (const SavedTensor &tensor : expected)
-        known = known || tensor.name == stored.name;
-      if (!known)
-        throw mismatch(reader, "it holds '" + stored.name + "', which " + manifest.model +
-                                   " does not have");
-    }
+  std::set<std::string> names;
+  for (const SavedTensor &tensor : expected)
+    names.insert(tensor.name);
+  for (const StoredTensor &stored : reader.tensors())
+    if (!names.count(stored.name))
+      throw mismatch(reader, "it holds '" + stored.name + "', which " + manifest.model +
+                                 " does not have");
   if (meta.at("batch") != std::to_string(manifest.batch))
     throw mismatch(reader, "written with a global batch of " + meta.at("batch") + ", this program's is " +
                                std::to_string(manifest.batch));
@@ -199,13 +194,6 @@ void broadcast(std::string &text) {
   MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   text.resize(size);
   MPI_Bcast(text.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD);
-}
-
-/// Rank 0's verdict, for every rank.
-bool agree(bool ok) {
-  int verdict = ok;
-  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  return verdict != 0;
 }
 
 double secondsNow() {
@@ -239,7 +227,7 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
       ok = false;
     }
   }
-  if (!agree(ok))
+  if (!rank0Verdict(ok))
     return 1;
   broadcast(path);
   broadcast(seed);
@@ -248,8 +236,10 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
   return 0;
 }
 
-Checkpointer::Checkpointer(const Program &program, int64_t stepsPerEpoch, int64_t totalSteps)
-    : program_(program), stepsPerEpoch_(stepsPerEpoch), totalSteps_(totalSteps) {}
+Checkpointer::Checkpointer(const Program &program, int64_t stepsPerEpoch)
+    : program_(program), stepsPerEpoch_(stepsPerEpoch), tensors_(savedTensors(program.manifest)),
+      layouts_(layoutsOf(program.manifest, tensors_)), layoutFingerprint_(layoutFingerprint(layouts_)),
+      modelFingerprint_(modelFingerprint(program.manifest, tensors_)) {}
 
 bool Checkpointer::prepare() {
   const std::string &folder = program_.options.checkpointDir;
@@ -262,19 +252,18 @@ bool Checkpointer::prepare() {
     ok = false;
   }
   lastSaveSeconds_ = secondsNow();
-  return agree(ok);
+  return rank0Verdict(ok);
 }
 
 RunPosition Checkpointer::restore(const std::vector<Block> &params,
                                   const std::vector<Block> &state) {
-  const Manifest &manifest = program_.manifest;
   RunPosition position;
   try {
     CheckpointReader reader(program_.options.resume);
     position = {metadataInt(reader, "step"), metadataInt(reader, "epoch"),
                 metadataInt(reader, "examples_in_epoch")};
     const std::map<std::string, std::string> &meta = reader.metadata();
-    nlohmann::json layouts = nlohmann::json::parse(meta.at("layouts"));
+    const nlohmann::json written = nlohmann::json::parse(meta.at("layouts"));
     if (meta.count("best") && !program_.options.bestMetric.empty()) {
       // The series goes on from its record, if it is of the same metric.
       nlohmann::json record = nlohmann::json::parse(meta.at("best"));
@@ -282,36 +271,34 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
           (record.at("direction") == "max") == program_.options.bestHigher)
         best_ = {true, record.at("value").get<double>(), record.at("step").get<int64_t>()};
     }
-    const bool sameLayout = meta.count("layout_fingerprint") &&
-                            meta.at("layout_fingerprint") == layoutFingerprint(manifest);
+    const bool sameLayout =
+        meta.count("layout_fingerprint") && meta.at("layout_fingerprint") == layoutFingerprint_;
     struct Move {
       std::string name, type, from, to;
       int64_t bytes, perRank;
     };
     std::vector<Move> moves;
-    const std::vector<SavedTensor> tensors = savedTensors(manifest);
-    for (const SavedTensor &tensor : tensors) {
+    for (const SavedTensor &tensor : tensors_) {
       const std::vector<uint32_t> whole = reader.read(*reader.find(tensor.name));
-      const std::vector<Block> &blocks = tensor.name.rfind("params/", 0) == 0 ? params : state;
       int64_t perRank = 0;
-      for (size_t layer = 0; layer < tensor.blocks.size(); ++layer) {
-        const Block &block = blocks[tensor.blocks[layer]];
-        const uint32_t *source = whole.data() + layer * numElements(block.spec->shape);
+      for (size_t layer = 0; layer < tensor.layers.size(); ++layer) {
+        const Block &block = blockOf(tensor, layer, params, state);
+        const DrawnRegion region = drawnRegion(block);
         uint32_t *target = static_cast<uint32_t *>(block.data());
-        forEachRow(block.spec->shape, block.local, block.offset,
+        forEachRow(region.global, region.local, region.offset,
                    [&](int64_t localStart, int64_t globalStart, int64_t length) {
-                     std::memcpy(target + localStart, source + globalStart, length * 4);
+                     std::memcpy(target + localStart, whole.data() + globalStart, length * 4);
                    });
         perRank += block.count() * 4;
       }
-      const std::string to = layoutText(manifest, *blocks[tensor.blocks[0]].spec);
-      const std::string from = layouts.value(tensor.name, std::string("?"));
+      const std::string to = layouts_.at(tensor.name);
+      const std::string from = written.value(tensor.name, std::string("?"));
       if (from != to)
         moves.push_back({tensor.name, dtypeName(tensor.dtype) + shapeText(tensor.shape), from, to,
                          int64_t(whole.size()) * 4, perRank});
     }
     if (program_.rank == 0) {
-      const std::string written = meta.count("mesh") ? meta.at("mesh") : "?";
+      const std::string writtenMesh = meta.count("mesh") ? meta.at("mesh") : "?";
       std::fprintf(stderr, "resuming after step %lld (epoch %lld) from '%s'\n",
                    (long long)position.step, (long long)position.epoch, reader.path().c_str());
       if (meta.count("blas") && meta.at("blas") != blasConfig())
@@ -322,7 +309,7 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
                      meta.at("blas").c_str(), blasConfig().c_str());
       if (sameLayout) {
         std::fprintf(stderr, "reshard plan: none, mesh %s and every layout as written\n",
-                     written.c_str());
+                     writtenMesh.c_str());
       } else {
         int64_t total = 0;
         size_t widths[4] = {0, 0, 0, 0};
@@ -336,7 +323,7 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
         std::fprintf(stderr,
                      "reshard plan, mesh %s -> %s: %zu of %zu tensors change layout, %s; each "
                      "rank reads its blocks of the whole tensors\n",
-                     written.c_str(), meshText(manifest).c_str(), moves.size(), tensors.size(),
+                     writtenMesh.c_str(), describeMesh().c_str(), moves.size(), tensors_.size(),
                      bytesText(total).c_str());
         for (const Move &move : moves)
           std::fprintf(stderr, "  %s  %s  %s -> %s  %s, %s per rank\n",
@@ -376,7 +363,7 @@ bool Checkpointer::afterStep(const RunPosition &position, bool lastStep,
     due = due || position.step % stepsPerEpoch_ == 0;
   if (options.checkpointSeconds > 0) {
     // Rank 0's clock decides, so that every rank saves the same steps.
-    due = agree(due || secondsNow() - lastSaveSeconds_ >= options.checkpointSeconds);
+    due = rank0Verdict(due || secondsNow() - lastSaveSeconds_ >= options.checkpointSeconds);
   }
   if (!due || position.step == lastSaveStep_)
     return true;
@@ -389,35 +376,31 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
   const Manifest &manifest = program_.manifest;
   const Shape &meshSizes = program_.place.meshSizes;
   const bool root = program_.rank == 0;
-  std::vector<SavedTensor> tensors = savedTensors(manifest);
-  std::vector<std::vector<uint32_t>> wholes(tensors.size());
-  nlohmann::json layouts = nlohmann::json::object();
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const std::vector<Block> &blocks = tensors[t].name.rfind("params/", 0) == 0 ? params : state;
+  std::vector<std::vector<uint32_t>> wholes(tensors_.size());
+  for (size_t t = 0; t < tensors_.size(); ++t) {
     if (root)
-      wholes[t].resize(numElements(tensors[t].shape));
-    for (size_t layer = 0; layer < tensors[t].blocks.size(); ++layer) {
-      const Block &block = blocks[tensors[t].blocks[layer]];
+      wholes[t].resize(numElements(tensors_[t].shape));
+    for (size_t layer = 0; layer < tensors_[t].layers.size(); ++layer) {
+      const Block &block = blockOf(tensors_[t], layer, params, state);
       GatheredResult gathered = gatherResult(*block.spec, meshSizes, block.data(), kGatherTag);
       if (root)
         std::memcpy(wholes[t].data() + layer * gathered.elements.size(), gathered.elements.data(),
                     gathered.elements.size() * 4);
     }
-    layouts[tensors[t].name] = layoutText(manifest, *blocks[tensors[t].blocks[0]].spec);
   }
   bool ok = true;
   if (root) {
     std::vector<TensorToWrite> toWrite;
-    for (size_t t = 0; t < tensors.size(); ++t)
-      toWrite.push_back({tensors[t].name, tensors[t].dtype, tensors[t].shape, wholes[t].data()});
+    for (size_t t = 0; t < tensors_.size(); ++t)
+      toWrite.push_back({tensors_[t].name, tensors_[t].dtype, tensors_[t].shape, wholes[t].data()});
     const DriverOptions &options = program_.options;
     std::map<std::string, std::string> metadata = {
         {"format", kFormat},
         {"model", manifest.model},
-        {"model_fingerprint", modelFingerprint(manifest)},
-        {"layout_fingerprint", layoutFingerprint(manifest)},
-        {"mesh", meshText(manifest)},
-        {"layouts", layouts.dump()},
+        {"model_fingerprint", modelFingerprint_},
+        {"layout_fingerprint", layoutFingerprint_},
+        {"mesh", describeMesh()},
+        {"layouts", layouts_.dump()},
         {"optimizer", manifest.hasOptimizer ? manifest.optimizer : ""},
         {"blas", blasConfig()},
         {"step", std::to_string(position.step)},
@@ -444,7 +427,7 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
       ok = false;
     }
   }
-  ok = agree(ok);
+  ok = rank0Verdict(ok);
   if (prefix == "ckpt") {
     lastSaveStep_ = position.step;
     lastSaveSeconds_ = secondsNow();

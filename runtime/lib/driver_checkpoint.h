@@ -16,6 +16,8 @@
 #include "driver_eval.h"
 #include "driver_modes.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,7 +49,7 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank);
 /// Writes checkpoints during training as the flags say.
 class Checkpointer {
 public:
-  Checkpointer(const Program &program, int64_t stepsPerEpoch, int64_t totalSteps);
+  Checkpointer(const Program &program, int64_t stepsPerEpoch);
 
   /// Rank 0 creates the folder; false on every rank (after rank 0 said why) when it
   /// cannot. Collective.
@@ -69,12 +71,26 @@ public:
   int64_t written() const { return written_; }
   double seconds() const { return seconds_; }
 
+  /// One tensor of a checkpoint: a parameter or one kind of its optimizer state, whole
+  /// (a scanned stack with all its layers).
+  struct Tensor {
+    std::string name; // params/blocks.W1, opt_state/mu/blocks.W1
+    DType dtype;
+    Shape shape;                // the parameter's global shape
+    int kind;                   // -1 for the parameter, else the kind of state (adam: 0 mu, 1 nu)
+    std::vector<size_t> layers; // its manifest.params entries, one per layer
+  };
+
 private:
   bool save(const std::string &prefix, const RunPosition &position,
             const std::vector<Block> &params, const std::vector<Block> &state);
 
   const Program &program_;
-  const int64_t stepsPerEpoch_, totalSteps_;
+  const int64_t stepsPerEpoch_;
+  // What every checkpoint of this program holds and says about its layout.
+  const std::vector<Tensor> tensors_;
+  const nlohmann::json layouts_; // each tensor's layout, by name
+  const std::string layoutFingerprint_, modelFingerprint_;
   double lastSaveSeconds_ = 0;
   int64_t lastSaveStep_ = 0;
   BestRecord best_;

@@ -1,5 +1,6 @@
 // Loading, shuffling and batching Fashion-MNIST.
 #include "driver_data.h"
+#include "mesh.h"
 #include "prng.h"
 
 #include <mpi.h>
@@ -39,17 +40,16 @@ const std::array<float, 256> kPixelValues = [] {
 } // namespace
 
 bool loadDataset(const std::string &folder, int rank, FashionMnist &dataset) {
-  int ok = 1;
+  bool ok = true;
   if (rank == 0) {
     try {
       dataset = readFashionMnist(folder);
     } catch (const DatasetError &error) {
       std::fprintf(stderr, "shardrt: error: Fashion-MNIST: %s\n", error.what());
-      ok = 0;
+      ok = false;
     }
   }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!ok)
+  if (!rank0Verdict(ok))
     return false;
   broadcast(dataset.train);
   broadcast(dataset.test);

@@ -14,6 +14,7 @@
 //     taken; fd = (L+ - L-) / (x+ - x-) passes if |fd - g| <= atol + rtol max(|fd|, |g|).
 #include "driver_json.h"
 #include "driver_modes.h"
+#include "mesh.h"
 #include "prng.h"
 
 #include <mpi.h>
@@ -135,9 +136,7 @@ int runGradientCheck(const Program &program) {
     ok = ok && check.ok;
     entries += std::string(p ? ",\n    " : "\n    ") + check.json(spec);
   }
-  // Rank 0's verdict is everyone's.
-  int passed = ok;
-  MPI_Bcast(&passed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const bool passed = rank0Verdict(ok);
   if (program.rank == 0)
     std::fprintf(program.out, "{\n  \"params\": [%s%s],\n  \"ok\": %s\n}\n", entries.c_str(),
                  entries.empty() ? "" : "\n  ", passed ? "true" : "false");

@@ -122,17 +122,16 @@ void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64
 
 std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok) {
   std::FILE *file = nullptr;
-  int opened = 1;
+  bool opened = true;
   if (rank == 0) {
     file = path.empty() ? fallback : std::fopen(path.c_str(), "w");
     if (!file && !path.empty()) {
       std::fprintf(stderr, "shardrt: error: cannot write '%s': %s\n", path.c_str(),
                    std::strerror(errno));
-      opened = 0;
+      opened = false;
     }
   }
-  MPI_Bcast(&opened, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  ok = opened != 0;
+  ok = rank0Verdict(opened);
   return file;
 }
 

@@ -78,20 +78,20 @@ int runTraining(const Program &program) {
   step.push_back(allocateBlock(kStepSpec, place));
   std::vector<Block> trainResults = allocateBlocks(manifest.trainResults, place);
   std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
-  Checkpointer checkpointer(program, stepsPerEpoch, totalSteps);
+  Checkpointer checkpointer(program, stepsPerEpoch);
   if (!checkpointer.prepare())
     return 1;
-  RunPosition start;
+  RunPosition resumed; // step 0 when starting afresh
   if (options.resume.empty())
     fillParams(params[0], options.seed);
   else
-    start = checkpointer.restore(params[0], state[0]);
-  if (start.step >= totalSteps) {
+    resumed = checkpointer.restore(params[0], state[0]);
+  if (resumed.step >= totalSteps) {
     if (program.rank == 0)
       std::fprintf(stderr,
                    "shardrt: error: the checkpoint is after step %lld, and this run ends at "
                    "step %lld: ask for more with --epochs or --steps\n",
-                   (long long)start.step, (long long)totalSteps);
+                   (long long)resumed.step, (long long)totalSteps);
     return 2;
   }
   // Table c reads set c and writes set 1 - c.
@@ -102,13 +102,13 @@ int runTraining(const Program &program) {
     evalBuffers[c] = pointersOf({&params[c], &inputs, &evalResults});
   }
 
-  TrainingReport report(program, metrics, start.step, totalSteps, stepsPerEpoch);
+  TrainingReport report(program, metrics, resumed.step, totalSteps, stepsPerEpoch);
   std::vector<int32_t> order;
   int current = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
   MPI_Barrier(MPI_COMM_WORLD); // rank 0's clock starts with everyone's
-  for (int64_t s = start.step + 1; s <= totalSteps; ++s) {
+  for (int64_t s = resumed.step + 1; s <= totalSteps; ++s) {
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
     const Clock::time_point start = Clock::now();

@@ -85,19 +85,6 @@ int64_t productOver(uint32_t axes) {
   return product;
 }
 
-/// "(data = 2, model = 4)", or "(2, 4)" when the axes have no names.
-std::string describeMesh() {
-  std::string text = "(";
-  for (size_t a = 0; a < state.sizes.size(); ++a) {
-    if (a)
-      text += ", ";
-    if (!state.names[a].empty())
-      text += state.names[a] + " = ";
-    text += std::to_string(state.sizes[a]);
-  }
-  return text + ")";
-}
-
 int64_t readRingMinBytes() {
   const char *text = std::getenv("SHARDRT_RING_MIN_BYTES");
   if (!text || !*text)
@@ -146,6 +133,26 @@ Group groupOver(uint32_t axes, const char *caller) {
 }
 
 int64_t ringMinBytes() { return state.ringMinBytes; }
+
+std::string describeMesh() {
+  if (state.sizes.empty())
+    return "(one rank)";
+  std::string text = "(";
+  for (size_t a = 0; a < state.sizes.size(); ++a) {
+    if (a)
+      text += ", ";
+    if (!state.names[a].empty())
+      text += state.names[a] + " = ";
+    text += std::to_string(state.sizes[a]);
+  }
+  return text + ")";
+}
+
+bool rank0Verdict(bool ok) {
+  int verdict = ok;
+  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return verdict != 0;
+}
 
 } // namespace shardrt
 

@@ -1,17 +1,27 @@
 // The mesh as the rest of the runtime sees it: groups of ranks over axis subsets,
-// their cached communicators, and the one way to stop on a caller's error.
+// their cached communicators, the one way to stop on a caller's error, and rank 0's
+// verdict shared.
 #ifndef SHARDRT_LIB_MESH_H
 #define SHARDRT_LIB_MESH_H
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 
 namespace shardrt {
 
 /// Prints `shardrt: error: <message>` and ends the job: MPI_Abort once MPI is up (the
 /// error may be on one rank only, and the others must not hang), exit(1) before.
 [[noreturn]] void fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/// Every rank gets rank 0's `ok`: rank 0 alone reads files and prints what is wrong
+/// with them, and every rank must leave (or go on) with it. Collective.
+bool rank0Verdict(bool ok);
+
+/// The mesh shardrt_init set up: "(data = 2, model = 4)", "(2, 4)" when the axes have
+/// no names, "(one rank)" when there are none.
+std::string describeMesh();
 
 /// This rank's group over a subset of the mesh axes.
 struct Group {
