@@ -4,9 +4,11 @@
 #include "driver_manifest.h"
 #include "dataset.h"
 #include "driver_layout.h"
+#include "shardrt/program_limits.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <initializer_list>
@@ -300,9 +302,7 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
   const json &results = getArray(member(section, entry, "results"), where);
   if (isTrain && results.empty())
     fail(where, "the train entry returns at least its loss");
-  const std::set<std::string> taken =
-      isTrain ? std::set<std::string>{"kind", "step", "epoch", "images_per_second"}
-              : std::set<std::string>{"kind", "step", "epoch", "examples"};
+  const auto &taken = isTrain ? shardrt::kTrainLineKeys : shardrt::kEvalLineKeys;
   std::vector<TensorSpec> specs;
   std::set<std::string> names;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -332,7 +332,8 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
       fail(at, "a second result named '" + spec.name + "'");
     // The metrics line writes the loss as "loss" and the other values by name.
     if ((isTrain || spec.perExample) &&
-        (taken.count(spec.name) || (isTrain && i > 0 && spec.name == "loss")))
+        (std::find(taken.begin(), taken.end(), spec.name) != taken.end() ||
+         (isTrain && i > 0 && spec.name == "loss")))
       fail(named, "the name '" + spec.name + "' is taken by the driver's metrics line");
     specs.push_back(spec);
   }
@@ -368,8 +369,8 @@ void readMesh(const json &value, Manifest &manifest) {
   if (axes.size() != sizes.size())
     fail("mesh",
          std::to_string(axes.size()) + " axes but " + std::to_string(sizes.size()) + " sizes");
-  if (axes.size() > 31)
-    fail("mesh", "a mesh has at most 31 axes");
+  if (axes.size() > size_t(shardrt::kMaxMeshAxes))
+    fail("mesh", "a mesh has at most " + std::to_string(shardrt::kMaxMeshAxes) + " axes");
   int64_t ranks = 1;
   for (size_t a = 0; a < axes.size(); ++a) {
     std::string name = getString(axes[a], "mesh.axes[" + std::to_string(a) + "]");
@@ -380,7 +381,7 @@ void readMesh(const json &value, Manifest &manifest) {
     manifest.axisSizes.push_back(
         getInt(sizes[a], "mesh.sizes[" + std::to_string(a) + "]", 1, INT_MAX));
     ranks *= manifest.axisSizes.back();
-    if (ranks > INT_MAX)
+    if (ranks > shardrt::kMaxRanks)
       fail("mesh", "needs more than 2^31 - 1 ranks");
   }
 }

@@ -19,8 +19,10 @@
 #include "shardc/Parse/Parser.h"
 #include "shardc/Sema/Builtins.h"
 #include "shardc/Sema/Sema.h"
+#include "shardrt/program_limits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -35,6 +37,13 @@ using namespace shardc;
 namespace {
 
 struct Instance;
+
+/// Names the driver's metrics lines already use (the loss is written as "loss").
+bool isMetricsLineKey(llvm::StringRef name) {
+  std::string_view key(name.data(), name.size());
+  return key == "loss" || llvm::is_contained(shardrt::kTrainLineKeys, key) ||
+         llvm::is_contained(shardrt::kEvalLineKeys, key);
+}
 
 struct Value {
   enum Kind { None, Tensor, Int, Float, Bool, String, Axis, Shape, InstanceRef, BlockRef, BuiltinRef };
@@ -186,6 +195,8 @@ private:
                                              Scope &scope);
   std::optional<TensorType> resolveType(const TensorTypeAST &type, Scope &scope,
                                         llvm::StringRef what);
+  /// Reports a tensor of more than kMaxTensorElements elements at `at`.
+  bool checkSize(const TensorType &type, SMRange at);
   Scope instanceScope(Instance &inst);
 
   std::string suggest(llvm::StringRef name, const Scope &scope);
@@ -288,13 +299,13 @@ void Elaborator::registerBlocks(const ModuleAST &module) {
 
 /// Checks what does not need instantiation: unique names, one forward.
 void Elaborator::checkBlock(const BlockAST &block) {
-  std::map<std::string, SMRange> names;
+  std::map<std::string, std::pair<SMRange, llvm::StringRef>> names; // name -> where, what
   auto declare = [&](const std::string &name, SMRange range, llvm::StringRef what) {
-    auto [it, inserted] = names.emplace(name, range);
+    auto [it, inserted] = names.emplace(name, std::make_pair(range, what));
     if (!inserted) {
       diags.error(range, "duplicate definition of " + what + " '" + name + "' in block '" +
                              block.name + "'");
-      diags.note(it->second, "first defined here");
+      diags.note(it->second.first, "first defined here");
     }
   };
   for (const auto &c : block.config)
@@ -311,9 +322,18 @@ void Elaborator::checkBlock(const BlockAST &block) {
   }
   for (const auto &f : block.forwards) {
     std::map<std::string, SMRange> local;
-    for (const auto &a : f.args)
+    for (const auto &a : f.args) {
       if (!local.emplace(a.name, a.range).second)
         diags.error(a.range, "duplicate argument '" + a.name + "'");
+      // An argument would hide the member inside the forward function.
+      auto member = names.find(a.name);
+      if (member != names.end()) {
+        diags.error(a.range, "forward argument '" + a.name + "' has the name of the " +
+                                 member->second.second + " '" + a.name + "' of block '" +
+                                 block.name + "'; rename one of them");
+        diags.note(member->second.first, "the " + member->second.second + " is defined here");
+      }
+    }
   }
 }
 
@@ -441,6 +461,11 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(m.range, "duplicate definition of metric '" + m.name + "'");
       continue;
     }
+    if (isMetricsLineKey(m.name)) {
+      diags.error(m.range, "a metric cannot be named '" + m.name +
+                               "': the metrics line uses that key for the driver's own value");
+      continue;
+    }
     if (auto node = scalar(*m.value, "metric '" + m.name + "'", true))
       program.metrics.emplace_back(m.name, *node);
   }
@@ -509,6 +534,20 @@ void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std
                                          " does not match the axes of '" + l.name + "': " +
                                          type.str());
       return;
+    }
+    for (size_t i = 0; i < l.constraint->size(); ++i) {
+      const DimAST &d = (*l.constraint)[i];
+      if (!d.size)
+        continue;
+      auto size = evalSize(*d.size, scope);
+      if (!size)
+        return;
+      if (*size != type.dims[i].size) {
+        diags.error(d.range, "constraint gives axis '" + names[i] + "' size " +
+                                 std::to_string(*size) + ", but '" + l.name + "' has " +
+                                 type.str());
+        return;
+      }
     }
     int index = -1;
     for (size_t i = 0; i < program.constraints.size(); ++i)
@@ -633,7 +672,13 @@ Value Elaborator::eval(const Expr &expr, Scope &scope, GraphContext &ctx) {
   case ExprKind::Neg: {
     Value v = eval(*static_cast<const NegExpr &>(expr).operand, scope, ctx);
     if (v.kind == Value::Int) {
-      v.intValue = -v.intValue;
+      std::optional<int64_t> negated = llvm::checkedMul<int64_t>(v.intValue, -1);
+      if (!negated) {
+        diags.error(expr.range, "integer overflow: -(" + std::to_string(v.intValue) +
+                                    ") is not a 64-bit integer");
+        return {};
+      }
+      v.intValue = *negated;
       v.floatValue = -v.floatValue;
       return v;
     }
@@ -686,23 +731,35 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
     Value r;
     bool ints = lhs.kind == Value::Int && rhs.kind == Value::Int;
     double a = lhs.floatValue, b = rhs.floatValue;
+    // Integers are checked: a result outside 64 bits is an error, never a wrap.
+    std::optional<int64_t> exact = 0;
     switch (bin.op) {
-    case BinaryOp::Add: r.floatValue = a + b; r.intValue = lhs.intValue + rhs.intValue; break;
-    case BinaryOp::Sub: r.floatValue = a - b; r.intValue = lhs.intValue - rhs.intValue; break;
-    case BinaryOp::Mul: r.floatValue = a * b; r.intValue = lhs.intValue * rhs.intValue; break;
+    case BinaryOp::Add: r.floatValue = a + b; exact = llvm::checkedAdd(lhs.intValue, rhs.intValue); break;
+    case BinaryOp::Sub: r.floatValue = a - b; exact = llvm::checkedSub(lhs.intValue, rhs.intValue); break;
+    case BinaryOp::Mul: r.floatValue = a * b; exact = llvm::checkedMul(lhs.intValue, rhs.intValue); break;
     case BinaryOp::Div:
       if (b == 0) {
         diags.error(bin.range, "division by zero");
         return {};
       }
       r.floatValue = a / b;
-      if (ints)
-        r.intValue = lhs.intValue / rhs.intValue, r.floatValue = r.intValue;
+      if (ints) {
+        exact = lhs.intValue == INT64_MIN && rhs.intValue == -1
+                    ? std::nullopt
+                    : std::optional<int64_t>(lhs.intValue / rhs.intValue);
+        r.floatValue = exact.value_or(0);
+      }
       break;
     default:
       diags.error(bin.opRange, "'" + spelled + "' is not defined on compile-time numbers");
       return {};
     }
+    if (ints && !exact) {
+      diags.error(bin.range, "integer overflow: " + std::to_string(lhs.intValue) + " " + spelled +
+                                 " " + std::to_string(rhs.intValue) + " is not a 64-bit integer");
+      return {};
+    }
+    r.intValue = ints ? *exact : 0;
     r.kind = ints ? Value::Int : Value::Float;
     return r;
   }
@@ -731,7 +788,7 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
     rhs = scalarToTensor(rhs, typeOf(ctx, lhs.node).dtype, bin.rhs->range, ctx);
   }
   auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
-  if (!type)
+  if (!type || !checkSize(*type, bin.range))
     return {};
   static const char *names[] = {"matmul", "mul", "div", "add", "sub", "eq",
                                 "ne",     "lt",  "le",  "gt",  "ge"};
@@ -850,7 +907,17 @@ std::optional<TensorType> Elaborator::resolveType(const TensorTypeAST &ast, Scop
       ok = false;
     }
   }
+  if (ok && !checkSize(type, ast.range))
+    return std::nullopt;
   return ok ? std::optional<TensorType>(type) : std::nullopt;
+}
+
+bool Elaborator::checkSize(const TensorType &type, SMRange at) {
+  if (type.numElements() <= kMaxTensorElements)
+    return true;
+  diags.error(at, "the tensor " + type.str() + " has more than 2^48 elements, the most shardc "
+                  "accepts");
+  return false;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1064,7 +1131,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
   }
 
   auto typed = typeBuiltinOp(builtin.name, call.range, args, diags);
-  if (!typed)
+  if (!typed || !checkSize(typed->type, call.range))
     return {};
   Node node;
   node.op = builtin.name;
@@ -1195,8 +1262,13 @@ unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
     declare(leaf.type);
     return ctx.graph->add(leaf);
   }
+  if (llvm::any_of(leaf.type.dims, [](const Dim &d) { return d.axis == kLayerAxis; }))
+    diags.error(leaf.loc, "'" + leaf.name + "' " + leaf.type.str() + " already has an axis '" +
+                              kLayerAxis + "', which scan adds to stack the layers; "
+                              "rename that axis");
   Node stacked = leaf;
   stacked.type.dims.insert(stacked.type.dims.begin(), Dim{kLayerAxis, ctx.scanLength});
+  checkSize(stacked.type, leaf.loc);
   ctx.scanOperands->push_back(makeLeaf(*ctx.outer, stacked, declare));
   Node slice = leaf;
   slice.op = "arg";

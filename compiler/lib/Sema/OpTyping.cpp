@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace shardc;
@@ -47,7 +48,7 @@ struct Checker {
 /// Output size of a window sliding over `size` elements.
 int64_t windowOutput(int64_t size, int64_t window, int64_t stride, llvm::StringRef padding) {
   if (padding == "SAME")
-    return (size + stride - 1) / stride;
+    return llvm::divideCeil(size, stride); // size + stride - 1 could overflow
   return size < window ? 0 : (size - window) / stride + 1;
 }
 

@@ -14,7 +14,10 @@
 
 #include "shardc/Sema/Sema.h"
 
+#include "shardrt/program_limits.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <set>
 
@@ -113,6 +116,23 @@ private:
         ok = false;
       }
       program.mesh.axes.emplace_back(axis.name, axis.size);
+    }
+    // The runtime's limits: ranks are MPI ints, a collective's axes bits of one.
+    const MeshAST &mesh = rules.meshes[0];
+    if (mesh.axes.size() > size_t(shardrt::kMaxMeshAxes)) {
+      diags.error(mesh.range, "a mesh has at most " + std::to_string(shardrt::kMaxMeshAxes) +
+                                  " axes, this one " + std::to_string(mesh.axes.size()));
+      return false;
+    }
+    int64_t ranks = 1;
+    for (const MeshAxisAST &axis : mesh.axes) {
+      std::optional<int64_t> product = llvm::checkedMul(ranks, std::max<int64_t>(axis.size, 1));
+      if (!product || *product > shardrt::kMaxRanks) {
+        diags.error(mesh.range, "the mesh " + program.mesh.str() +
+                                    " needs more than 2^31 - 1 devices (MPI's limit on ranks)");
+        return false;
+      }
+      ranks = *product;
     }
     return ok;
   }

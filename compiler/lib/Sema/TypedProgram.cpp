@@ -4,6 +4,7 @@
 #include "shardc/AST/RulesAST.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -11,8 +12,12 @@ using namespace shardc;
 
 int64_t TensorType::numElements() const {
   int64_t n = 1;
-  for (const Dim &d : dims)
-    n *= d.size;
+  for (const Dim &d : dims) {
+    std::optional<int64_t> product = llvm::checkedMul(n, d.size);
+    if (!product)
+      return INT64_MAX;
+    n = *product;
+  }
   return n;
 }
 

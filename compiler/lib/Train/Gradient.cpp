@@ -50,7 +50,7 @@ public:
     for (size_t id = loss + 1; id-- > 0;) {
       if (adjoint[id] < 0 || graph.nodes[id].operands.empty())
         continue;
-      Node node = graph.nodes[id]; // a copy: appending nodes moves the vector
+      const Node &node = graph.nodes[id];
       if (!backward(node, static_cast<unsigned>(adjoint[id])))
         return std::nullopt;
     }

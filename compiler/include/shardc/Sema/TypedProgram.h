@@ -12,6 +12,7 @@
 
 #include "shardc/AST/AST.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,10 +28,16 @@ struct Dim {
   bool operator==(const Dim &o) const { return axis == o.axis && size == o.size; }
 };
 
+/// The most elements a tensor may have (a petabyte of f32). Sema rejects larger
+/// ones, so sizes computed from a program's tensors (bytes, shards, sums over
+/// all of them) fit in 64 bits.
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+
 struct TensorType {
   DType dtype = DType::F32;
   std::vector<Dim> dims;
 
+  /// The product of the sizes, or INT64_MAX when that overflows.
   int64_t numElements() const;
   int64_t elementBytes() const { return dtype == DType::Bool ? 1 : 4; }
   bool operator==(const TensorType &o) const { return dtype == o.dtype && dims == o.dims; }
@@ -84,7 +91,9 @@ struct Node {
 };
 
 struct Graph {
-  std::vector<Node> nodes;
+  /// A deque: appending keeps references to earlier nodes (and their types)
+  /// valid, which every builder that adds nodes while reading others needs.
+  std::deque<Node> nodes;
   std::vector<unsigned> args; // scan bodies: the carry, then the slices of stacked tensors
   unsigned result = 0;
   unsigned add(Node node);
