@@ -61,6 +61,8 @@ public:
     if (lexAndCheck(*lexer, *tokens)) {
       installErrorHandling(p);
       root = parseRoot(p);
+      if (root && numErrors == 0)
+        checkDepth(root);
     }
     return numErrors == 0 ? root : nullptr;
   }
@@ -71,6 +73,8 @@ public:
 private:
   bool lexAndCheck(antlr4::Lexer &lexer, antlr4::CommonTokenStream &tokens);
   void installErrorHandling(antlr4::Parser &parser);
+  /// Reports a parse tree deeper than the AST builder and sema may recurse.
+  void checkDepth(antlr4::ParserRuleContext *root);
 
   SourceText &source;
   DiagnosticEngine &diags;

@@ -38,6 +38,11 @@ namespace {
 
 struct Instance;
 
+// Elaboration recurses once per nested block instance and per import; these
+// bound it far inside the compiler's stack (see kMaxTreeDepth in the parser).
+constexpr size_t kMaxBlockNesting = 256;
+constexpr size_t kMaxImportDepth = 256;
+
 /// Names the driver's metrics lines already use (the loss is written as "loss").
 bool isMetricsLineKey(llvm::StringRef name) {
   std::string_view key(name.data(), name.size());
@@ -248,6 +253,11 @@ const ModuleAST *Elaborator::load(const std::string &path, SMRange importedAt,
   loaded[key] = result;
   modules.push_back(std::move(module));
 
+  if (stack.size() >= kMaxImportDepth) {
+    diags.error(importedAt, "imports nested deeper than " + std::to_string(kMaxImportDepth) +
+                                " files");
+    return result;
+  }
   stack.push_back(key);
   for (const ImportAST &imp : result->imports)
     if (auto file = resolveImport(*result, imp))
@@ -1393,6 +1403,11 @@ std::optional<unsigned> Elaborator::inlineForward(Instance &inst, const std::vec
       chain += b->name + " -> ";
     diags.error(call, "block '" + inst.block->name + "' uses itself: " + chain +
                           inst.block->name + " (recursive blocks are not supported)");
+    return std::nullopt;
+  }
+  if (elaborating.size() >= kMaxBlockNesting) {
+    diags.error(call, "blocks nested deeper than " + std::to_string(kMaxBlockNesting) +
+                          " levels (each block's forward calls the next)");
     return std::nullopt;
   }
   elaborating.push_back(inst.block);
