@@ -239,8 +239,10 @@ bool ParseSession::lexAndCheck(antlr4::Lexer &lexer, antlr4::CommonTokenStream &
   if (numErrors)
     return false;
   if (tokens.size() > kMaxTokens) {
-    diags.fileError(source.path(), "file too large: " + std::to_string(tokens.size()) +
-                                       " tokens, the limit is " + std::to_string(kMaxTokens));
+    antlr4::Token *first = tokens.get(kMaxTokens);
+    diags.error(source.range(first, first),
+                "file too large: " + std::to_string(tokens.size()) + " tokens, the limit is " +
+                    std::to_string(kMaxTokens) + "; this is the first token past it");
     ++numErrors;
     return false;
   }

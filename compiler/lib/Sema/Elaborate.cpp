@@ -320,8 +320,13 @@ void Elaborator::checkBlock(const BlockAST &block) {
   };
   for (const auto &c : block.config)
     declare(c.name, c.range, "parameter");
-  for (const auto &p : block.params)
+  for (const auto &p : block.params) {
     declare(p.name, p.range, "param");
+    // Parameters are what the gradient updates and the initialisers fill.
+    if (p.type.dtype != DType::F32)
+      diags.error(p.type.range, "param '" + p.name + "' must be f32, not " +
+                                    dtypeName(p.type.dtype) + ": parameters are trained");
+  }
   for (const auto &l : block.lets)
     declare(l.name, l.range, "let");
   if (block.forwards.empty())
@@ -404,6 +409,13 @@ void Elaborator::elaborateModel(const ModelAST &model) {
   }
 
   for (const InputAST &in : model.inputs) {
+    // The runtime fills f32 (data, normal, uniform) and i32 (labels, integers).
+    if (in.type.dtype == DType::Bool) {
+      diags.error(in.type.range, "input '" + in.name + "' must be f32 or i32, not bool; "
+                                 "compare an i32 input with a number for a mask");
+      scope.names.emplace(in.name, Value());
+      continue;
+    }
     auto type = resolveType(in.type, scope, "input '" + in.name + "'");
     if (!type) {
       scope.names.emplace(in.name, Value());

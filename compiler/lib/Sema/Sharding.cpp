@@ -26,30 +26,34 @@ using namespace shardc;
 namespace {
 
 /// Glob over parameter paths: `*` matches within one path segment, `**`
-/// across segments, `?` one character.
+/// across segments, `?` one character. Dynamic programming over the pattern
+/// from its end, O(pattern x path): backtracking took exponential time on
+/// patterns like `**a**a**a...b`.
 bool globMatch(llvm::StringRef pattern, llvm::StringRef path) {
-  if (pattern.empty())
-    return path.empty();
-  if (pattern.starts_with("**")) {
-    for (size_t i = 0; i <= path.size(); ++i)
-      if (globMatch(pattern.drop_front(2), path.drop_front(i)))
-        return true;
-    return false;
-  }
-  if (pattern.front() == '*') {
-    for (size_t i = 0; i <= path.size(); ++i) {
-      if (globMatch(pattern.drop_front(1), path.drop_front(i)))
-        return true;
-      if (i < path.size() && path[i] == '.')
-        return false;
+  const size_t n = path.size();
+  // rest[j]: the pattern after the current token matches path[j..].
+  std::vector<char> rest(n + 1, false), here(n + 1, false);
+  rest[n] = true;
+  size_t end = pattern.size();
+  while (end > 0) {
+    // The token ending at `end`: `**`, `*`, `?` or one character. (A run of
+    // stars containing `**` matches anything whichever way it is split.)
+    size_t start = end - 1;
+    if (pattern[start] == '*' && start > 0 && pattern[start - 1] == '*')
+      --start;
+    llvm::StringRef token = pattern.slice(start, end);
+    for (size_t j = n + 1; j-- > 0;) {
+      if (token == "**")
+        here[j] = rest[j] || (j < n && here[j + 1]);
+      else if (token == "*")
+        here[j] = rest[j] || (j < n && path[j] != '.' && here[j + 1]);
+      else
+        here[j] = j < n && (token[0] == '?' || token[0] == path[j]) && rest[j + 1];
     }
-    return false;
+    std::swap(rest, here);
+    end = start;
   }
-  if (path.empty())
-    return false;
-  if (pattern.front() != '?' && pattern.front() != path.front())
-    return false;
-  return globMatch(pattern.drop_front(1), path.drop_front(1));
+  return rest[0];
 }
 
 std::string targetText(const MeshTargetAST &t) { return formatMeshAxes(t.axisNames()); }
