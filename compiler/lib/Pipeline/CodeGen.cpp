@@ -36,7 +36,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -180,13 +179,13 @@ LogicalResult shardc::lowerToLLVM(ModuleOp module, llvm::StringRef manifest) {
   return addMain(module, manifest);
 }
 
-static LogicalResult fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "shardc") << message << "\n";
-  return failure();
-}
-
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
-                                     llvm::StringRef runtimeLibDir) {
+                                     llvm::StringRef runtimeLibDir, DiagnosticEngine &diags) {
+  // The command's or the machine's problems; shardc's own go through MLIR.
+  auto fail = [&](const llvm::Twine &message) {
+    diags.toolError(message);
+    return failure();
+  };
   llvm::StringRef folder = llvm::sys::path::parent_path(output);
   if (!folder.empty() && !llvm::sys::fs::is_directory(folder))
     return fail("cannot write '" + output + "': no folder '" + folder + "'");
@@ -195,7 +194,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
-    return fail("internal error: translation to LLVM IR failed");
+    return module.emitError("translation to LLVM IR failed");
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -226,7 +225,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
       return fail("cannot write '" + object + "': " + ec.message());
     llvm::legacy::PassManager pm;
     if (machine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      return fail("internal error: cannot emit an object file for " + triple.str());
+      return module.emitError("cannot emit an object file for " + triple.str());
     pm.run(*llvmModule);
   }
 

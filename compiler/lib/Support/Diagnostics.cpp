@@ -5,6 +5,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace shardc;
@@ -58,6 +59,11 @@ void DiagnosticEngine::fileError(llvm::StringRef path, const llvm::Twine &messag
   ++numErrors;
   llvm::SMDiagnostic(path, llvm::SourceMgr::DK_Error, message.str())
       .print(/*ProgName=*/nullptr, llvm::errs());
+}
+
+void DiagnosticEngine::toolError(const llvm::Twine &message) {
+  ++numErrors;
+  llvm::WithColor::error(llvm::errs(), "shardc") << message << "\n";
 }
 
 std::string DiagnosticEngine::describe(SMLoc loc) const {

@@ -92,12 +92,15 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   mlir::DialectRegistry registry;
   registerPipelineDialects(registry);
   mlir::MLIRContext context(registry);
-  mlir::SourceMgrDiagnosticHandler handler(diags.getSourceMgr(), &context);
+  StageDiagnostics stages(context, diags);
   std::optional<StepProgram> steps = buildStepProgram(program, diags);
   if (!steps)
     return false;
-  auto module = mlirGen(context, program, *steps, diags, {reference});
-  if (!module)
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (mlir::failed(stages.run("mlir", [&] {
+        module = mlirGen(context, program, *steps, diags, {reference});
+        return mlir::success(bool(module));
+      })))
     return false;
   auto print = [&] {
     if (!printStage)
@@ -111,11 +114,11 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   if (stage == Emit::MLIR)
     return print();
   std::string manifest = buildManifest(program, *steps, reference);
-  if (!reference && mlir::failed(propagateShardings(*module)))
+  if (!reference && mlir::failed(stages.run("sharded", [&] { return propagateShardings(*module); })))
     return false;
   if (stage == Emit::Sharded)
     return print();
-  if (!reference && mlir::failed(partition(*module)))
+  if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
     return false;
   if (report != ReportFormat::None || strict) {
     auto text = buildReport(*module, program, diags.getSourceMgr(),
@@ -127,11 +130,12 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   }
   if (stage == Emit::SPMD)
     return print();
-  if (mlir::failed(lowerToLLVM(*module, manifest)))
+  if (mlir::failed(stages.run("llvm", [&] { return lowerToLLVM(*module, manifest); })))
     return false;
   if (stage == Emit::LLVM)
     return print();
-  return mlir::succeeded(emitExecutable(*module, outputFile, runtimeDir));
+  return mlir::succeeded(
+      stages.run("exe", [&] { return emitExecutable(*module, outputFile, runtimeDir, diags); }));
 }
 
 int compile() {

@@ -33,6 +33,8 @@ public:
   void note(SMRange range, const llvm::Twine &message);
   /// An error about a whole file, with no source line to show.
   void fileError(llvm::StringRef path, const llvm::Twine &message);
+  /// An error about the command or the environment: `shardc: error: ...`.
+  void toolError(const llvm::Twine &message);
 
   unsigned errorCount() const { return numErrors; }
   bool hasErrors() const { return numErrors != 0; }
