@@ -361,7 +361,7 @@ MLIRGenImpl::samePadding(RankedTensorType x, int64_t window, int64_t stride, boo
   if (!same)
     return pads;
   for (int d : {1, 2}) {
-    int64_t size = x.getDimSize(d), out = (size + stride - 1) / stride;
+    int64_t size = x.getDimSize(d), out = llvm::divideCeil(size, stride);
     int64_t total = std::max<int64_t>((out - 1) * stride + window - size, 0);
     pads[d - 1] = {total / 2, total - total / 2};
   }

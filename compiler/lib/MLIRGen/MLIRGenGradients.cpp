@@ -50,15 +50,16 @@ Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Locatio
   return tagged(contract(xpad, dy, {xMap, dyMap}, dw, at), "conv2d_filter_grad");
 }
 
-Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location at) {
-  int64_t s = std::get<int64_t>(node.attrs.at("stride"));
-  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
-  RankedTensorType dx = tensorType(node.type);
-  auto wType = cast<RankedTensorType>(w.getType());
+/// dy [N, OH, OW, F] dilated by the stride (s - 1 zeros after each row and
+/// column) and padded: row q of the result holds dy's row r at
+/// q = r*s + K-1 - (the forward's low padding), so that the input gradient of a
+/// KH x KW window is a stride-1 correlation over it. It is H + KH - 1 rows
+/// long (W + KW - 1 columns), or longer when the stride exceeds the window:
+/// the rows past that are dilation zeros that no window reads.
+Value MLIRGenImpl::spreadCotangent(Value dy, RankedTensorType dx, int64_t kh, int64_t kw,
+                                   int64_t s, bool same, Location at) {
   auto dyType = cast<RankedTensorType>(dy.getType());
-  int64_t kh = wType.getDimSize(0), kw = wType.getDimSize(1);
   auto pads = samePadding(dx, kh, s, same);
-
   // Dilate: [N,OH,OW,F] -> [N,OH,1,OW,1,F] -> padded to [N,OH,s,OW,s,F] -> [N,OH*s,OW*s,F].
   if (s > 1) {
     int64_t n = dyType.getDimSize(0), oh = dyType.getDimSize(1), ow = dyType.getDimSize(2),
@@ -71,17 +72,22 @@ Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location
         b, at, RankedTensorType::get({n, oh * s, ow * s, f}, b.getF32Type()), spread, groups);
     dyType = cast<RankedTensorType>(dy.getType());
   }
-  // dyp[q] holds dy's row r at q = r*s + KH-1 - low pad, and is H + KH - 1 long.
+  // The low padding is never negative (SAME pads at most window - 1 low).
   SmallVector<int64_t> low{0, kh - 1 - pads[0].first, kw - 1 - pads[1].first, 0};
-  SmallVector<int64_t> high{0, dx.getDimSize(1) + kh - 1 - low[1] - dyType.getDimSize(1),
-                            dx.getDimSize(2) + kw - 1 - low[2] - dyType.getDimSize(2), 0};
-  if (llvm::any_of(low, [](int64_t v) { return v < 0; }) ||
-      llvm::any_of(high, [](int64_t v) { return v < 0; })) {
-    error(node.loc, "the gradient of conv2d with stride " + std::to_string(s) +
-                        " larger than its kernel is not supported yet");
-    return {};
-  }
-  Value dyp = padded(dy, low, high, at);
+  SmallVector<int64_t> high{0,
+                            std::max<int64_t>(dx.getDimSize(1) + kh - 1 - low[1] - dyType.getDimSize(1), 0),
+                            std::max<int64_t>(dx.getDimSize(2) + kw - 1 - low[2] - dyType.getDimSize(2), 0),
+                            0};
+  return padded(dy, low, high, at);
+}
+
+Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location at) {
+  int64_t s = std::get<int64_t>(node.attrs.at("stride"));
+  bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
+  RankedTensorType dx = tensorType(node.type);
+  auto wType = cast<RankedTensorType>(w.getType());
+  int64_t kh = wType.getDimSize(0), kw = wType.getDimSize(1);
+  Value dyp = spreadCotangent(dy, dx, kh, kw, s, same, at);
 
   MLIRContext *ctx = b.getContext();
   AffineExpr d[7];
@@ -92,38 +98,34 @@ Value MLIRGenImpl::conv2dInputGrad(Value dy, Value w, const Node &node, Location
   return tagged(contract(dyp, w, {dyMap, wMap}, dx, at), "conv2d_input_grad");
 }
 
-/// Each input position gets its window's gradient / k^2 (windows do not
-/// overlap: stride == window). Rows a VALID pool dropped get zero.
+/// The transpose of the forward's window sum, divided like it by k^2: each
+/// input position gets the sum of dy over the windows that cover it, a
+/// stride-1 correlation of the spread cotangent with a k x k window of ones
+/// (per channel). Rows a VALID pool dropped get zero.
 Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
   int64_t k = std::get<int64_t>(node.attrs.at("window"));
   int64_t s = std::get<int64_t>(node.attrs.at("stride"));
-  if (s != k) {
-    error(node.loc, "the gradient of avg_pool with a stride other than its window is not "
-                    "supported yet");
-    return {};
-  }
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
   RankedTensorType dx = tensorType(node.type);
-  auto dyType = cast<RankedTensorType>(dy.getType());
-  auto pads = samePadding(dx, k, s, same);
-  int64_t rows = std::min(dx.getDimSize(1), dyType.getDimSize(1) * k - pads[0].first);
-  int64_t cols = std::min(dx.getDimSize(2), dyType.getDimSize(2) * k - pads[1].first);
-  auto covered = RankedTensorType::get({dx.getDimSize(0), rows, cols, dx.getDimSize(3)},
-                                       b.getF32Type());
+  Value dyp = spreadCotangent(dy, dx, k, k, s, same, at);
+
   MLIRContext *ctx = b.getContext();
-  AffineExpr d[4];
-  bindDims(ctx, d[0], d[1], d[2], d[3]);
-  AffineMap dyMap = AffineMap::get(
-      4, 0, {d[0], (d[1] + pads[0].first).floorDiv(k), (d[2] + pads[1].first).floorDiv(k), d[3]},
-      ctx);
+  AffineExpr d[6];
+  bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5]); // n i j c kh kw
+  AffineMap dyMap =
+      AffineMap::get(6, 0, {d[0], d[1] - d[4] + (k - 1), d[2] - d[5] + (k - 1), d[3]}, ctx);
+  // The window's extent, as linalg's pooling ops take it: a shape-only operand.
+  Value window = empty({k, k}, b.getF32Type(), at);
+  AffineMap windowMap = AffineMap::get(6, 0, {d[4], d[5]}, ctx);
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
   float scale = 1.0f / static_cast<float>(k * k);
-  Value grad = generic({dy}, {dyMap}, empty(covered.getShape(), b.getF32Type(), at),
-                       b.getMultiDimIdentityMap(4), iterators, at,
-                       [&](OpBuilder &n, Location l, ValueRange a) -> Value {
-                         return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
-                       });
-  return padded(grad, {0, 0, 0, 0}, {0, dx.getDimSize(1) - rows, dx.getDimSize(2) - cols, 0}, at);
+  Value init = filled(dx.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  return generic({dyp, window}, {dyMap, windowMap}, init, b.getMultiDimIdentityMap(6).getMajorSubMap(4),
+                 iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value term = arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
+                   return arith::AddFOp::create(n, l, a[2], term);
+                 });
 }
 
 Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values) {

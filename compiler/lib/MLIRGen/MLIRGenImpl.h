@@ -98,6 +98,8 @@ private:
   mlir::Value reshapeTo(mlir::Value x, mlir::RankedTensorType to, mlir::Location at);
 
   // Gradients.
+  mlir::Value spreadCotangent(mlir::Value dy, mlir::RankedTensorType dx, int64_t kh, int64_t kw,
+                              int64_t stride, bool same, mlir::Location at);
   mlir::Value conv2dInputGrad(mlir::Value dy, mlir::Value w, const Node &node, mlir::Location at);
   mlir::Value conv2dFilterGrad(mlir::Value x, mlir::Value dy, const Node &node, mlir::Location at);
   mlir::Value avgPoolGrad(mlir::Value dy, const Node &node, mlir::Location at);

@@ -103,12 +103,14 @@ std::optional<TypedOp> avgPool(Checker &c, llvm::ArrayRef<OpArg> a) {
   r.type = x.tensor;
   for (int i : {1, 2}) {
     Dim &d = r.type.dims[i];
-    d.size = windowOutput(d.size, window.intValue, stride, padding.stringValue);
-    if (d.size < 1) {
+    // Also under SAME: a window larger than the input would only pool padding
+    // (and window^2, the divisor, stays within the input's element count).
+    if (window.intValue > d.size) {
       c.fail(window.range, "window " + std::to_string(window.intValue) +
                                " is larger than the input " + x.tensor.str());
       return std::nullopt;
     }
+    d.size = windowOutput(d.size, window.intValue, stride, padding.stringValue);
   }
   r.attrs["window"] = window.intValue;
   r.attrs["stride"] = stride;
