@@ -48,18 +48,6 @@ int64_t integerRange(const TypedProgram &program, const std::string &input) {
   return 2;
 }
 
-/// The Fashion-MNIST field that feeds an input, by name and shape: `image`
-/// f32[batch, 28, 28, 1] or `label` i32[batch]; none for other inputs.
-std::string datasetField(const std::string &name, const TensorType &type) {
-  const auto &d = type.dims;
-  if (name == "image" && type.dtype == DType::F32 && d.size() == 4 && d[1].size == 28 &&
-      d[2].size == 28 && d[3].size == 1)
-    return "image";
-  if (name == "label" && type.dtype == DType::I32 && d.size() == 1)
-    return "label";
-  return "";
-}
-
 } // namespace
 
 std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
