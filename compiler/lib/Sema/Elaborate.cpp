@@ -494,6 +494,12 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(m.range, "duplicate definition of metric '" + m.name + "'");
       continue;
     }
+    // Evaluation reports the metrics and the model's named values by name.
+    if (scope.names.count(m.name)) {
+      diags.error(m.range, "metric '" + m.name + "' has the name of a value of model '" +
+                               model.name + "'; evaluation reports both by name");
+      continue;
+    }
     if (isMetricsLineKey(m.name)) {
       diags.error(m.range, "a metric cannot be named '" + m.name +
                                "': the metrics line uses that key for the driver's own value");
