@@ -48,9 +48,10 @@ int64_t Mesh::indexOf(const std::string &axis) const {
 }
 
 int64_t Mesh::numRanks() const {
+  // Sema rejects meshes of more than 2^31 - 1 ranks; saturate before that.
   int64_t n = 1;
   for (const auto &axis : axes)
-    n *= axis.second;
+    n = llvm::checkedMul(n, axis.second).value_or(INT64_MAX);
   return n;
 }
 
