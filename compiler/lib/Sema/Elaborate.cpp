@@ -202,6 +202,8 @@ private:
                                         llvm::StringRef what);
   /// Reports a tensor of more than kMaxTensorElements elements at `at`.
   bool checkSize(const TensorType &type, SMRange at);
+  /// An operation's result: within the size limit, each axis once.
+  bool checkResult(const TensorType &type, SMRange at, llvm::StringRef op);
   Scope instanceScope(Instance &inst);
 
   std::string suggest(llvm::StringRef name, const Scope &scope);
@@ -827,7 +829,7 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
     rhs = scalarToTensor(rhs, typeOf(ctx, lhs.node).dtype, bin.rhs->range, ctx);
   }
   auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
-  if (!type || !checkSize(*type, bin.range))
+  if (!type || !checkResult(*type, bin.range, "'" + spelled + "'"))
     return {};
   static const char *names[] = {"matmul", "mul", "div", "add", "sub", "eq",
                                 "ne",     "lt",  "le",  "gt",  "ge"};
@@ -957,6 +959,17 @@ bool Elaborator::checkSize(const TensorType &type, SMRange at) {
   diags.error(at, "the tensor " + type.str() + " has more than 2^48 elements, the most shardc "
                   "accepts");
   return false;
+}
+
+bool Elaborator::checkResult(const TensorType &type, SMRange at, llvm::StringRef op) {
+  for (size_t i = 0; i < type.dims.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (type.dims[i].axis == type.dims[j].axis) {
+        diags.error(at, "the result of " + op + " would have the axis '" + type.dims[i].axis +
+                            "' twice: " + type.str() + "; rename one of them");
+        return false;
+      }
+  return checkSize(type, at);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1170,7 +1183,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
   }
 
   auto typed = typeBuiltinOp(builtin.name, call.range, args, diags);
-  if (!typed || !checkSize(typed->type, call.range))
+  if (!typed || !checkResult(typed->type, call.range, builtin.name))
     return {};
   Node node;
   node.op = builtin.name;
