@@ -453,8 +453,12 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
                  DType::F32;
 
+  // Every later user of the constrained value reads the annotated one (the
+  // gradient reuses forward values): a value with a second, unannotated use
+  // gets two shardings from propagation, and shard-partition crashes on it.
   if (op == "sharding_constraint")
-    return annotate(operand(0), program.constraints[node.constraint].sharding, at);
+    return values[node.operands[0]] =
+               annotate(operand(0), program.constraints[node.constraint].sharding, at);
 
   // Elementwise arithmetic and comparisons.
   using Binary = Value (*)(OpBuilder &, Location, Value, Value);

@@ -1341,6 +1341,7 @@ unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
     param.path = path;
     param.type = whole;
     param.loc = loc;
+    param.stacked = whole.dims.size() > type.dims.size();
     param.init = init;
     program.params.push_back(param);
   });
@@ -1357,6 +1358,7 @@ unsigned Elaborator::makeDropoutUniforms(GraphContext &ctx, const TensorType &ty
     input.path = node.name;
     input.type = whole;
     input.loc = loc;
+    input.stacked = whole.dims.size() > type.dims.size();
     input.dropoutUniforms = true;
     program.inputs.push_back(input);
   });

@@ -247,6 +247,13 @@ private:
   }
 
   void checkSharding(const ShardedTensor &t) {
+    if (t.stacked && !t.sharding.dims.empty() && !t.sharding.dims[0].meshAxes.empty()) {
+      const DimSharding &layer = t.sharding.dims[0];
+      diags.error(layer.cause, "the '" + std::string(kLayerAxis) + "' axis of '" + t.path +
+                                   "', stacked by a scan, cannot be split (" + layer.reason +
+                                   "): the layers run one after another");
+      diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
+    }
     std::map<std::string, size_t> usedBy;
     for (size_t i = 0; i < t.sharding.dims.size(); ++i) {
       const DimSharding &d = t.sharding.dims[i];

@@ -104,13 +104,9 @@ private:
       v.node = whole ? whole->id : addNode(op, t.path, t.type, t.loc);
       return {v};
     }
-    if (!v.sharding.dims.empty()) {
-      const DimSharding &layerDim = v.sharding.dims.front();
-      if (!layerDim.meshAxes.empty())
-        diags.error(t.loc, "the layer axis of '" + t.path + "', stacked by a scan, cannot be "
-                           "sharded (" + layerDim.reason + "); layers run one after another");
+    // Each layer is one tensor; sema rejected a split layer axis.
+    if (!v.sharding.dims.empty())
       v.sharding.dims.erase(v.sharding.dims.begin());
-    }
     std::vector<FunctionValue> values;
     for (const Node *layer : layers) {
       v.node = layer->id;

@@ -112,6 +112,7 @@ struct ShardedTensor {
   TensorType type;
   SMRange loc;
   Sharding sharding;
+  bool stacked = false; // by a scan, along a leading kLayerAxis dimension
   /// Per-rank shape, elements and bytes under the sharding.
   std::vector<int64_t> localShape(const Mesh &mesh) const;
   int64_t localBytes(const Mesh &mesh) const;
