@@ -34,8 +34,14 @@ public:
     // The training results of train_step and grad_step: the loss, then the
     // metrics.
     std::vector<FunctionValue> lossAndMetrics{scalarResult("loss", loss)};
-    for (const auto &[name, id] : program.metrics)
-      lossAndMetrics.push_back(scalarResult(name, ids[id].train));
+    for (const auto &[name, id] : program.metrics) {
+      // The runtime's train results are f32 (driver.h): an i32 metric is converted.
+      unsigned metric = ids[id].train;
+      const Node &node = sp.graph.nodes[metric];
+      if (node.type.dtype != DType::F32)
+        metric = appendNode(sp.graph, "to_f32", {metric}, TensorType{DType::F32, {}}, node.loc);
+      lossAndMetrics.push_back(scalarResult(name, metric));
+    }
 
     sp.grad.name = "grad_step";
     sp.grad.args = sp.params;
