@@ -491,10 +491,6 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
       return arith::CmpIOp::create(n, l, ip, a[0], a[1]);
     });
   }
-  if (op == "to_f32")
-    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
-      return arith::SIToFPOp::create(n, l, n.getF32Type(), a[0]);
-    });
   if (op == "neg")
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       if (isFloat)

@@ -1601,7 +1601,7 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
   }
   Node node;
   node.op = "scan";
-  node.name = inst.path;
+  node.attrs["instance"] = inst.path; // the name is the let's, as for any value
   node.operands = {args[0]};
   node.operands.insert(node.operands.end(), inst.scanOperands.begin(), inst.scanOperands.end());
   node.type = types[0];

@@ -110,7 +110,7 @@ private:
     for (const Node &n : graph.nodes) {
       os.indent(indent * 2) << "%" << n.id << " = " << n.op;
       if (!n.name.empty() && (n.op == "input" || n.op == "param" || n.op == "arg" ||
-                              n.op == "scan" || n.op == "sharding_constraint"))
+                              n.op == "sharding_constraint"))
         os << " \"" << n.name << "\"";
       for (size_t i = 0; i < n.operands.size(); ++i)
         os << (i ? ", %" : " %") << n.operands[i];
