@@ -47,8 +47,7 @@ def defects(files, r):
 
     def repeated_axis():
         i = lines_matching(model, r"^  input x: ")[0]
-        line = re.sub(r"\[batch = (\d+), (\w+) = (\d+)\]", r"[batch = \1, \2 = \3, batch]",
-                      model.split("\n")[i])
+        line = re.sub(r"\[batch = (\d+), ", r"[batch = \1, batch, ", model.split("\n")[i])
         return dict(files, **{"p.shard": replace_line(model, i, line)}), "p.shard", i
 
     def shadowed_name():
@@ -57,14 +56,14 @@ def defects(files, r):
         return dict(files, **{"p.shard": replace_line(model, i, line)}), "p.shard", i
 
     def undivided_mesh_axis():
-        mapped = [m.group(1) for m in re.finditer(r"-> \(?(\w+)", rules)]
-        if not mapped:
+        # The batch's rule: every program has an input with the batch (8), whereas
+        # a rule for an axis of intermediates only is never applied.
+        rule = lines_matching(rules, r"^  batch -> ")
+        if not rule:
             return None
-        axis = r.choice(mapped)
+        axis = re.search(r"-> \(?(\w+)", rules.split("\n")[rule[0]]).group(1)
         text = re.sub(rf"\b{axis} = \d+", f"{axis} = 3", rules, count=1)
-        rule = next(i for i, l in enumerate(rules.split("\n"))
-                    if re.search(rf"->.*\b{axis}\b", l))
-        return dict(files, **{"p.rules": text}), "p.rules", rule
+        return dict(files, **{"p.rules": text}), "p.rules", rule[0]
 
     def unknown_name():
         i = r.choice(lets)
@@ -127,6 +126,8 @@ def write_mutant(files, key, outdir):
     if made is None:
         return None
     mutated, target, line = made
+    if mutated == files:  # the defect's pattern is not in this program
+        return None
     os.makedirs(outdir, exist_ok=True)
     for fname, text in mutated.items():
         with open(os.path.join(outdir, fname), "w") as f:

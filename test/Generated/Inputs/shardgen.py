@@ -3,11 +3,10 @@
 file), deterministic by seed, and invalid programs derived from them by one known
 defect each.
 
-    shardgen.py SEED OUTDIR [--invalid K]
+    shardgen.py SEED OUTDIR [--all-layouts]
 
 writes OUTDIR/p.shard, OUTDIR/p.rules (and OUTDIR/genlib.shard when the program
-imports it), and with --invalid K the K-th mutation of that program instead, plus
-OUTDIR/expect.json naming the file and line where the error must be reported.
+imports it). mutate.py derives invalid programs from these; checkprog.py checks both.
 
 What a program draws from: inputs (a 2-D batch of features, NHWC images, i32 labels);
 lets through every builtin (matmul and '@', relu exp log tanh sigmoid, + - * / and
@@ -19,13 +18,14 @@ axis config parameters (defaults, given, inferred axes, size arithmetic), parame
 rank 1-3 with every initialiser, sub-blocks, stdlib layers (Dense, MLP, Conv, AvgPool);
 scan of blocks with sub-blocks and dropout inside; sharding constraints (with and
 without sizes); metrics (f32 and i32); every optimizer or none; model config
-parameters. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none) for axes
-whose sizes divide, overrides by parameter path.
+parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
+for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
+path or glob.
 
 Values stay finite: log only of sigmoid(.) + 1, division only by sigmoid(.) + 1, exp
 only of tanh(.). Layouts the partitioner does not handle yet (a split class axis of
-softmax_cross_entropy / log_softmax / softmax / argmax, split spatial axes) are not
-drawn; --all-layouts draws them too.
+softmax_cross_entropy / log_softmax / softmax, split spatial axes) are not drawn, nor is
+a split `layer` axis (an error by the language's rules); --all-layouts draws them.
 """
 import argparse
 import json
@@ -115,7 +115,8 @@ class Program:
         if bias:
             lines.append(f"  param b: f32[out] init {self.init(1)}")
         lines.append("  forward(x: f32[batch, in]) -> f32[batch, out] {")
-        lines.append("    return (x @ W) * scale" + (" + b" if bias else ""))
+        product = "(x @ W)" if self.r.random() < 0.7 else "matmul(x, W)"
+        lines.append(f"    return {product} * scale" + (" + b" if bias else ""))
         lines += ["  }", "}"]
         self.new_block("\n".join(lines))
         return name, bias
@@ -347,8 +348,11 @@ class Program:
         batch = 8
         self.sizes["batch"] = batch
         feat = self.axis("f")
+        # Sizes from the model's config parameters, with arithmetic, sometimes.
+        config = r.random() < 0.3
+        width = f"width * 2" if config else str(self.sizes[feat])
         x = Value("x", "f32", [("batch", batch), (feat, self.sizes[feat])])
-        self.inputs.append(f"  input x: f32[batch = {batch}, {feat} = {self.sizes[feat]}]")
+        self.inputs.append(f"  input x: f32[batch = {batch}, {feat} = {width}]")
         self.values.append(x)
         if r.random() < 0.45:
             hs, ws = r.choice([4, 5, 6]), r.choice([4, 6, 7])
@@ -399,9 +403,7 @@ class Program:
         opt_line = {"": "", "sgd": f"  optimizer sgd(lr = {r.choice(['0.01', '0.1'])})",
                     "momentum": f"  optimizer momentum(lr = 0.01{r.choice(['', ', beta = 0.8'])})",
                     "adam": f"  optimizer adam(lr = 1e-3{r.choice(['', ', b1 = 0.8', ', eps = 1e-6'])})"}[opt]
-        config = ""
-        if r.random() < 0.3:
-            config = "(unused: int = 3, also: float = 0.5)"
+        config = f"(width: int = {self.sizes[feat] // 2}, unused: float = 0.5)" if config else ""
         imports = []
         if self.uses_nn:
             imports.append("import nn")
@@ -446,6 +448,18 @@ class Program:
         if r.random() < 0.2:
             lines.append("  unusedaxis -> none")
         lines.append("}")
+        # An override replicating one parameter, by its path or a glob of it.
+        if self.params and r.random() < 0.3:
+            path, rank = r.choice(self.params)
+            parts = path.split(".")
+            pattern = r.choice([path, "*." + parts[-1] if len(parts) == 2 else path,
+                                "**." + parts[-1]])
+            if pattern.startswith("**."):
+                rank = None  # may match parameters of other ranks: only when all agree
+                same = [k for p, k in self.params if p.endswith("." + parts[-1])]
+                rank = same[0] if len(set(same)) == 1 else None
+            if rank is not None:
+                lines.append(f'override "{pattern}" : [{", ".join(["none"] * rank)}]')
         return "\n".join(lines) + "\n"
 
 
