@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Long runs of the program generator (test/Generated): N valid programs through every
-# --emit stage, N invalid ones (one known defect each), and N/EXE_EVERY of them built
+# Long runs of the program generator (test/Generated): N valid programs through the
+# stages (--emit=typed, spmd with --report, llvm: checkprog's quick level; the suite
+# prints every stage), N invalid ones (one known defect each), and N/EXE_EVERY of them built
 # and run (reference, gradients, sharded against the reference), split over the
 # machine's cores. Failures are shrunk to small reproducers (reduce.py) under WORKDIR.
 #
@@ -40,7 +41,7 @@ for w in $(seq 0 $((workers - 1))); do
   a=$((first + w * per)); b=$((a + per)); [ $b -gt $((first + count)) ] && b=$((first + count))
   [ $a -ge $b ] && continue
   (
-    python3 $check "$shardc" "$workdir/front-$w" --seeds $a:$b --level front --reduce || true
+    python3 $check "$shardc" "$workdir/quick-$w" --seeds $a:$b --level quick --reduce || true
     python3 $check "$shardc" "$workdir/invalid-$w" --seeds $a:$b --invalid 1 || true
     exe=$(( (b - a) / exe_every )); [ $exe -lt 1 ] && exe=1
     python3 $check "$shardc" "$workdir/exe-$w" --seeds $a:$((a + exe)) --level exe --reduce || true
