@@ -30,6 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$shardc" ] || { echo "fuzz-programs: no compiler at $shardc (build it first)" >&2; exit 2; }
+mkdir -p "$workdir"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0
 
 workers=$(nproc)
