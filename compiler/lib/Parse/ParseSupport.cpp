@@ -118,6 +118,13 @@ std::string describeToken(antlr4::Parser *parser, const antlr4::Token *token) {
   // Literal tokens that look like words are the grammar's keywords.
   bool keyword = !parser->getVocabulary().getLiteralName(token->getType()).empty() &&
                  std::isalpha(static_cast<unsigned char>(text[0]));
+  // The caret line shows where; a long token (a string, a name) is cut here.
+  if (text.size() > 40) {
+    size_t cut = 32;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+      --cut; // not inside a UTF-8 sequence
+    text = text.substr(0, cut) + "...";
+  }
   return "'" + text + "'" + (keyword ? " (a keyword)" : "");
 }
 

@@ -98,16 +98,18 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
     std::string name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str();
     bool isInput = llvm::any_of(program.inputs, [&](const ShardedTensor &t) { return t.path == name; });
     bool isParam = llvm::any_of(program.params, [&](const Parameter &p) { return p.path == name; });
-    if (isInput || isParam)
-      (isInput ? inputBytes : paramBytes) += tensorBytes(arg.getType());
-    else if (name.find('/') != std::string::npos) // `mu/conv1.w`
-      stateBytes += tensorBytes(arg.getType());
+    if (isInput || isParam) {
+      int64_t &total = isInput ? inputBytes : paramBytes;
+      total = addSaturating(total, tensorBytes(arg.getType()));
+    } else if (name.find('/') != std::string::npos) { // `mu/conv1.w`
+      stateBytes = addSaturating(stateBytes, tensorBytes(arg.getType()));
+    }
   }
   fn.walk([&](Operation *op) {
     if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
       return;
     for (Type t : op->getResultTypes())
-      activationBytes += tensorBytes(t);
+      activationBytes = addSaturating(activationBytes, tensorBytes(t));
   });
 
   // Where a reshard is asked for: at a constraint or an output's sharding.
@@ -181,7 +183,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
 
   int64_t totalBytes = 0, totalCount = 0;
   for (const Collective &c : collectives) {
-    totalBytes += c.bytes * c.count;
+    totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
     totalCount += c.count;
   }
 

@@ -42,14 +42,14 @@ public:
     for (const Parameter &p : program.params) {
       os << "  param " << p.path << ": " << p.type.str() << "  init " << p.init.str() << "\n";
       tensorDetails(p);
-      paramBytes += p.localBytes(mesh);
+      paramBytes = addSaturating(paramBytes, p.localBytes(mesh));
     }
     os << "\ninputs\n";
     for (const Input &t : program.inputs) {
       os << "  input " << t.path << ": " << t.type.str()
          << (t.dropoutUniforms ? "  fill uniform, anew each training step" : "") << "\n";
       tensorDetails(t);
-      inputBytes += t.localBytes(mesh);
+      inputBytes = addSaturating(inputBytes, t.localBytes(mesh));
     }
     if (!program.constraints.empty()) {
       os << "\nconstraints\n";
@@ -65,7 +65,7 @@ public:
        << program.params.size() << " tensors)\n";
     if (program.optimizer) {
       unsigned n = program.optimizer->stateTensorsPerParameter();
-      os << "  optimizer state  " << llvm::right_justify(formatBytes(paramBytes * n), 12)
+      os << "  optimizer state  " << llvm::right_justify(formatBytes(mulSaturating(paramBytes, n)), 12)
          << "  (" << program.optimizer->name << ": " << n << " per parameter)\n";
     }
     os << "  inputs           " << llvm::right_justify(formatBytes(inputBytes), 12) << "\n";

@@ -12,6 +12,8 @@
 
 #include "shardc/AST/AST.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -32,6 +34,15 @@ struct Dim {
 /// ones, so sizes computed from a program's tensors (bytes, shards, sums over
 /// all of them) fit in 64 bits.
 inline constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+
+/// Totals over a program's tensors (bytes per rank, traffic) can exceed 64 bits
+/// even though each tensor is within kMaxTensorElements: they saturate.
+inline int64_t addSaturating(int64_t a, int64_t b) {
+  return llvm::checkedAdd(a, b).value_or(INT64_MAX);
+}
+inline int64_t mulSaturating(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(INT64_MAX);
+}
 
 struct TensorType {
   DType dtype = DType::F32;
