@@ -90,6 +90,24 @@ Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) 
   return shard::ShardOp::create(b, at, value, spec);
 }
 
+/// A sharding constraint holds for the value itself, so every user reads the
+/// annotated value: earlier ones (the gradient of `v - w` uses one cotangent
+/// twice, then constrains it) and later ones (the gradient reuses forward
+/// values). A value with a second, unannotated use gets two shardings from
+/// propagation, and shard-partition then fails without a message or crashes.
+/// The annotation goes right after the definition so that it dominates them all.
+Value MLIRGenImpl::constrain(Value value, const Sharding &sharding, Location at) {
+  OpBuilder::InsertionGuard guard(b);
+  if (Operation *definition = value.getDefiningOp())
+    b.setInsertionPointAfter(definition);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+  Value annotated = annotate(value, sharding, at);
+  if (annotated != value)
+    value.replaceAllUsesExcept(annotated, annotated.getDefiningOp());
+  return annotated;
+}
+
 //===----------------------------------------------------------------------===//
 // Building blocks
 //===----------------------------------------------------------------------===//
@@ -453,12 +471,9 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
                  DType::F32;
 
-  // Every later user of the constrained value reads the annotated one (the
-  // gradient reuses forward values): a value with a second, unannotated use
-  // gets two shardings from propagation, and shard-partition crashes on it.
   if (op == "sharding_constraint")
     return values[node.operands[0]] =
-               annotate(operand(0), program.constraints[node.constraint].sharding, at);
+               constrain(operand(0), program.constraints[node.constraint].sharding, at);
 
   // Elementwise arithmetic and comparisons.
   using Binary = Value (*)(OpBuilder &, Location, Value, Value);

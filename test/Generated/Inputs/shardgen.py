@@ -65,7 +65,9 @@ class Program:
     # ---- names and sizes
     def fresh(self, prefix):
         self.counter += 1
-        return f"{prefix}{self.counter}"
+        name = f"{prefix}{self.counter}"
+        # f32 and i32 are keywords (the long run's only false failures).
+        return self.fresh(prefix) if name in ("f32", "i32") else name
 
     def axis(self, prefix, size=None, splittable=True):
         name = self.fresh(prefix)
