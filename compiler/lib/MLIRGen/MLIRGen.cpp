@@ -117,10 +117,20 @@ Value MLIRGenImpl::empty(ArrayRef<int64_t> shape, Type element, Location at) {
 }
 
 /// A splat constant rather than tensor.empty + linalg.fill: shard-partition
-/// crashes on the latter when cse has merged two empties.
+/// crashes on the latter when cse has merged two empties. A 0-d one is a
+/// linalg.generic that yields the value instead: 0-d values are never annotated
+/// (see annotate), and upstream's arith.constant model fails shard-partition
+/// without a message on a tensor constant that propagation left without a
+/// sharding (a scalar parameter's constant gradient, a sum over no axes), where
+/// linalg's model replicates.
 Value MLIRGenImpl::filled(ArrayRef<int64_t> shape, Type element, TypedAttr value, Location at) {
-  return arith::ConstantOp::create(
-      b, at, DenseElementsAttr::get(RankedTensorType::get(shape, element), value));
+  if (!shape.empty())
+    return arith::ConstantOp::create(
+        b, at, DenseElementsAttr::get(RankedTensorType::get(shape, element), value));
+  return generic({}, {}, empty({}, element, at), AffineMap::get(b.getContext()), {}, at,
+                 [&](OpBuilder &n, Location l, ValueRange) -> Value {
+                   return arith::ConstantOp::create(n, l, value);
+                 });
 }
 
 Value MLIRGenImpl::scalar(Type type, double value, Location at) {
@@ -452,11 +462,9 @@ Value MLIRGenImpl::reshapeTo(Value x, RankedTensorType to, Location at) {
 Value MLIRGenImpl::valueOf(unsigned id, std::vector<Value> &values) {
   const Node &node = steps.graph.nodes[id];
   if (!values[id] && node.op == "constant")
-    values[id] = arith::ConstantOp::create(
-        b, loc(node.loc),
-        DenseElementsAttr::get(tensorType(node.type),
-                               b.getFloatAttr(b.getF32Type(),
-                                              std::get<double>(node.attrs.at("value")))));
+    values[id] = filled(tensorType(node.type).getShape(), b.getF32Type(),
+                        b.getFloatAttr(b.getF32Type(), std::get<double>(node.attrs.at("value"))),
+                        loc(node.loc));
   return values[id];
 }
 
