@@ -750,7 +750,18 @@ Value Elaborator::eval(const Expr &expr, Scope &scope, GraphContext &ctx) {
   return {};
 }
 
+/// The number takes the tensor's element type, so it must be one of its values:
+/// i32 arithmetic has no fractions (JAX would promote; here to_f32 is internal)
+/// and no numbers past 32 bits.
 Value Elaborator::scalarToTensor(const Value &v, DType dtype, SMRange range, GraphContext &ctx) {
+  if (dtype == DType::I32 && v.kind == Value::Float) {
+    diags.error(range, "a float number next to an i32 tensor: i32 arithmetic takes integers only");
+    return {};
+  }
+  if (dtype == DType::I32 && (v.intValue < INT32_MIN || v.intValue > INT32_MAX)) {
+    diags.error(range, std::to_string(v.intValue) + " does not fit in i32, the type of the tensor beside it");
+    return {};
+  }
   Node node;
   node.op = "constant";
   node.type = TensorType{dtype, {}};
@@ -820,6 +831,8 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
       return {};
     }
     lhs = scalarToTensor(lhs, typeOf(ctx, rhs.node).dtype, bin.lhs->range, ctx);
+    if (!lhs.ok())
+      return {};
   }
   if (isNumber(rhs)) {
     if (bin.op == BinaryOp::MatMul) {
@@ -827,6 +840,8 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
       return {};
     }
     rhs = scalarToTensor(rhs, typeOf(ctx, lhs.node).dtype, bin.rhs->range, ctx);
+    if (!rhs.ok())
+      return {};
   }
   auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
   if (!type || !checkResult(*type, bin.range, "'" + spelled + "'"))
