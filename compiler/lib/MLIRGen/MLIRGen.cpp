@@ -384,13 +384,14 @@ Value MLIRGenImpl::argmax(Value x, Location at) {
 /// ceil(in / stride) positions; the extra padding goes to the high side.
 /// VALID: none.
 std::array<std::pair<int64_t, int64_t>, 2>
-MLIRGenImpl::samePadding(RankedTensorType x, int64_t window, int64_t stride, bool same) {
+MLIRGenImpl::samePadding(RankedTensorType x, std::array<int64_t, 2> window, int64_t stride,
+                         bool same) {
   std::array<std::pair<int64_t, int64_t>, 2> pads{};
   if (!same)
     return pads;
   for (int d : {1, 2}) {
     int64_t size = x.getDimSize(d), out = llvm::divideCeil(size, stride);
-    int64_t total = std::max<int64_t>((out - 1) * stride + window - size, 0);
+    int64_t total = std::max<int64_t>((out - 1) * stride + window[d - 1] - size, 0);
     pads[d - 1] = {total / 2, total - total / 2};
   }
   return pads;
@@ -406,7 +407,10 @@ Value MLIRGenImpl::conv2d(Value x, Value w, const Node &node, Location at) {
   int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
   auto wType = cast<RankedTensorType>(w.getType());
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
-  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), wType.getDimSize(0), stride, same), at);
+  x = padSpatial(x,
+                 samePadding(cast<RankedTensorType>(x.getType()),
+                             {wType.getDimSize(0), wType.getDimSize(1)}, stride, same),
+                 at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   auto conv = linalg::Conv2DNhwcHwcfOp::create(b, at, TypeRange{out}, ValueRange{x, w},
@@ -422,7 +426,8 @@ Value MLIRGenImpl::avgPool(Value x, const Node &node, Location at) {
   int64_t window = std::get<int64_t>(node.attrs.at("window"));
   int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
-  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), window, stride, same), at);
+  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), {window, window}, stride, same),
+                 at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   Value windowShape = empty({window, window}, b.getF32Type(), at);

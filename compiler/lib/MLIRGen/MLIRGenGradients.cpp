@@ -41,7 +41,7 @@ Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Locatio
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
   RankedTensorType dw = tensorType(node.type);
   auto xType = cast<RankedTensorType>(x.getType());
-  Value xpad = padSpatial(x, samePadding(xType, dw.getDimSize(0), s, same), at);
+  Value xpad = padSpatial(x, samePadding(xType, {dw.getDimSize(0), dw.getDimSize(1)}, s, same), at);
   MLIRContext *ctx = b.getContext();
   AffineExpr d[7];
   bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6]); // kh kw c f n oh ow
@@ -59,7 +59,7 @@ Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Locatio
 Value MLIRGenImpl::spreadCotangent(Value dy, RankedTensorType dx, int64_t kh, int64_t kw,
                                    int64_t s, bool same, Location at) {
   auto dyType = cast<RankedTensorType>(dy.getType());
-  auto pads = samePadding(dx, kh, s, same);
+  auto pads = samePadding(dx, {kh, kw}, s, same);
   // Dilate: [N,OH,OW,F] -> [N,OH,1,OW,1,F] -> padded to [N,OH,s,OW,s,F] -> [N,OH*s,OW*s,F].
   if (s > 1) {
     int64_t n = dyType.getDimSize(0), oh = dyType.getDimSize(1), ow = dyType.getDimSize(2),

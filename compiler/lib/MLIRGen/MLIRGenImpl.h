@@ -93,8 +93,10 @@ private:
   mlir::Value argmax(mlir::Value x, mlir::Location at);
   mlir::Value conv2d(mlir::Value x, mlir::Value w, const Node &node, mlir::Location at);
   mlir::Value avgPool(mlir::Value x, const Node &node, mlir::Location at);
-  /// SAME padding of NHWC height and width, as XLA: (low, high) per spatial dim.
-  std::array<std::pair<int64_t, int64_t>, 2> samePadding(mlir::RankedTensorType x, int64_t window,
+  /// SAME padding of NHWC height and width for a window of that height and
+  /// width, as XLA: (low, high) per spatial dim.
+  std::array<std::pair<int64_t, int64_t>, 2> samePadding(mlir::RankedTensorType x,
+                                                        std::array<int64_t, 2> window,
                                                         int64_t stride, bool same);
   mlir::Value padSpatial(mlir::Value x, std::array<std::pair<int64_t, int64_t>, 2> pads,
                          mlir::Location at);

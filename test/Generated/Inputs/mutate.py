@@ -6,7 +6,8 @@ known defect, and the file and line where shardc must report it.
 
 Defects: a wrong size, a repeated axis, a shadowed name, an undivided mesh axis, an
 unknown name, an unknown block, a type error, a wrong argument count, an unknown axis,
-a size that overflows, a non-scalar loss, a metric named like a metrics-line key.
+a size that overflows, a non-scalar loss, a metric named like a metrics-line key, a
+float number beside an i32 tensor.
 """
 import json
 import os
@@ -109,12 +110,19 @@ def defects(files, r):
         # Metrics come after the loss in generated programs; either order is valid.
         return dict(files, **{"p.shard": text}), "p.shard", at
 
+    def float_beside_i32():
+        if not lines_matching(model, r"^  input labels: i32"):
+            return None
+        text, at = insert_before_loss(model, "  let bad = labels + 0.5")
+        return dict(files, **{"p.shard": text}), "p.shard", at
+
     return [("wrong size", wrong_size), ("repeated axis", repeated_axis),
             ("shadowed name", shadowed_name), ("undivided mesh axis", undivided_mesh_axis),
             ("unknown name", unknown_name), ("unknown block", unknown_block),
             ("type error", type_error), ("wrong argument count", wrong_arity),
             ("unknown axis", unknown_axis), ("overflowing size", overflowing_size),
-            ("non-scalar loss", loss_not_scalar), ("reserved metric name", reserved_metric)]
+            ("non-scalar loss", loss_not_scalar), ("reserved metric name", reserved_metric),
+            ("float beside i32", float_beside_i32)]
 
 
 def write_mutant(files, key, outdir):

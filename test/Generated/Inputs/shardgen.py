@@ -10,10 +10,12 @@ imports it). mutate.py derives invalid programs from these; checkprog.py checks 
 
 What a program draws from: inputs (a 2-D batch of features, NHWC images, i32 labels);
 lets through every builtin (matmul and '@', relu exp log tanh sigmoid, + - * / and
-negation with broadcasting and numbers, conv2d with strides 1-3 under SAME/VALID,
+negation with broadcasting and numbers, conv2d with square and rectangular kernels and
+strides 1-3 under SAME/VALID,
 avg_pool with any window/stride/padding, flatten, reshape, log_softmax, softmax,
 softmax_cross_entropy on one_hot labels, sum/mean over axes, argmax, comparisons,
-dropout); blocks defined in the file or in an imported module, with int/float/string/
+dropout, values through 0-d tensors: vector @ vector, one_hot of an argmax, scalar
+parameters, reductions of scalars); blocks defined in the file or in an imported module, with int/float/string/
 axis config parameters (defaults, given, inferred axes, size arithmetic), parameters of
 rank 1-3 with every initialiser, sub-blocks, stdlib layers (Dense, MLP, Conv, AvgPool);
 scan of blocks with sub-blocks and dropout inside; sharding constraints (with and
@@ -247,16 +249,18 @@ class Program:
             return None
         (b, bs), (h, hs), (w, ws), (c, cs) = v.dims
         k = self.r.choice([1, 2, 3])
+        # A rectangular kernel sometimes (the custom block's; nn's Conv is square).
+        kw = self.r.choice([1, 2, 3]) if self.r.random() < 0.3 else k
         stride = self.r.choice([1, 1, 2, 3])
         padding = self.r.choice(["SAME", "VALID"])
-        if padding == "VALID" and (k > hs or k > ws):
+        if padding == "VALID" and (k > hs or kw > ws):
             padding = "SAME"
         oh = -(-hs // stride) if padding == "SAME" else (hs - k) // stride + 1
-        ow = -(-ws // stride) if padding == "SAME" else (ws - k) // stride + 1
+        ow = -(-ws // stride) if padding == "SAME" else (ws - kw) // stride + 1
         out = self.axis("c")
         n = self.sizes[out]
         # conv2d keeps the input's spatial axis names.
-        if self.r.random() < 0.4:
+        if kw == k and self.r.random() < 0.4:
             self.uses_nn = True
             inst = self.fresh("conv")
             self.lets.append(f"  let {inst} = Conv({n}, out = {out}, kernel = {k}, stride = {stride}, "
@@ -266,7 +270,8 @@ class Program:
         name = self.fresh("Conv")
         self.new_block("\n".join([
             f"block {name}(features: int, out: axis, k: int, pad: string = \"{padding}\") {{",
-            f"  param kernel: f32[kh = k, kw = k, {c}, out = features] init {self.init(4)}",
+            f"  param kernel: f32[kh = k, kw = {'k' if kw == k else kw}, {c}, out = features] "
+            f"init {self.init(4)}",
             f"  forward(x: f32[{b}, {h}, {w}, {c}]) -> f32[{b}, {h}, {w}, out] {{",
             f"    return conv2d(x, kernel, stride = {stride}, padding = pad)",
             "  }", "}"]))
@@ -337,6 +342,30 @@ class Program:
             self.unsplittable.add("layer")
         return self.let(call, v.dims)
 
+    def op_scalars(self):
+        """Values through 0-d tensors: a vector @ vector, a scalar parameter (unused, or
+        one the loss is linear in: constant gradients), reductions of a 0-d value, and
+        one_hot of an argmax of a vector."""
+        v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) == 2)
+        if not v:
+            return None
+        name, inst = self.fresh("Vec"), self.fresh("s")
+        k = self.axis("k", 4, splittable=False)
+        self.new_block("\n".join([
+            f"block {name}(in: axis) {{",
+            f"  param v: f32[in] init {self.init(1)}",
+            f"  param w: f32[in] init {self.init(1)}",
+            f"  param c: f32[] init {self.init(0)}",
+            f"  param unused: f32[] init {self.init(0)}",
+            "  forward(x: f32[batch, in]) -> f32[batch] {",
+            "    let s = v @ w",
+            f"    let picked = one_hot(argmax(w), [{k} = 4])",
+            "    return mean(x, over = [in]) * tanh(s) + c + sum(picked) / 4.0 + mean(s) - sum(s)",
+            "  }", "}"]))
+        self.lets.append(f"  let {inst} = {name}()")
+        self.params += [(f"{inst}.v", 1), (f"{inst}.w", 1)]
+        return self.let(f"{inst}({v.name})", v.dims[:1])
+
     def op_compare(self):
         """A comparison reduced to a metric-like scalar, used in the loss as a constant."""
         v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) == 2)
@@ -368,7 +397,7 @@ class Program:
             self.inputs.append("  input labels: i32[batch]")
         ops = [self.op_unary, self.op_binary, self.op_dense, self.op_dense, self.op_reduce,
                self.op_softmax, self.op_dropout, self.op_reshape, self.op_flatten, self.op_conv,
-               self.op_conv, self.op_pool, self.op_scan, self.op_compare]
+               self.op_conv, self.op_pool, self.op_scan, self.op_compare, self.op_scalars]
         for _ in range(r.randrange(2, 9)):
             for _attempt in range(5):
                 if r.choice(ops)() is not None:
