@@ -613,15 +613,6 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
 /// nodes its results depend on in graph order, each result annotated where
 /// it is made (sharding-propagation expects a value's annotation right after
 /// its definition, before other users).
-/// Gradients' broadcasts of a 0-d cotangent are left out: their users are the
-/// cotangents of sharded values and give them those shardings.
-bool MLIRGenImpl::fromScalarsOnly(const Node &node) const {
-  return !node.type.dims.empty() && node.op != "broadcast_over" &&
-         llvm::all_of(node.operands, [&](unsigned operand) {
-    return steps.graph.nodes[operand].type.dims.empty();
-  });
-}
-
 bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
   const Graph &graph = steps.graph;
   SmallVector<Type> argTypes, resultTypes;
@@ -676,13 +667,6 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       return false;
     } else if (!(values[node.id] = emitNode(node, values))) {
       return false;
-    } else if (fromScalarsOnly(node)) {
-      // Propagation derives nothing for a tensor the program makes from 0-d
-      // values only (a one_hot of an argmax) when no user is sharded either,
-      // and shard-partition crashes on what it leaves unannotated. It is the
-      // same on every rank: replicated.
-      values[node.id] = annotate(values[node.id], Sharding{std::vector<DimSharding>(node.type.dims.size())},
-                                 loc(node.loc));
     }
     if (result != resultOf.end())
       values[node.id] = annotate(values[node.id], result->second->sharding,

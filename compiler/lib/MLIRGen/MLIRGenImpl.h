@@ -49,8 +49,6 @@ private:
 
   mlir::Value annotate(mlir::Value value, const Sharding &sharding, mlir::Location at);
   mlir::Value constrain(mlir::Value value, const Sharding &sharding, mlir::Location at);
-  /// A node with a tensor result whose operands are all 0-d.
-  bool fromScalarsOnly(const Node &node) const;
 
   // Functions.
   bool emitFunction(mlir::ModuleOp module, const StepFunction &function);

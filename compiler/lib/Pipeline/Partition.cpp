@@ -9,6 +9,7 @@
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Conversion/LinalgToKernels.h"
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Shard/ReplicateUnsharded.h"
 #include "shardc/Shard/Reshards.h"
 #include "shardc/Shard/ShardingModels.h"
 
@@ -31,6 +32,7 @@ void shardc::registerPipelineDialects(DialectRegistry &registry) {
     registerShardToRuntimePass();
     registerLowerToKernelsPass();
     registerDecomposeReshardsPass();
+    registerReplicateUnshardedPass();
     return true;
   }();
   (void)passesRegistered;
@@ -47,8 +49,11 @@ LogicalResult shardc::runPassPipeline(ModuleOp module, llvm::StringRef pipeline)
   return pm.run(module);
 }
 
+// replicate-unsharded anchors what propagation did not reach and propagates
+// again from there (include/shardc/Shard/ReplicateUnsharded.h).
 LogicalResult shardc::propagateShardings(ModuleOp module) {
-  return runPassPipeline(module, "func.func(sharding-propagation{traversal=forward-backward})");
+  return runPassPipeline(
+      module, "func.func(sharding-propagation{traversal=forward-backward},replicate-unsharded)");
 }
 
 // decompose-reshards first: shard-partition does a reshard in one step only,

@@ -8,6 +8,7 @@
 
 #include "shardc/Conversion/LinalgToKernels.h"
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Shard/ReplicateUnsharded.h"
 #include "shardc/Shard/Reshards.h"
 #include "shardc/Shard/ShardingModels.h"
 
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   shardc::registerShardToRuntimePass();
   shardc::registerLowerToKernelsPass();
   shardc::registerDecomposeReshardsPass();
+  shardc::registerReplicateUnshardedPass();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "shardc optimizer driver\n", registry));
 }
