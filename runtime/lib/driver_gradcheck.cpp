@@ -12,6 +12,12 @@
 //     dropout out).
 //  4. The element's first copy gives the analytic gradient and the steps actually
 //     taken; fd = (L+ - L-) / (x+ - x-) passes if |fd - g| <= atol + rtol max(|fd|, |g|).
+//  5. Where the one-sided slopes (L+ - L) / (x+ - x) and (L - L-) / (x - x-) disagree
+//     beyond that tolerance, and still do (by half as much or more) with a quarter of
+//     the step, the loss has a kink at x (relu of exactly 0: a row of dead units
+//     feeding a matmul, with a zero bias, gives several at once, whatever eps is) and
+//     no difference is its derivative: the element is counted under "kinks" and not
+//     checked. A wrong gradient cannot hide there: the slopes do not depend on it.
 #include "driver_json.h"
 #include "driver_modes.h"
 #include "mesh.h"
@@ -44,16 +50,36 @@ int64_t pickElement(const TensorSpec &spec, uint64_t seed, int64_t sample, int64
   return low + int64_t((unsigned __int128)bits * uint64_t(high - low) >> 64);
 }
 
+/// |a - b| <= tolerance passes.
+double toleranceOf(double a, double b, const DriverOptions &options) {
+  return options.fdAtol + options.fdRtol * std::max(std::fabs(a), std::fabs(b));
+}
+
+/// One element's analytic gradient and differences of the loss: central, and one-sided
+/// after and before it.
+struct Differences {
+  double grad, central, after, before;
+  double sidesApart() const { return std::fabs(after - before); }
+  bool sidesDisagree(const DriverOptions &options) const {
+    return sidesApart() > toleranceOf(after, before, options);
+  }
+};
+
 struct ParamCheck {
-  int64_t checked = 0;
+  int64_t checked = 0, kinks = 0;
   double maxAbs = 0, maxRel = 0, worstScore = -1;
   int64_t worstIndex = 0;
   double worstFd = 0, worstGrad = 0;
   bool ok = true;
 
-  void add(int64_t index, double fd, double grad, const DriverOptions &options) {
+  void add(int64_t index, const Differences &d, bool kink, const DriverOptions &options) {
+    if (kink) {
+      ++kinks;
+      return;
+    }
+    const double fd = d.central, grad = d.grad;
     const double err = std::fabs(fd - grad), scale = std::max(std::fabs(fd), std::fabs(grad));
-    const double tolerance = options.fdAtol + options.fdRtol * scale;
+    const double tolerance = toleranceOf(fd, grad, options);
     const double rel = scale > 0 ? err / scale : err;
     // How far into its tolerance the error goes (the error itself when both tolerances
     // are 0); NaN is as bad as it gets.
@@ -76,6 +102,8 @@ struct ParamCheck {
     if (spec.layer >= 0)
       entry.add("layer", std::to_string(spec.layer));
     entry.add("checked", std::to_string(checked));
+    if (kinks)
+      entry.add("kinks", std::to_string(kinks));
     entry.add("max_abs_err", jsonNumber(maxAbs)).add("max_rel_err", jsonNumber(maxRel));
     JsonObject worst;
     worst.add("index", std::to_string(worstIndex));
@@ -98,6 +126,7 @@ int runGradientCheck(const Program &program) {
   fillParams(params, options.seed);
   fillInputs(inputs, options.seed, /*syntheticOnly=*/false);
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
+  const double unperturbedLoss = loss.front().floats()[0];
 
   // The perturbed runs write their gradients elsewhere, keeping the ones checked.
   std::vector<Block> perturbedGrads = allocateBlocks(manifest.params, place);
@@ -117,21 +146,38 @@ int runGradientCheck(const Program &program) {
       const int64_t index = pickElement(spec, options.seed, sample, samples, count);
       const int64_t at = localIndex(spec.shape, params[p].local, params[p].offset, index);
       float *element = at >= 0 ? params[p].floats() + at : nullptr;
-      const float original = element ? *element : 0.0f;
-      double losses[2], steps[2] = {0, 0};
-      for (int side = 0; side < 2; ++side) {
+      const bool first = element && holdsFirstCopy(spec, place.coords);
+      // The differences of a step of eps; the steps actually taken (as f32) and the
+      // gradient come from the first copy, so that the sum over the mesh is its value.
+      auto differences = [&](double eps) {
+        const float original = element ? *element : 0.0f;
+        double losses[2], shared[4] = {0, 0, 0, 0};
+        for (int side = 0; side < 2; ++side) {
+          if (element)
+            *element = original + float(side ? -eps : eps);
+          if (first)
+            shared[1 + side] = double(*element) - original;
+          losses[side] = perturbedLoss();
+        }
         if (element)
-          steps[side] = *element = original + float(side ? -options.fdEps : options.fdEps);
-        losses[side] = perturbedLoss();
+          *element = original;
+        if (first)
+          shared[0] = grads[p].floats()[at];
+        MPI_Allreduce(MPI_IN_PLACE, shared, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return Differences{shared[0], (losses[0] - losses[1]) / (shared[1] - shared[2]),
+                           (losses[0] - unperturbedLoss) / shared[1],
+                           (unperturbedLoss - losses[1]) / -shared[2]};
+      };
+      const Differences atEps = differences(options.fdEps);
+      // A kink keeps its one-sided slopes apart at a quarter of the step; a smooth
+      // point brings them four times closer. Without a tolerance there is no telling.
+      bool kink = false;
+      if ((options.fdAtol > 0 || options.fdRtol > 0) && atEps.sidesDisagree(options)) {
+        const Differences atQuarter = differences(options.fdEps / 4);
+        kink = atQuarter.sidesDisagree(options) &&
+               atQuarter.sidesApart() > atEps.sidesApart() / 2;
       }
-      if (element)
-        *element = original;
-      // From the first copy only, so that the sum over the mesh is its value.
-      double shared[3] = {0, 0, 0};
-      if (element && holdsFirstCopy(spec, place.coords))
-        shared[0] = grads[p].floats()[at], shared[1] = steps[0], shared[2] = steps[1];
-      MPI_Allreduce(MPI_IN_PLACE, shared, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      check.add(index, (losses[0] - losses[1]) / (shared[1] - shared[2]), shared[0], options);
+      check.add(index, atEps, kink, options);
     }
     ok = ok && check.ok;
     entries += std::string(p ? ",\n    " : "\n    ") + check.json(spec);
