@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Long runs of the program generator (test/Generated): N valid programs through the
-# stages (--emit=typed, spmd with --report, llvm: checkprog's quick level; the suite
-# prints every stage), N invalid ones (one known defect each), and N/EXE_EVERY of them built
+# Long runs of the program generator (test/Generated): N valid programs through every
+# stage in one run (--emit=llvm --report: checkprog's quick level; the suite prints
+# every stage), N invalid ones (one known defect each), and N/EXE_EVERY of them built
 # and run (reference, gradients, sharded against the reference), split over the
 # machine's cores. Failures are shrunk to small reproducers (reduce.py) under WORKDIR.
 #
