@@ -13,7 +13,10 @@
 #include "prng.h"
 
 #include <mpi.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -236,6 +239,47 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
   return 0;
 }
 
+namespace {
+
+/// Takes the folder's lock into `fd`, or says who holds it. The lock file keeps the
+/// holder's "pid PID on HOST" for the message of the next run that tries.
+bool lockFolder(const std::string &folder, int &fd) {
+  const std::string path = folder + "/.lock";
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot open the lock file '%s': %s\n",
+                 path.c_str(), std::strerror(errno));
+    return false;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[256] = {0};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    holder[n > 0 ? n : 0] = 0;
+    holder[std::strcspn(holder, "\n")] = 0;
+    if (error == EWOULDBLOCK)
+      std::fprintf(stderr,
+                   "shardrt: error: --checkpoint-dir: another run is using '%s' (%s); give each "
+                   "run a folder of its own\n",
+                   folder.c_str(), holder[0] ? holder : "its lock file names no process");
+    else
+      std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot lock '%s': %s\n",
+                   path.c_str(), std::strerror(error));
+    ::close(fd);
+    fd = -1;
+    return false;
+  }
+  char host[256] = "unknown host";
+  ::gethostname(host, sizeof host - 1);
+  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, holder.data(), holder.size(), 0) < 0) {
+    // The lock holds without the note; the next run's message only says less.
+  }
+  return true;
+}
+
+} // namespace
+
 Checkpointer::Checkpointer(const Program &program, int64_t stepsPerEpoch)
     : program_(program), stepsPerEpoch_(stepsPerEpoch), tensors_(savedTensors(program.manifest)),
       layouts_(layoutsOf(program.manifest, tensors_)), layoutFingerprint_(layoutFingerprint(layouts_)),
@@ -246,10 +290,14 @@ bool Checkpointer::prepare() {
   if (folder.empty())
     return true;
   bool ok = true;
-  if (program_.rank == 0 && ::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) {
-    std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot create '%s': %s\n",
-                 folder.c_str(), std::strerror(errno));
-    ok = false;
+  if (program_.rank == 0) {
+    if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) {
+      std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot create '%s': %s\n",
+                   folder.c_str(), std::strerror(errno));
+      ok = false;
+    } else {
+      ok = lockFolder(folder, lockFd_);
+    }
   }
   lastSaveSeconds_ = secondsNow();
   return rank0Verdict(ok);
@@ -418,8 +466,10 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
                                         {"step", best_.step}}
                              .dump();
     try {
-      writeCheckpointFile(checkpointPath(options.checkpointDir, prefix, position.step), toWrite,
-                          metadata);
+      const std::string path = checkpointPath(options.checkpointDir, prefix, position.step);
+      writeCheckpointFile(path, toWrite, metadata);
+      if (prefix == "ckpt")
+        newest_ = path;
       pruneCheckpoints(options.checkpointDir, prefix, options.keep);
     } catch (const CheckpointError &error) {
       std::fprintf(stderr, "shardrt: error: checkpoint after step %lld: %s\n",

@@ -51,8 +51,10 @@ class Checkpointer {
 public:
   Checkpointer(const Program &program, int64_t stepsPerEpoch);
 
-  /// Rank 0 creates the folder; false on every rank (after rank 0 said why) when it
-  /// cannot. Collective.
+  /// Rank 0 creates the folder and takes its lock (an flock on DIR/.lock, which holds
+  /// the holder's pid and host; the kernel drops it when the process ends, so a killed
+  /// run leaves nothing that blocks): one run per folder. False on every rank (after
+  /// rank 0 said why) when it cannot. Collective.
   bool prepare();
 
   /// Restores `params` and `state` (state kind-major, as the train entry takes it)
@@ -69,6 +71,8 @@ public:
 
   /// Checkpoints written so far, and the seconds they took (gather, write, prune).
   int64_t written() const { return written_; }
+  /// The newest `ckpt-STEP` file written (on rank 0); empty before the first.
+  const std::string &newest() const { return newest_; }
   double seconds() const { return seconds_; }
 
   /// One tensor of a checkpoint: a parameter or one kind of its optimizer state, whole
@@ -96,6 +100,8 @@ private:
   BestRecord best_;
   int64_t written_ = 0;
   double seconds_ = 0;
+  std::string newest_;
+  int lockFd_ = -1; // rank 0's lock on the folder, held until the process ends
 };
 
 } // namespace shardrt

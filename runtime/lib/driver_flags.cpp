@@ -122,6 +122,17 @@ const Flag kFlags[] = {
      [](DriverOptions &o, const char *flag, const std::string &v) { parseBestMetric(o, flag, v); }},
     {"--resume", "PATH", "continue from a checkpoint file, or the newest in a folder",
      [](DriverOptions &o, const char *flag, const std::string &v) { o.resume = parsePath(flag, v); }},
+    {"--on-nonfinite", "stop|skip",
+     "a step whose loss or gradients are not finite: stop (exit 3, the default) or skip its update",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       if (v != "stop" && v != "skip")
+         throw UsageError(std::string(flag) + " is stop or skip, not '" + v + "'");
+       o.skipNonFinite = v == "skip";
+     }},
+    {"--max-skips", "N", "--on-nonfinite skip: stop after N skipped steps in a row (default 10)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.maxSkips = parsePositive(flag, v);
+     }},
     {"--forward", nullptr, "run the eval entry once on filled inputs and print its results",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); }},
     {"--values", "K", "--forward: leading values printed per result (default 8)",

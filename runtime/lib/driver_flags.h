@@ -35,6 +35,9 @@ struct DriverOptions {
   bool bestHigher = true;           // its direction
   std::string resume;               // a checkpoint file, or a folder (its newest)
   bool seedGiven = false;           // --seed was given (it must agree with --resume)
+  // A step whose loss or new state is not finite (driver_health.h).
+  bool skipNonFinite = false;       // false: stop at the first (exit 3)
+  int64_t maxSkips = 10;            // skip: consecutive skipped steps before stopping
 
   // --forward.
   int64_t values = 8; // leading values printed per result

@@ -35,7 +35,7 @@ TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64
       loggedStep_(firstStep) {}
 
 void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> &results,
-                          double trainSeconds) {
+                          double trainSeconds, int64_t nonFiniteSteps) {
   if (!active_ || (step % program_.options.logEvery != 0 && step != totalSteps_))
     return;
   const double seconds = trainSeconds - loggedSeconds_;
@@ -51,6 +51,7 @@ void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> 
     for (size_t i = 1; i < results.size(); ++i)
       line.add(results[i].spec->name, jsonNumber(results[i].floats()[0]));
     line.add("images_per_second", batch_ ? jsonNumber(perSecond) : "null");
+    line.add("nonfinite_steps", integer(nonFiniteSteps));
     std::fprintf(metrics_, "%s\n", line.str().c_str());
     std::fflush(metrics_);
   }
@@ -88,15 +89,16 @@ void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &e
                describe(evaluation).c_str());
 }
 
-void TrainingReport::finish(double trainSeconds, float finalLoss, int64_t checkpoints,
-                            double checkpointSeconds) {
+void TrainingReport::finish(double trainSeconds, float finalLoss, const Checkpointer &checkpointer,
+                            int64_t nonFiniteSteps, int64_t stoppedAt) {
   if (!active_)
     return;
   endProgressLine();
   const Manifest &manifest = program_.manifest;
   // Where the run ends, and the rates of the steps this process ran.
-  const double epochs = double(totalSteps_) / double(stepsPerEpoch_);
-  const double steps = double(totalSteps_ - firstStep_);
+  const int64_t lastStep = stoppedAt ? stoppedAt : totalSteps_;
+  const double epochs = double(lastStep) / double(stepsPerEpoch_);
+  const double steps = double(lastStep - firstStep_);
   const double secondsPerEpoch = trainSeconds * double(stepsPerEpoch_) / steps;
   const double perSecond = double(batch_) * steps / trainSeconds;
   const std::string resumed =
@@ -105,12 +107,12 @@ void TrainingReport::finish(double trainSeconds, float finalLoss, int64_t checkp
     std::fprintf(stderr,
                  "%s: %.6g epoch%s, %lld steps of %lld examples%s in %.3g s (%.3g s per epoch, "
                  "%.0f images/s); final train loss %.6g\n",
-                 manifest.model.c_str(), epochs, epochs == 1 ? "" : "s", (long long)totalSteps_,
+                 manifest.model.c_str(), epochs, epochs == 1 ? "" : "s", (long long)lastStep,
                  (long long)batch_, resumed.c_str(), trainSeconds, secondsPerEpoch, perSecond,
                  finalLoss);
   else
     std::fprintf(stderr, "%s: %lld steps%s in %.3g s (%.3g s per step); final train loss %.6g\n",
-                 manifest.model.c_str(), (long long)totalSteps_, resumed.c_str(), trainSeconds,
+                 manifest.model.c_str(), (long long)lastStep, resumed.c_str(), trainSeconds,
                  trainSeconds / steps, finalLoss);
   if (evaluated_)
     std::fprintf(stderr, "last evaluation: %s\n", describe(last_).c_str());
@@ -120,15 +122,19 @@ void TrainingReport::finish(double trainSeconds, float finalLoss, int64_t checkp
   JsonObject summary;
   summary.add("model", jsonString(manifest.model)).add("mesh", meshJson(manifest));
   summary.add("seed", std::to_string(program_.options.seed));
-  summary.add("epochs", ifData(jsonNumber(epochs))).add("steps", integer(totalSteps_));
+  summary.add("epochs", ifData(jsonNumber(epochs))).add("steps", integer(lastStep));
   summary.add("resumed_after", firstStep_ ? integer(firstStep_) : "null");
   summary.add("batch_size", ifData(integer(batch_)));
   summary.add("train_seconds", jsonNumber(trainSeconds));
   summary.add("seconds_per_epoch", ifData(jsonNumber(secondsPerEpoch)));
   summary.add("images_per_second", ifData(jsonNumber(perSecond)));
   summary.add("final_train_loss", jsonNumber(finalLoss));
-  summary.add("checkpoints", integer(checkpoints));
-  summary.add("checkpoint_seconds", jsonNumber(checkpointSeconds));
+  summary.add("nonfinite_steps", integer(nonFiniteSteps));
+  summary.add("stopped_at_nonfinite_step", stoppedAt ? integer(stoppedAt) : "null");
+  summary.add("checkpoints", integer(checkpointer.written()));
+  summary.add("checkpoint_seconds", jsonNumber(checkpointer.seconds()));
+  summary.add("resume_from", checkpointer.newest().empty() ? "null"
+                                                           : jsonString(checkpointer.newest()));
   if (evaluated_) {
     JsonObject eval;
     eval.add("examples", integer(last_.examples));

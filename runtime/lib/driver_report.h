@@ -4,6 +4,7 @@
 #ifndef SHARDRT_LIB_DRIVER_REPORT_H
 #define SHARDRT_LIB_DRIVER_REPORT_H
 
+#include "driver_checkpoint.h"
 #include "driver_eval.h"
 #include "driver_modes.h"
 
@@ -22,13 +23,17 @@ public:
 
   /// After each step: its train results (the replicated scalars) and the seconds spent
   /// in train steps so far. Logs every --log-every steps and the last.
-  void step(int64_t step, int64_t epoch, const std::vector<Block> &results, double trainSeconds);
+  /// `nonFiniteSteps` so far (driver_health.h) goes on each metrics line.
+  void step(int64_t step, int64_t epoch, const std::vector<Block> &results, double trainSeconds,
+            int64_t nonFiniteSteps);
 
   void evaluation(int64_t step, int64_t epoch, const Evaluation &evaluation);
 
-  /// The summary, after the last step; `checkpoints` were written in `checkpointSeconds`.
-  void finish(double trainSeconds, float finalLoss, int64_t checkpoints,
-              double checkpointSeconds);
+  /// The summary, after the last step, or after step `stoppedAt` (> 0) when a
+  /// non-finite step stopped the run: the checkpoints written and the newest, which a
+  /// run resumes from, and the non-finite steps.
+  void finish(double trainSeconds, float finalLoss, const Checkpointer &checkpointer,
+              int64_t nonFiniteSteps, int64_t stoppedAt);
 
 private:
   void endProgressLine();

@@ -9,12 +9,17 @@
 //     synthetic inputs, the 1-based step number, the train entry. Only that is timed.
 //  4. After each epoch (and after the last step, inside an epoch or not) the eval entry
 //     runs on the test set.
-//  5. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
+//  5. A step whose loss or new parameters and state are not finite is never kept:
+//     with --on-nonfinite stop (the default) the run ends there with exit 3, naming
+//     what went first and the checkpoint to resume from; with skip its update is
+//     dropped (the sets do not swap) until --max-skips steps in a row were.
+//  6. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
 #include "driver_checkpoint.h"
 #include "driver_data.h"
 #include "driver_eval.h"
+#include "driver_health.h"
 #include "driver_modes.h"
 #include "driver_output.h"
 #include "driver_report.h"
@@ -32,6 +37,44 @@ const TensorSpec kStepSpec = [] {
   spec.name = "step";
   return spec;
 }();
+
+/// Why the run stops at non-finite step `step` (rank 0 says it): what went first, the
+/// first parameter whose gradient did (from `before`, the step's parameters), or else
+/// the first the update made non-finite, and the checkpoint to resume from. Collective.
+void explainNonFinite(const Program &program, int64_t step, int health,
+                      const std::vector<Block> &before, const std::vector<Block> &newParams,
+                      const std::vector<Block> &newState, const std::vector<Block> &inputs,
+                      int64_t skippedInARow, const std::string &newestCheckpoint) {
+  std::string culprit = firstNonFiniteGradient(program, before, inputs);
+  std::string where;
+  if (!culprit.empty()) {
+    where = "the first parameter whose gradient is not finite: '" + culprit + "'";
+  } else {
+    culprit = firstNonFiniteBlock(newParams);
+    if (culprit.empty())
+      culprit = firstNonFiniteBlock(newState);
+    where = culprit.empty() ? "every gradient is finite"
+                            : "every gradient is finite; the update overflowed '" + culprit + "'";
+  }
+  if (program.rank != 0)
+    return;
+  const std::string what = health & kLossNonFinite
+                               ? "the loss is not finite"
+                               : "the loss is finite, the gradients went non-finite first";
+  const std::string why =
+      program.options.skipNonFinite
+          ? std::to_string(skippedInARow) +
+                (skippedInARow == 1 ? " step was" : " steps in a row were") +
+                " not finite and skipped (--max-skips " +
+                std::to_string(program.options.maxSkips) + ")"
+          : "stopping (--on-nonfinite stop; skip drops such a step's update instead)";
+  const std::string resume =
+      newestCheckpoint.empty()
+          ? "no checkpoint was written"
+          : "resume from " + newestCheckpoint + " (written from finite values)";
+  std::fprintf(stderr, "shardrt: error: step %lld: %s (%s); %s; nothing of this step was kept; %s\n",
+               (long long)step, what.c_str(), where.c_str(), why.c_str(), resume.c_str());
+}
 
 } // namespace
 
@@ -105,6 +148,7 @@ int runTraining(const Program &program) {
   TrainingReport report(program, metrics, resumed.step, totalSteps, stepsPerEpoch);
   std::vector<int32_t> order;
   int current = 0;
+  int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
   MPI_Barrier(MPI_COMM_WORLD); // rank 0's clock starts with everyone's
@@ -120,9 +164,23 @@ int runTraining(const Program &program) {
     fillInputs(inputs, stepSeed(options.seed, s), /*syntheticOnly=*/true);
     step[0].floats()[0] = float(s);
     program.train(trainBuffers[current].data());
-    current = 1 - current;
+    const int health = stepHealth(trainResults[0].floats()[0], params[1 - current],
+                                  state[1 - current]);
+    if (health == kFinite) {
+      current = 1 - current;
+      skippedInARow = 0;
+    } else {
+      ++nonFiniteSteps;
+      ++skippedInARow;
+    }
     trainSeconds += std::chrono::duration<double>(Clock::now() - start).count();
-    report.step(s, epoch, trainResults, trainSeconds);
+    report.step(s, epoch, trainResults, trainSeconds, nonFiniteSteps);
+    if (health != kFinite && (!options.skipNonFinite || skippedInARow >= options.maxSkips)) {
+      explainNonFinite(program, s, health, params[current], params[1 - current],
+                       state[1 - current], inputs, skippedInARow, checkpointer.newest());
+      report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer, nonFiniteSteps, s);
+      return closeOnRank0(metrics, options.metrics) ? 3 : 1;
+    }
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
     Evaluation evaluation;
     const bool evaluates = readsData && options.eval && epochEnds;
@@ -136,8 +194,8 @@ int runTraining(const Program &program) {
                                 evaluates ? &evaluation : nullptr))
       return 1;
   }
-  report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer.written(),
-                checkpointer.seconds());
+  report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
+                /*stoppedAt=*/0);
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;
 }
 

@@ -1,0 +1,64 @@
+// Training health (driver_health.h).
+//
+// The check reads every element a rank holds of the new parameters and state once per
+// step: a pass over memory the step has just written, much cheaper than the step.
+// Finding the culprit costs a grad run, and only happens when the run stops.
+#include "driver_health.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace shardrt {
+namespace {
+
+/// Whether every f32 of the block is finite: no exponent of all ones. Branch-free, so
+/// that the loop vectorizes.
+bool finite(const Block &block) {
+  const uint32_t *bits = static_cast<const uint32_t *>(block.data());
+  const int64_t count = block.count();
+  uint32_t nonFinite = 0;
+  for (int64_t i = 0; i < count; ++i)
+    nonFinite |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+  return !nonFinite;
+}
+
+std::string nameOf(const TensorSpec &spec) {
+  return spec.layer < 0 ? spec.name : spec.name + " [layer " + std::to_string(spec.layer) + "]";
+}
+
+} // namespace
+
+int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state) {
+  int health = std::isfinite(loss) ? kFinite : kLossNonFinite;
+  for (const std::vector<Block> *blocks : {&params, &state})
+    for (const Block &block : *blocks)
+      if (!(health & kStateNonFinite) && !finite(block))
+        health |= kStateNonFinite;
+  MPI_Allreduce(MPI_IN_PLACE, &health, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
+  return health;
+}
+
+std::string firstNonFiniteBlock(const std::vector<Block> &blocks) {
+  int first = INT_MAX;
+  for (size_t i = 0; i < blocks.size() && first == INT_MAX; ++i)
+    if (!finite(blocks[i]))
+      first = int(i);
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return first == INT_MAX ? std::string() : nameOf(*blocks[first].spec);
+}
+
+std::string firstNonFiniteGradient(const Program &program, const std::vector<Block> &params,
+                                   const std::vector<Block> &inputs) {
+  TensorSpec lossSpec;
+  lossSpec.name = "loss";
+  std::vector<Block> loss, grads = allocateBlocks(program.manifest.params, program.place);
+  loss.push_back(allocateBlock(lossSpec, program.place));
+  program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
+  return firstNonFiniteBlock(grads);
+}
+
+} // namespace shardrt
