@@ -15,11 +15,13 @@
 #include "driver_manifest.h"
 #include "driver_modes.h"
 #include "driver_output.h"
+#include "host.h"
 #include "mesh.h"
 
 #include "shardrt/driver.h"
 #include "shardrt/shardrt.h"
 
+#include <climits>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -98,6 +100,37 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
   return {};
 }
 
+/// Whether every rank's host offers it what the program needs (the manifest's memory
+/// per rank); the first rank short of it says both figures. Collective.
+bool memoryFits(const Manifest &manifest) {
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int localRanks = 1, rank = 0;
+  MPI_Comm_size(local, &localRanks);
+  MPI_Comm_free(&local);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const MemoryOffer offer = memoryOffer(localRanks);
+  const int64_t need = manifest.memoryPerRank;
+  int firstShort = need > offer.bytes() ? rank : INT_MAX;
+  MPI_Allreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (firstShort == rank) {
+    std::string limit = offer.addressSpaceLeft < 0
+                            ? ""
+                            : "; the address-space limit (ulimit -v) leaves it " +
+                                  bytesText(offer.addressSpaceLeft);
+    std::fprintf(stderr,
+                 "shardrt: error: %s needs %s per rank (parameters and optimizer state twice, "
+                 "inputs, and every intermediate without buffer reuse, as shardc's --report "
+                 "counts them), and rank %d's host offers it %s (%s of memory shared by %d "
+                 "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
+                 "anyway)\n",
+                 manifest.model.c_str(), bytesText(need).c_str(), rank,
+                 bytesText(offer.bytes()).c_str(), bytesText(offer.physical).c_str(), localRanks,
+                 limit.c_str());
+  }
+  return firstShort == INT_MAX;
+}
+
 int run(int argc, char **argv, const char *manifestJson, Entries entries, int rank) {
   DriverOptions options;
   Manifest manifest;
@@ -137,6 +170,10 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     axisNames.push_back(name.c_str());
   shardrt_init(&argc, &argv, static_cast<int>(manifest.axisSizes.size()), manifest.axisSizes.data(),
                axisNames.data());
+  if (options.checkMemory && !memoryFits(manifest)) {
+    shardrt_finalize();
+    return 1;
+  }
   bool opened = false;
   std::FILE *out = openOnRank0(options.output, stdout, rank, opened);
   if (!opened) {

@@ -119,18 +119,6 @@ int64_t metadataInt(const CheckpointReader &reader, const char *key) {
   return std::stoll(reader.metadata().at(key));
 }
 
-/// `512 B`, `30.62 KiB`, `3.06 MiB`, as the compiler's report writes sizes.
-std::string bytesText(int64_t bytes) {
-  char text[32];
-  if (bytes < 1024)
-    std::snprintf(text, sizeof text, "%lld B", (long long)bytes);
-  else if (bytes < (1 << 20))
-    std::snprintf(text, sizeof text, "%.2f KiB", double(bytes) / 1024);
-  else
-    std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / (1 << 20));
-  return text;
-}
-
 /// Pads `text` with spaces to `width`.
 std::string padded(std::string text, size_t width) {
   text.resize(std::max(text.size(), width), ' ');

@@ -133,6 +133,10 @@ const Flag kFlags[] = {
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.maxSkips = parsePositive(flag, v);
      }},
+    {"--skip-memory-check", nullptr,
+     "start even when a rank needs more memory than the host offers it (the need counts "
+     "every intermediate without reuse: an upper bound)",
+     [](DriverOptions &o, const char *, const std::string &) { o.checkMemory = false; }},
     {"--forward", nullptr, "run the eval entry once on filled inputs and print its results",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); }},
     {"--values", "K", "--forward: leading values printed per result (default 8)",

@@ -38,6 +38,7 @@ struct DriverOptions {
   // A step whose loss or new state is not finite (driver_health.h).
   bool skipNonFinite = false;       // false: stop at the first (exit 3)
   int64_t maxSkips = 10;            // skip: consecutive skipped steps before stopping
+  bool checkMemory = true;          // refuse to start when a rank needs more than the host offers
 
   // --forward.
   int64_t values = 8; // leading values printed per result

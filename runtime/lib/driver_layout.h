@@ -10,6 +10,7 @@
 #include "driver_manifest.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,22 @@ inline int64_t numElements(const Shape &shape) {
   for (int64_t size : shape)
     count *= size;
   return count;
+}
+
+/// `512 B`, `30.62 KiB`, `3.06 MiB`, `27.66 GiB`, as the compiler's report writes sizes.
+inline std::string bytesText(int64_t bytes) {
+  char text[32];
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    std::snprintf(text, sizeof text, "%lld B", (long long)bytes);
+    return text;
+  }
+  double value = double(bytes) / 1024;
+  int unit = 0;
+  for (; value >= 1024 && unit < 3; ++unit)
+    value /= 1024;
+  std::snprintf(text, sizeof text, "%.2f %s", value, units[unit]);
+  return text;
 }
 
 /// `[3136, 256]`, as messages and the reshard plan write shapes.

@@ -302,7 +302,11 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
   const json &results = getArray(member(section, entry, "results"), where);
   if (isTrain && results.empty())
     fail(where, "the train entry returns at least its loss");
-  const auto &taken = isTrain ? shardrt::kTrainLineKeys : shardrt::kEvalLineKeys;
+  const std::vector<std::string_view> taken =
+      isTrain ? std::vector<std::string_view>(shardrt::kTrainLineKeys.begin(),
+                                              shardrt::kTrainLineKeys.end())
+              : std::vector<std::string_view>(shardrt::kEvalLineKeys.begin(),
+                                              shardrt::kEvalLineKeys.end());
   std::vector<TensorSpec> specs;
   std::set<std::string> names;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -404,7 +408,8 @@ Manifest parseManifest(const char *text) {
                         (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   requireObject(root, "");
-  allowKeys(root, "", {"model", "mesh", "params", "optimizer", "inputs", "train", "eval"});
+  allowKeys(root, "",
+            {"model", "mesh", "params", "optimizer", "inputs", "train", "eval", "memory_per_rank"});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", "model"), "model");
@@ -432,6 +437,12 @@ Manifest parseManifest(const char *text) {
   if (hasTrain)
     manifest.trainResults = readResults(*train, "train", manifest);
   manifest.evalResults = readResults(member(root, "", "eval"), "eval", manifest);
+  auto memory = root.find("memory_per_rank");
+  if (memory != root.end()) {
+    requireObject(*memory, "memory_per_rank");
+    manifest.memoryPerRank =
+        getInt(member(*memory, "memory_per_rank", "total"), "memory_per_rank.total", 0, INT64_MAX);
+  }
   return manifest;
 }
 

@@ -72,6 +72,9 @@ struct Manifest {
   std::vector<TensorSpec> trainResults;    // the loss, then the metrics: f32 scalars
   std::vector<TensorSpec> evalResults;
   int64_t batch = 0; // the global batch of the data inputs; 0 when none reads the dataset
+  // What a rank needs in all, as shardc's --report counts it (parameters and state
+  // twice, inputs, every intermediate without reuse); 0 when the manifest does not say.
+  int64_t memoryPerRank = 0;
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the

@@ -102,6 +102,10 @@ int runTraining(const Program &program) {
                    (long long)options.epochs);
     return 2;
   }
+  // The folder's lock first: a second run on it stops before touching any file.
+  Checkpointer checkpointer(program, stepsPerEpoch);
+  if (!checkpointer.prepare())
+    return 1;
   bool opened = false;
   std::FILE *metrics = openOnRank0(options.metrics, nullptr, program.rank, opened);
   if (!opened)
@@ -121,9 +125,6 @@ int runTraining(const Program &program) {
   step.push_back(allocateBlock(kStepSpec, place));
   std::vector<Block> trainResults = allocateBlocks(manifest.trainResults, place);
   std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
-  Checkpointer checkpointer(program, stepsPerEpoch);
-  if (!checkpointer.prepare())
-    return 1;
   RunPosition resumed; // step 0 when starting afresh
   if (options.resume.empty())
     fillParams(params[0], options.seed);

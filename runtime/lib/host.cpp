@@ -3,7 +3,10 @@
 
 #include <cblas.h>
 #include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 
@@ -39,6 +42,27 @@ std::string blasConfig() {
   const int threads = openblas_get_num_threads();
   return std::string("OpenBLAS ") + openblas_get_corename() + ", " + std::to_string(threads) +
          (threads == 1 ? " thread" : " threads");
+}
+
+MemoryOffer memoryOffer(int localRanks) {
+  MemoryOffer offer;
+  const long pageBytes = sysconf(_SC_PAGESIZE);
+  offer.physical = int64_t(sysconf(_SC_PHYS_PAGES)) * pageBytes;
+  offer.share = offer.physical / (localRanks > 0 ? localRanks : 1);
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    // The limit counts the address space already mapped: libraries, MPI's buffers.
+    long long mappedPages = 0;
+    if (std::FILE *statm = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(statm, "%lld", &mappedPages) != 1)
+        mappedPages = 0;
+      std::fclose(statm);
+    }
+    const int64_t mapped = int64_t(mappedPages) * pageBytes;
+    const int64_t cap = int64_t(limit.rlim_cur);
+    offer.addressSpaceLeft = cap > mapped ? cap - mapped : 0;
+  }
+  return offer;
 }
 
 } // namespace shardrt

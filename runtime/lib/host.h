@@ -19,6 +19,19 @@ void useOneBlasThread();
 /// set or thread count sums in another order, so a run's last bits depend on it.
 std::string blasConfig();
 
+/// What this host offers each of the `localRanks` ranks it runs, in bytes: an even
+/// share of its physical memory, or what the address-space limit (ulimit -v) leaves
+/// this process when that is less.
+struct MemoryOffer {
+  int64_t physical = 0;          // the host's
+  int64_t share = 0;             // physical / localRanks
+  int64_t addressSpaceLeft = -1; // -1: no limit
+  int64_t bytes() const {
+    return addressSpaceLeft >= 0 && addressSpaceLeft < share ? addressSpaceLeft : share;
+  }
+};
+MemoryOffer memoryOffer(int localRanks);
+
 } // namespace shardrt
 
 #endif // SHARDRT_LIB_HOST_H

@@ -69,14 +69,18 @@ static std::string runName(llvm::StringRef role) { return ("shardc_" + role).str
 ///   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
 ///                          second lower-affine takes the affine.apply that
 ///                          expand-strided-metadata makes for a subview at a
-///                          dynamic offset (an all_slice's block)
+///                          dynamic offset (an all_slice's block);
+///                          finalize-memref-to-llvm allocates through
+///                          _mlir_memref_to_llvm_alloc, which libshardrt
+///                          defines to stop with a message when memory runs
+///                          out (malloc's null pointer would be a segfault)
 static const char *kLoweringPipeline =
     "inline, symbol-dce, canonicalize, cse, shard-to-runtime,"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
     "func.func(buffer-hoisting), buffer-deallocation-pipeline, convert-bufferization-to-memref,"
     "lower-to-kernels, convert-linalg-to-loops, lower-affine, convert-scf-to-cf, expand-strided-metadata,"
-    "lower-affine, finalize-memref-to-llvm, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
+    "lower-affine, finalize-memref-to-llvm{use-generic-functions=1}, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
     "convert-index-to-llvm, convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm, reconcile-unrealized-casts";
 

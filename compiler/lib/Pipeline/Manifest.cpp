@@ -51,7 +51,7 @@ int64_t integerRange(const TypedProgram &program, const std::string &input) {
 } // namespace
 
 std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
-                                  bool reference) {
+                                  bool reference, const MemoryPerRank &memory) {
   const Graph &graph = steps.graph;
   auto describe = [&](const FunctionValue &v) {
     const TensorType &type = graph.nodes[v.node].type;
@@ -131,5 +131,10 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                                     .drop_front(steps.params.size() *
                                                 (1 + steps.stateNames.size())));
   manifest["eval"] = results(steps.eval.results);
+  manifest["memory_per_rank"] = {{"parameters", memory.parameters},
+                                 {"optimizer_state", memory.optimizerState},
+                                 {"inputs", memory.inputs},
+                                 {"activations", memory.activations},
+                                 {"total", memory.total()}};
   return manifest.dump();
 }

@@ -85,6 +85,36 @@ std::string causeOf(Value value, func::FuncOp fn) {
 
 } // namespace
 
+int64_t MemoryPerRank::total() const {
+  int64_t held = addSaturating(parameters, optimizerState);
+  return addSaturating(addSaturating(held, held), addSaturating(inputs, activations));
+}
+
+MemoryPerRank shardc::memoryPerRank(ModuleOp module, const TypedProgram &program) {
+  auto fn = module.lookupSymbol<func::FuncOp>(kTrainFunction);
+  if (!fn)
+    fn = module.lookupSymbol<func::FuncOp>(kEvalFunction);
+  MemoryPerRank memory;
+  for (BlockArgument arg : fn.getArguments()) {
+    std::string name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str();
+    bool isInput = llvm::any_of(program.inputs, [&](const ShardedTensor &t) { return t.path == name; });
+    bool isParam = llvm::any_of(program.params, [&](const Parameter &p) { return p.path == name; });
+    int64_t *total = isInput ? &memory.inputs
+                     : isParam ? &memory.parameters
+                     : name.find('/') != std::string::npos ? &memory.optimizerState // `mu/conv1.w`
+                                                           : nullptr;
+    if (total)
+      *total = addSaturating(*total, tensorBytes(arg.getType()));
+  }
+  fn.walk([&](Operation *op) {
+    if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
+      return;
+    for (Type t : op->getResultTypes())
+      memory.activations = addSaturating(memory.activations, tensorBytes(t));
+  });
+  return memory;
+}
+
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &program,
                                            const llvm::SourceMgr &sourceMgr, bool asJson,
                                            bool strict) {
@@ -93,24 +123,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
   if (!fn)
     fn = module.lookupSymbol<func::FuncOp>(kEvalFunction);
   std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
-  int64_t paramBytes = 0, stateBytes = 0, inputBytes = 0, activationBytes = 0;
-  for (BlockArgument arg : fn.getArguments()) {
-    std::string name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr).str();
-    bool isInput = llvm::any_of(program.inputs, [&](const ShardedTensor &t) { return t.path == name; });
-    bool isParam = llvm::any_of(program.params, [&](const Parameter &p) { return p.path == name; });
-    if (isInput || isParam) {
-      int64_t &total = isInput ? inputBytes : paramBytes;
-      total = addSaturating(total, tensorBytes(arg.getType()));
-    } else if (name.find('/') != std::string::npos) { // `mu/conv1.w`
-      stateBytes = addSaturating(stateBytes, tensorBytes(arg.getType()));
-    }
-  }
-  fn.walk([&](Operation *op) {
-    if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
-      return;
-    for (Type t : op->getResultTypes())
-      activationBytes = addSaturating(activationBytes, tensorBytes(t));
-  });
+  const MemoryPerRank memory = memoryPerRank(module, program);
+  const int64_t paramBytes = memory.parameters, stateBytes = memory.optimizerState,
+                inputBytes = memory.inputs, activationBytes = memory.activations;
+
 
   // Where a reshard is asked for: at a constraint or an output's sharding.
   std::set<std::string> requested;

@@ -76,6 +76,10 @@ cl::opt<bool> strict("strict",
 cl::opt<std::string> runtimeDir("runtime-dir", cl::desc("Folder holding libshardrt.so"),
                                 cl::value_desc("dir"), cl::init(SHARDRT_LIBRARY_DIR),
                                 cl::cat(category));
+cl::opt<std::string> maxMemoryPerRank(
+    "max-memory-per-rank",
+    cl::desc("Warn when a rank needs more than this (bytes, or with K, M, G or T: binary units)"),
+    cl::value_desc("size"), cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 
@@ -83,6 +87,43 @@ int reportErrors(DiagnosticEngine &diags, unsigned atLeast = 0) {
   unsigned n = std::max(diags.errorCount(), atLeast);
   llvm::errs() << n << " error" << (n == 1 ? "" : "s") << " generated.\n";
   return 1;
+}
+
+/// --max-memory-per-rank's size in bytes: digits, then maybe K, M, G or T (powers of
+/// 1024, with or without "iB"); -1 when it is not one.
+int64_t parseSize(llvm::StringRef text) {
+  uint64_t value = 0;
+  llvm::StringRef rest = text;
+  if (rest.consumeInteger(10, value))
+    return -1;
+  const llvm::StringRef units = "KMGT";
+  const size_t unit = rest.empty() ? llvm::StringRef::npos : units.find(rest.front());
+  int shift = unit == llvm::StringRef::npos ? 0 : 10 * int(unit + 1);
+  if (unit != llvm::StringRef::npos)
+    rest = rest.drop_front();
+  if (!(rest.empty() || (shift && (rest == "iB" || rest == "B"))))
+    return -1;
+  if (value > (uint64_t(INT64_MAX) >> shift))
+    return -1;
+  return int64_t(value << shift);
+}
+
+/// The warning of --max-memory-per-rank, when a rank needs more.
+void warnAboveMemoryLimit(const MemoryPerRank &memory) {
+  if (maxMemoryPerRank.empty())
+    return;
+  const int64_t limit = parseSize(maxMemoryPerRank);
+  if (memory.total() > limit)
+    llvm::WithColor::warning(llvm::errs(), "shardc")
+        << "a rank needs " + formatBytes(memory.total()) + " (2 x " +
+                                 formatBytes(memory.parameters) + " of parameters and " +
+                                 formatBytes(memory.optimizerState) + " of optimizer state, " +
+                                 formatBytes(memory.inputs) + " of inputs, " +
+                                 formatBytes(memory.activations) +
+                                 " of activations without buffer reuse), more than "
+                                 "--max-memory-per-rank " +
+                                 maxMemoryPerRank
+        << "\n";
 }
 
 /// The MLIR stages: prints the module at `stage` to `os`, or writes the
@@ -113,13 +154,15 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   };
   if (stage == Emit::MLIR)
     return print();
-  std::string manifest = buildManifest(program, *steps, reference);
   if (!reference && mlir::failed(stages.run("sharded", [&] { return propagateShardings(*module); })))
     return false;
   if (stage == Emit::Sharded)
     return print();
   if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
     return false;
+  const MemoryPerRank memory = memoryPerRank(*module, program);
+  warnAboveMemoryLimit(memory);
+  std::string manifest = buildManifest(program, *steps, reference, memory);
   if (report != ReportFormat::None || strict) {
     auto text = buildReport(*module, program, diags.getSourceMgr(),
                             report == ReportFormat::JSON, strict);
@@ -139,6 +182,12 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
 }
 
 int compile() {
+  if (!maxMemoryPerRank.empty() && parseSize(maxMemoryPerRank) < 0) {
+    llvm::WithColor::error(llvm::errs(), "shardc")
+        << "--max-memory-per-rank needs a size such as 4G, 512MiB or 1048576, not '"
+        << maxMemoryPerRank << "'\n";
+    return 1;
+  }
   llvm::SourceMgr sourceMgr;
   DiagnosticEngine diags(sourceMgr);
   std::string out;

@@ -28,6 +28,7 @@
 #ifndef SHARDRT_SHARDRT_H
 #define SHARDRT_SHARDRT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -218,6 +219,15 @@ void shardrt_fill_he_normal_f32(float *out, int ndim, const int64_t *global_shap
  * field the product of the leading dimensions, fan_in = in * field and fan_out = out *
  * field (a conv kernel HWIO: kh*kw*in and kh*kw*out). ndim must be at least 2. */
 void shardrt_compute_fans(int ndim, const int64_t *shape, int64_t *fan_in, int64_t *fan_out);
+
+/* ---- Memory of generated code ----------------------------------------------- */
+
+/* What memref.alloc and memref.dealloc become (MLIR's finalize-memref-to-llvm with
+ * use-generic-functions): malloc, aligned_alloc and free, except that memory running
+ * out stops the job with a message instead of handing the step a null pointer. */
+void *_mlir_memref_to_llvm_alloc(size_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
+void _mlir_memref_to_llvm_free(void *pointer);
 
 #pragma GCC visibility pop
 
