@@ -12,6 +12,7 @@
 #include "mesh.h"
 #include "ring.h"
 #include "scratch.h"
+#include "watchdog.h"
 
 #include "shardrt/shardrt.h"
 
@@ -77,9 +78,12 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   if (group.size == 1 || count == 0)
     return copyUnlessSame(out, in, count * type.bytes);
 
+  arrive("all_reduce", axes);
   if (static_cast<int64_t>(count * type.bytes) < ringMinBytes()) {
-    MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
-                  mpiReduction, group.comm);
+    MPI_Request request;
+    MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
+                   mpiReduction, group.comm, &request);
+    await(1, &request);
     return;
   }
   Partition partition{count, group.size};
@@ -104,7 +108,10 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   bool contiguous = view.outer == 1;
   auto [gathered] = scratch().regions<1>({contiguous ? 0 : group.size * localBytes});
   std::byte *received = contiguous ? static_cast<std::byte *>(out) : gathered;
-  MPI_Allgather(in, count, type.mpi, received, count, type.mpi, group.comm);
+  arrive("all_gather", axes);
+  MPI_Request request;
+  MPI_Iallgather(in, count, type.mpi, received, count, type.mpi, group.comm, &request);
+  await(1, &request);
   if (!contiguous)
     joinBlocks(received, static_cast<std::byte *>(out), view.outer, group.size,
                view.dim * view.inner * type.bytes);
@@ -133,11 +140,15 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
                 view.dim / group.size * view.inner * type.bytes);
     blocks = packed;
   }
-  if (ring)
+  arrive("reduce_scatter", axes);
+  if (ring) {
     ringReduceScatter(group, type, op, blocks, static_cast<std::byte *>(out), partition, acc, recv);
-  else
-    MPI_Reduce_scatter_block(blocks, out, mpiCount(partition.size(0), caller), type.mpi,
-                             mpiReduction, group.comm);
+  } else {
+    MPI_Request request;
+    MPI_Ireduce_scatter_block(blocks, out, mpiCount(partition.size(0), caller), type.mpi,
+                              mpiReduction, group.comm, &request);
+    await(1, &request);
+  }
 }
 
 void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out, int ndim,
@@ -171,7 +182,10 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
     send = packed;
   }
   std::byte *receive = recvContiguous ? static_cast<std::byte *>(out) : received;
-  MPI_Alltoall(send, blockCount, type.mpi, receive, blockCount, type.mpi, group.comm);
+  arrive("all_to_all", axes);
+  MPI_Request request;
+  MPI_Ialltoall(send, blockCount, type.mpi, receive, blockCount, type.mpi, group.comm, &request);
+  await(1, &request);
   if (!recvContiguous)
     joinBlocks(receive, static_cast<std::byte *>(out), concat.outer, group.size,
                concat.dim * concat.inner * type.bytes);

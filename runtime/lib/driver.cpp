@@ -17,6 +17,7 @@
 #include "driver_output.h"
 #include "host.h"
 #include "mesh.h"
+#include "watchdog.h"
 
 #include "shardrt/driver.h"
 #include "shardrt/shardrt.h"
@@ -112,7 +113,9 @@ bool memoryFits(const Manifest &manifest) {
   const MemoryOffer offer = memoryOffer(localRanks);
   const int64_t need = manifest.memoryPerRank;
   int firstShort = need > offer.bytes() ? rank : INT_MAX;
-  MPI_Allreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  watchedWorld("all_reduce of the memory check", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, request);
+  });
   if (firstShort == rank) {
     std::string limit = offer.addressSpaceLeft < 0
                             ? ""
@@ -170,6 +173,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     axisNames.push_back(name.c_str());
   shardrt_init(&argc, &argv, static_cast<int>(manifest.axisSizes.size()), manifest.axisSizes.data(),
                axisNames.data());
+  setCollectiveTimeout(options.collectiveTimeout);
   if (options.checkMemory && !memoryFits(manifest)) {
     shardrt_finalize();
     return 1;

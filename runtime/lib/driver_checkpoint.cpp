@@ -11,6 +11,7 @@
 #include "host.h"
 #include "mesh.h"
 #include "prng.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 #include <fcntl.h>
@@ -182,9 +183,13 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
 /// Broadcasts rank 0's string.
 void broadcast(std::string &text) {
   uint64_t size = text.size();
-  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  watchedWorld("broadcast of a checkpoint's path", [&](MPI_Request *request) {
+    MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, request);
+  });
   text.resize(size);
-  MPI_Bcast(text.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD);
+  watchedWorld("broadcast of a checkpoint's path", [&](MPI_Request *request) {
+    MPI_Ibcast(text.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD, request);
+  });
 }
 
 double secondsNow() {

@@ -2,6 +2,7 @@
 #include "driver_data.h"
 #include "mesh.h"
 #include "prng.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 
@@ -16,15 +17,21 @@ namespace {
 
 void broadcastBytes(std::vector<uint8_t> &bytes) {
   int64_t size = int64_t(bytes.size());
-  MPI_Bcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
+    MPI_Ibcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, request);
+  });
   bytes.resize(size_t(size));
   for (int64_t at = 0; at < size; at += INT_MAX) // MPI counts are ints
-    MPI_Bcast(bytes.data() + at, static_cast<int>(std::min<int64_t>(size - at, INT_MAX)), MPI_BYTE,
-              0, MPI_COMM_WORLD);
+    watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
+      MPI_Ibcast(bytes.data() + at, static_cast<int>(std::min<int64_t>(size - at, INT_MAX)),
+                 MPI_BYTE, 0, MPI_COMM_WORLD, request);
+    });
 }
 
 void broadcast(Dataset &set) {
-  MPI_Bcast(&set.count, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
+    MPI_Ibcast(&set.count, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, request);
+  });
   broadcastBytes(set.pixels);
   broadcastBytes(set.labels);
 }

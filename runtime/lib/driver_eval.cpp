@@ -6,6 +6,7 @@
 // entry sees as examples, never reaches them.
 #include "driver_eval.h"
 #include "driver_data.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 
@@ -39,8 +40,10 @@ Evaluation evaluate(const Program &program, void **buffers, const std::vector<Bl
       if (results[i].spec->perExample)
         sums[i] += sumRealRows(results[i], program.place.coords, real);
   }
-  MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM,
-                MPI_COMM_WORLD);
+  watchedWorld("all_reduce of the evaluation's sums", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM,
+                   MPI_COMM_WORLD, request);
+  });
   Evaluation evaluation;
   evaluation.examples = test.count;
   for (size_t i = 0; i < results.size(); ++i)

@@ -133,6 +133,12 @@ const Flag kFlags[] = {
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.maxSkips = parsePositive(flag, v);
      }},
+    {"--collective-timeout", "S",
+     "end the job (exit 4) when a collective has waited S seconds for a rank (default 600; "
+     "0: never)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.collectiveTimeout = parseReal(flag, v, false);
+     }},
     {"--skip-memory-check", nullptr,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

@@ -39,6 +39,7 @@ struct DriverOptions {
   bool skipNonFinite = false;       // false: stop at the first (exit 3)
   int64_t maxSkips = 10;            // skip: consecutive skipped steps before stopping
   bool checkMemory = true;          // refuse to start when a rank needs more than the host offers
+  double collectiveTimeout = 600;   // seconds a collective may wait (watchdog.h); 0: for ever
 
   // --forward.
   int64_t values = 8; // leading values printed per result

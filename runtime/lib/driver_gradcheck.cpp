@@ -22,6 +22,7 @@
 #include "driver_modes.h"
 #include "mesh.h"
 #include "prng.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 
@@ -163,7 +164,9 @@ int runGradientCheck(const Program &program) {
           *element = original;
         if (first)
           shared[0] = grads[p].floats()[at];
-        MPI_Allreduce(MPI_IN_PLACE, shared, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        watchedWorld("all_reduce of a gradient check", [&](MPI_Request *request) {
+          MPI_Iallreduce(MPI_IN_PLACE, shared, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, request);
+        });
         return Differences{shared[0], (losses[0] - losses[1]) / (shared[1] - shared[2]),
                            (losses[0] - unperturbedLoss) / shared[1],
                            (unperturbedLoss - losses[1]) / -shared[2]};

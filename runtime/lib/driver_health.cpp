@@ -4,6 +4,7 @@
 // step: a pass over memory the step has just written, much cheaper than the step.
 // Finding the culprit costs a grad run, and only happens when the run stops.
 #include "driver_health.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 
@@ -38,7 +39,9 @@ int stepHealth(float loss, const std::vector<Block> &params, const std::vector<B
     for (const Block &block : *blocks)
       if (!(health & kStateNonFinite) && !finite(block))
         health |= kStateNonFinite;
-  MPI_Allreduce(MPI_IN_PLACE, &health, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
+  watchedWorld("all_reduce of the step's health", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &health, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD, request);
+  });
   return health;
 }
 
@@ -47,7 +50,9 @@ std::string firstNonFiniteBlock(const std::vector<Block> &blocks) {
   for (size_t i = 0; i < blocks.size() && first == INT_MAX; ++i)
     if (!finite(blocks[i]))
       first = int(i);
-  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  watchedWorld("all_reduce of the first non-finite tensor", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, request);
+  });
   return first == INT_MAX ? std::string() : nameOf(*blocks[first].spec);
 }
 

@@ -9,6 +9,7 @@
 #include "mesh.h"
 
 #include "shardrt/shardrt.h"
+#include "watchdog.h"
 
 #include <cerrno>
 #include <cmath>
@@ -81,9 +82,13 @@ GatheredResult gatherResult(const TensorSpec &spec, const Shape &meshSizes, cons
   GatheredResult result{&spec, {}};
   const int rank = shardrt_rank(), numRanks = shardrt_num_ranks();
   const int count = static_cast<int>(numElements(localShape(spec, meshSizes)));
+  arrive("gather to rank 0", 0, /*world=*/true);
   if (rank != 0) {
-    if (holdsFirstCopy(spec, rankCoords(rank, meshSizes)))
-      MPI_Send(block, count, mpiType(spec.dtype), 0, tag, MPI_COMM_WORLD);
+    if (holdsFirstCopy(spec, rankCoords(rank, meshSizes))) {
+      MPI_Request request;
+      MPI_Isend(block, count, mpiType(spec.dtype), 0, tag, MPI_COMM_WORLD, &request);
+      await(1, &request);
+    }
     return result;
   }
   result.elements.resize(numElements(spec.shape));
@@ -94,8 +99,9 @@ GatheredResult gatherResult(const TensorSpec &spec, const Shape &meshSizes, cons
     Shape coords = rankCoords(source, meshSizes);
     if (!holdsFirstCopy(spec, coords))
       continue;
-    MPI_Recv(received.data(), count, mpiType(spec.dtype), source, tag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
+    MPI_Request request;
+    MPI_Irecv(received.data(), count, mpiType(spec.dtype), source, tag, MPI_COMM_WORLD, &request);
+    await(1, &request);
     place(spec, meshSizes, coords, received.data(), result.elements.data());
   }
   return result;

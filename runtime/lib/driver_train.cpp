@@ -23,6 +23,7 @@
 #include "driver_modes.h"
 #include "driver_output.h"
 #include "driver_report.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 
@@ -152,7 +153,10 @@ int runTraining(const Program &program) {
   int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
-  MPI_Barrier(MPI_COMM_WORLD); // rank 0's clock starts with everyone's
+  // Rank 0's clock starts with everyone's.
+  watchedWorld("barrier before step 1", [](MPI_Request *request) {
+    MPI_Ibarrier(MPI_COMM_WORLD, request);
+  });
   for (int64_t s = resumed.step + 1; s <= totalSteps; ++s) {
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
@@ -164,6 +168,7 @@ int runTraining(const Program &program) {
     }
     fillInputs(inputs, stepSeed(options.seed, s), /*syntheticOnly=*/true);
     step[0].floats()[0] = float(s);
+    setWatchedPhase("train step", s);
     program.train(trainBuffers[current].data());
     const int health = stepHealth(trainResults[0].floats()[0], params[1 - current],
                                   state[1 - current]);
@@ -186,10 +191,12 @@ int runTraining(const Program &program) {
     Evaluation evaluation;
     const bool evaluates = readsData && options.eval && epochEnds;
     if (evaluates) {
+      setWatchedPhase("evaluation after step", s);
       evaluation =
           evaluate(program, evalBuffers[current].data(), inputs, evalResults, dataset.test);
       report.evaluation(s, epoch, evaluation);
     }
+    setWatchedPhase("checkpoint after step", s);
     if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps,
                                 params[current], state[current],
                                 evaluates ? &evaluation : nullptr))

@@ -7,6 +7,7 @@
 // gives blocks. Communicators are cached by axis mask and freed at finalize; upstream's
 // shard-to-MPI lowering splits anew at every collective and never frees.
 #include "mesh.h"
+#include "watchdog.h"
 #include "host.h"
 #include "scratch.h"
 
@@ -148,9 +149,20 @@ std::string describeMesh() {
   return text + ")";
 }
 
+std::string axesText(uint32_t axes) {
+  std::string text;
+  for (size_t a = 0; a < state.sizes.size(); ++a)
+    if (axes >> a & 1u)
+      text += (text.empty() ? "" : ", ") +
+              (state.names[a].empty() ? "axis " + std::to_string(a) : state.names[a]);
+  return text;
+}
+
 bool rank0Verdict(bool ok) {
   int verdict = ok;
-  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  watchedWorld("broadcast of rank 0's verdict", [&](MPI_Request *request) {
+    MPI_Ibcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD, request);
+  });
   return verdict != 0;
 }
 
@@ -203,6 +215,7 @@ void shardrt_init(int *argc, char ***argv, int num_axes, const int64_t *axis_siz
     rest /= state.sizes[a];
   }
   state.ringMinBytes = readRingMinBytes();
+  watchInit();
   keepFreedMemory();
   useOneBlasThread();
   state.initialised = true;
@@ -213,6 +226,7 @@ void shardrt_finalize(void) {
   for (auto &entry : state.comms)
     MPI_Comm_free(&entry.second);
   state.comms.clear();
+  watchFinalize();
   scratch().release();
   if (state.ownsMpi)
     MPI_Finalize();

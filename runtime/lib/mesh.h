@@ -23,6 +23,9 @@ bool rank0Verdict(bool ok);
 /// no names, "(one rank)" when there are none.
 std::string describeMesh();
 
+/// The mesh axes of a mask by name: "data, model" ("axes 0, 1" without names).
+std::string axesText(uint32_t axes);
+
 /// This rank's group over a subset of the mesh axes.
 struct Group {
   MPI_Comm comm; // ranks ordered by group index; MPI_COMM_SELF for the empty subset

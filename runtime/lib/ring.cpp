@@ -1,6 +1,7 @@
 // Ring collectives: G-1 steps, each rank sending to its right neighbour (group index
 // + 1) and receiving from its left one.
 #include "ring.h"
+#include "watchdog.h"
 
 #include <cstring>
 
@@ -9,6 +10,16 @@ namespace shardrt {
 namespace {
 
 int modulo(int a, int n) { return ((a % n) + n) % n; }
+
+/// One step: `sendCount` elements to `right`, `recvCount` from `left`, waited for
+/// under the watchdog.
+void exchange(const Group &group, ElementType type, const std::byte *send, int64_t sendCount,
+              int right, std::byte *recv, int64_t recvCount, int left) {
+  MPI_Request requests[2];
+  MPI_Irecv(recv, mpiCount(recvCount, "ring"), type.mpi, left, 0, group.comm, &requests[0]);
+  MPI_Isend(send, mpiCount(sendCount, "ring"), type.mpi, right, 0, group.comm, &requests[1]);
+  await(2, requests);
+}
 
 } // namespace
 
@@ -31,9 +42,8 @@ void ringReduceScatter(const Group &group, ElementType type, shardrt_reduction o
   const std::byte *send = at(in, modulo(r - 1, g));
   for (int step = 0; step < g - 1; ++step) {
     int sendBlock = modulo(r - step - 1, g), recvBlock = modulo(r - step - 2, g);
-    MPI_Sendrecv(send, mpiCount(partition.size(sendBlock), "ring"), type.mpi, right, 0, recv,
-                 mpiCount(partition.size(recvBlock), "ring"), type.mpi, left, 0, group.comm,
-                 MPI_STATUS_IGNORE);
+    exchange(group, type, send, partition.size(sendBlock), right, recv, partition.size(recvBlock),
+             left);
     std::byte *sum = step == g - 2 ? ownBlock : acc;
     combine(type, op, sum, recv, at(in, recvBlock), partition.size(recvBlock));
     send = acc;
@@ -47,11 +57,9 @@ void ringAllGather(const Group &group, ElementType type, std::byte *buffer,
   // Step s forwards block r-s (at step 0 this rank's own) and receives block r-s-1.
   for (int step = 0; step < g - 1; ++step) {
     int sendBlock = modulo(r - step, g), recvBlock = modulo(r - step - 1, g);
-    MPI_Sendrecv(buffer + partition.begin(sendBlock) * type.bytes,
-                 mpiCount(partition.size(sendBlock), "ring"), type.mpi, right, 0,
-                 buffer + partition.begin(recvBlock) * type.bytes,
-                 mpiCount(partition.size(recvBlock), "ring"), type.mpi, left, 0, group.comm,
-                 MPI_STATUS_IGNORE);
+    exchange(group, type, buffer + partition.begin(sendBlock) * type.bytes,
+             partition.size(sendBlock), right, buffer + partition.begin(recvBlock) * type.bytes,
+             partition.size(recvBlock), left);
   }
 }
 

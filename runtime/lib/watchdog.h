@@ -1,0 +1,55 @@
+// The collective watchdog (--collective-timeout): every collective of the runtime, the
+// compiled steps' and the driver's own, starts its MPI operation without blocking and
+// waits here.
+//
+//  1. Waiting polls for a millisecond (a collective that is on time costs nothing
+//     more), then sleeps between polls, 50 us at first and 10 ms once a second has
+//     passed: a stalled collective does not burn a core.
+//  2. Each rank counts the collectives it has started and, while it waits, beats a
+//     clock, on a board in memory shared by the ranks of its host.
+//  3. When a collective has waited past the timeout, the rank reads the board, names
+//     the collective, the step and the ranks that did not arrive (fewer collectives
+//     started than its own) or stopped (no beat for two seconds), and ends the job
+//     with MPI_Abort, exit status 4. Ranks on other hosts are not on the board.
+#ifndef SHARDRT_LIB_WATCHDOG_H
+#define SHARDRT_LIB_WATCHDOG_H
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace shardrt {
+
+/// Sets up the board among this host's ranks; shardrt_init calls it. Collective.
+void watchInit();
+void watchFinalize();
+
+/// The timeout in seconds (600 until set; 0 waits for ever), and what the ranks are
+/// doing, for the message: a phase ("train step", "evaluation") and a step (0: none).
+void setCollectiveTimeout(double seconds);
+void setWatchedPhase(const char *phase, int64_t step);
+
+/// Marks the start of one collective, by its kind and the mesh axes it spans (as a
+/// mask; `world` for the driver's own over every rank). Every rank starts the same
+/// sequence of collectives.
+void arrive(const char *kind, uint32_t axes, bool world = false);
+
+/// Waits for `requests` as described above.
+void await(int count, MPI_Request *requests);
+
+/// One collective: arrive, issue(&request) starts it, await.
+template <typename Issue> void watched(const char *kind, uint32_t axes, bool world, Issue issue) {
+  arrive(kind, axes, world);
+  MPI_Request request;
+  issue(&request);
+  await(1, &request);
+}
+
+/// The driver's collectives over every rank.
+template <typename Issue> void watchedWorld(const char *kind, Issue issue) {
+  watched(kind, 0, /*world=*/true, issue);
+}
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_WATCHDOG_H
