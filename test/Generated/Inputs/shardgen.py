@@ -485,9 +485,11 @@ class Program:
             parts = path.split(".")
             pattern = r.choice([path, "*." + parts[-1] if len(parts) == 2 else path,
                                 "**." + parts[-1]])
-            if pattern.startswith("**."):
-                rank = None  # may match parameters of other ranks: only when all agree
-                same = [k for p, k in self.params if p.endswith("." + parts[-1])]
+            if pattern != path:
+                # A glob may match parameters of other ranks ("*.w" both conv.w and
+                # s.w): only when all agree.
+                same = [k for p, k in self.params if p.endswith("." + parts[-1]) and
+                        (pattern.startswith("**.") or len(p.split(".")) == 2)]
                 rank = same[0] if len(set(same)) == 1 else None
             if rank is not None:
                 lines.append(f'override "{pattern}" : [{", ".join(["none"] * rank)}]')
