@@ -104,11 +104,8 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
 /// Whether every rank's host offers it what the program needs (the manifest's memory
 /// per rank); the first rank short of it says both figures. Collective.
 bool memoryFits(const Manifest &manifest) {
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int localRanks = 1, rank = 0;
-  MPI_Comm_size(local, &localRanks);
-  MPI_Comm_free(&local);
+  const int localRanks = ranksOnThisHost();
+  int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const MemoryOffer offer = memoryOffer(localRanks);
   const int64_t need = manifest.memoryPerRank;

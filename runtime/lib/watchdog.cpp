@@ -129,6 +129,8 @@ void watchFinalize() {
   watch.own = nullptr;
 }
 
+int ranksOnThisHost() { return int(watch.board.size()); }
+
 void setCollectiveTimeout(double seconds) { watch.timeout = seconds; }
 
 void setWatchedPhase(const char *phase, int64_t step) {

@@ -24,6 +24,9 @@ namespace shardrt {
 void watchInit();
 void watchFinalize();
 
+/// How many ranks run on this rank's host (the board's size), itself included.
+int ranksOnThisHost();
+
 /// The timeout in seconds (600 until set; 0 waits for ever), and what the ranks are
 /// doing, for the message: a phase ("train step", "evaluation") and a step (0: none).
 void setCollectiveTimeout(double seconds);
