@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Shrinks a failing generated program to a small reproducer: removes whole blocks,
 then single lines (of the model, the imported module and the rules file), keeping
-each removal while checkprog.py's same check still fails, until nothing more goes.
+each removal while checkprog.py's same check still fails the same way (the same first
+error message, where it prints one), until nothing more goes.
 
     reduce.py SHARDC FOLDER CHECK [--level front|exe]
 
@@ -11,6 +12,7 @@ reproducer goes to FOLDER/reduced/, whose path is printed last.
 """
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,7 +23,9 @@ import checkprog  # noqa: E402
 FILES = ("p.shard", "genlib.shard", "p.rules")
 
 
-def fails(shardc, files, check, level, scratch):
+def failure_of(shardc, files, level, scratch):
+    """The check the program fails and its first error message (None where the
+    failure prints none, as a gradient mismatch), or None when it passes."""
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     for name, lines in files.items():
@@ -30,8 +34,9 @@ def fails(shardc, files, check, level, scratch):
     try:
         checkprog.check_valid(shardc, scratch, level, timeout=120)
     except checkprog.Failure as failure:
-        return failure.check == check
-    return False
+        message = re.search(r"error: ([^\n]*)", str(failure))
+        return failure.check, message.group(1) if message else None
+    return None
 
 
 def block_spans(lines):
@@ -60,7 +65,9 @@ def main():
             with open(path) as f:
                 files[name] = f.read().rstrip("\n").split("\n")
     scratch = tempfile.mkdtemp(prefix="shardc-reduce-")
-    if not fails(args.shardc, files, args.check, args.level, scratch):
+    # An empty program fails emit-llvm too: a removal must keep the same error.
+    original = failure_of(args.shardc, files, args.level, scratch)
+    if not original or original[0] != args.check:
         sys.exit(f"reduce: {args.folder} does not fail {args.check}")
     changed = True
     while changed:
@@ -73,7 +80,7 @@ def main():
                     continue
                 trial = dict(files)
                 trial[name] = [l for i, l in enumerate(files[name]) if i not in drop]
-                if fails(args.shardc, trial, args.check, args.level, scratch):
+                if failure_of(args.shardc, trial, args.level, scratch) == original:
                     files, changed = trial, True
     shutil.rmtree(scratch, ignore_errors=True)
     out = os.path.join(args.folder, "reduced")
