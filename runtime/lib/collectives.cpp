@@ -78,7 +78,7 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   if (group.size == 1 || count == 0)
     return copyUnlessSame(out, in, count * type.bytes);
 
-  arrive("all_reduce", axes);
+  arrive("all_reduce", axes, /*world=*/false, count);
   if (static_cast<int64_t>(count * type.bytes) < ringMinBytes()) {
     MPI_Request request;
     MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
@@ -108,7 +108,7 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   bool contiguous = view.outer == 1;
   auto [gathered] = scratch().regions<1>({contiguous ? 0 : group.size * localBytes});
   std::byte *received = contiguous ? static_cast<std::byte *>(out) : gathered;
-  arrive("all_gather", axes);
+  arrive("all_gather", axes, /*world=*/false, view.elements());
   MPI_Request request;
   MPI_Iallgather(in, count, type.mpi, received, count, type.mpi, group.comm, &request);
   await(1, &request);
@@ -140,7 +140,7 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
                 view.dim / group.size * view.inner * type.bytes);
     blocks = packed;
   }
-  arrive("reduce_scatter", axes);
+  arrive("reduce_scatter", axes, /*world=*/false, view.elements());
   if (ring) {
     ringReduceScatter(group, type, op, blocks, static_cast<std::byte *>(out), partition, acc, recv);
   } else {
@@ -182,7 +182,7 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
     send = packed;
   }
   std::byte *receive = recvContiguous ? static_cast<std::byte *>(out) : received;
-  arrive("all_to_all", axes);
+  arrive("all_to_all", axes, /*world=*/false, split.elements());
   MPI_Request request;
   MPI_Ialltoall(send, blockCount, type.mpi, receive, blockCount, type.mpi, group.comm, &request);
   await(1, &request);

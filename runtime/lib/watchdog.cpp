@@ -35,6 +35,7 @@ struct Watch {
   const char *kind = "";
   uint32_t axes = 0;
   bool world = false;
+  int64_t elements = -1;
 };
 
 Watch watch;
@@ -76,7 +77,8 @@ std::string missingRanks() {
   int hostRanks = 1;
   MPI_Comm_size(watch.host, &hostRanks);
   const std::string what =
-      std::string(watch.kind) + (watch.world ? " over every rank" : " over " + axesText(watch.axes));
+      std::string(watch.kind) + (watch.world ? " over every rank" : " over " + axesText(watch.axes)) +
+      (watch.elements >= 0 ? " of " + std::to_string(watch.elements) + " elements" : "");
   const std::string where = watch.step ? std::string(watch.phase) + " " + std::to_string(watch.step)
                                        : std::string(watch.phase);
   std::string missing = missingRanks();
@@ -138,10 +140,11 @@ void setWatchedPhase(const char *phase, int64_t step) {
   watch.step = step;
 }
 
-void arrive(const char *kind, uint32_t axes, bool world) {
+void arrive(const char *kind, uint32_t axes, bool world, int64_t elements) {
   watch.kind = kind;
   watch.axes = axes;
   watch.world = world;
+  watch.elements = elements;
   if (watch.own) {
     watch.own->started.fetch_add(1, std::memory_order_relaxed);
     beat();

@@ -32,10 +32,11 @@ int ranksOnThisHost();
 void setCollectiveTimeout(double seconds);
 void setWatchedPhase(const char *phase, int64_t step);
 
-/// Marks the start of one collective, by its kind and the mesh axes it spans (as a
-/// mask; `world` for the driver's own over every rank). Every rank starts the same
-/// sequence of collectives.
-void arrive(const char *kind, uint32_t axes, bool world = false);
+/// Marks the start of one collective, by its kind, the mesh axes it spans (as a mask;
+/// `world` for the driver's own over every rank) and the elements this rank puts in
+/// (-1: not said), as the report lists them. Every rank starts the same sequence of
+/// collectives.
+void arrive(const char *kind, uint32_t axes, bool world = false, int64_t elements = -1);
 
 /// Waits for `requests` as described above.
 void await(int count, MPI_Request *requests);
