@@ -299,6 +299,7 @@ bool Checkpointer::prepare() {
 RunPosition Checkpointer::restore(const std::vector<Block> &params,
                                   const std::vector<Block> &state) {
   RunPosition position;
+  newest_ = program_.options.resume; // until this run writes one
   try {
     CheckpointReader reader(program_.options.resume);
     position = {metadataInt(reader, "step"), metadataInt(reader, "epoch"),

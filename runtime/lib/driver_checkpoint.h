@@ -71,7 +71,8 @@ public:
 
   /// Checkpoints written so far, and the seconds they took (gather, write, prune).
   int64_t written() const { return written_; }
-  /// The newest `ckpt-STEP` file written (on rank 0); empty before the first.
+  /// The newest `ckpt-STEP` file written (on rank 0), or before the first the one this
+  /// run resumed from; empty when there is none.
   const std::string &newest() const { return newest_; }
   double seconds() const { return seconds_; }
 
