@@ -138,4 +138,13 @@ uint64_t stepSeed(uint64_t seed, int64_t step) {
   return uint64_t(draw[1]) << 32 | draw[0];
 }
 
+const TensorSpec &lossSpec() {
+  static const TensorSpec spec = [] {
+    TensorSpec loss;
+    loss.name = "loss";
+    return loss;
+  }();
+  return spec;
+}
+
 } // namespace shardrt

@@ -47,6 +47,9 @@ DrawnRegion drawnRegion(const Block &block);
 Block allocateBlock(const TensorSpec &spec, const Placement &place);
 std::vector<Block> allocateBlocks(const std::vector<TensorSpec> &specs, const Placement &place);
 
+/// The grad entry's `loss` result: an f32 scalar.
+const TensorSpec &lossSpec();
+
 /// An entry's buffers: the blocks of each group, in order.
 std::vector<void *> pointersOf(std::initializer_list<const std::vector<Block> *> groups);
 

@@ -265,9 +265,9 @@ bool lockFolder(const std::string &folder, int &fd) {
   char host[256] = "unknown host";
   ::gethostname(host, sizeof host - 1);
   const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, holder.data(), holder.size(), 0) < 0) {
-    // The lock holds without the note; the next run's message only says less.
-  }
+  // Without the note the lock still holds; the next run's message only says less.
+  [[maybe_unused]] const bool noted =
+      ::ftruncate(fd, 0) == 0 && ::pwrite(fd, holder.data(), holder.size(), 0) >= 0;
   return true;
 }
 

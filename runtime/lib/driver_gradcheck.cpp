@@ -33,12 +33,6 @@
 namespace shardrt {
 namespace {
 
-const TensorSpec kLossSpec = [] {
-  TensorSpec spec;
-  spec.name = "loss";
-  return spec;
-}();
-
 /// Element `sample` of `samples` of a tensor of `count` elements: uniform in the
 /// sample's stratum [sample * count / samples, (sample + 1) * count / samples).
 int64_t pickElement(const TensorSpec &spec, uint64_t seed, int64_t sample, int64_t samples,
@@ -123,7 +117,7 @@ int runGradientCheck(const Program &program) {
   std::vector<Block> params = allocateBlocks(manifest.params, place);
   std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
   std::vector<Block> loss, grads = allocateBlocks(manifest.params, place);
-  loss.push_back(allocateBlock(kLossSpec, place));
+  loss.push_back(allocateBlock(lossSpec(), place));
   fillParams(params, options.seed);
   fillInputs(inputs, options.seed, /*syntheticOnly=*/false);
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
@@ -152,7 +146,7 @@ int runGradientCheck(const Program &program) {
       // gradient come from the first copy, so that the sum over the mesh is its value.
       auto differences = [&](double eps) {
         const float original = element ? *element : 0.0f;
-        double losses[2], shared[4] = {0, 0, 0, 0};
+        double losses[2], shared[3] = {0, 0, 0};
         for (int side = 0; side < 2; ++side) {
           if (element)
             *element = original + float(side ? -eps : eps);

@@ -11,7 +11,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 namespace shardrt {
 namespace {
@@ -58,10 +57,8 @@ std::string firstNonFiniteBlock(const std::vector<Block> &blocks) {
 
 std::string firstNonFiniteGradient(const Program &program, const std::vector<Block> &params,
                                    const std::vector<Block> &inputs) {
-  TensorSpec lossSpec;
-  lossSpec.name = "loss";
   std::vector<Block> loss, grads = allocateBlocks(program.manifest.params, program.place);
-  loss.push_back(allocateBlock(lossSpec, program.place));
+  loss.push_back(allocateBlock(lossSpec(), program.place));
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
   return firstNonFiniteBlock(grads);
 }

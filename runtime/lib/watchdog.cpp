@@ -106,7 +106,6 @@ void watchInit() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(watch.host, &hostRanks);
   new (mine) Slot();
-  mine->started.store(0);
   mine->worldRank.store(rank);
   mine->pid.store(int32_t(getpid()));
   watch.own = mine;

@@ -41,17 +41,13 @@ void arrive(const char *kind, uint32_t axes, bool world = false, int64_t element
 /// Waits for `requests` as described above.
 void await(int count, MPI_Request *requests);
 
-/// One collective: arrive, issue(&request) starts it, await.
-template <typename Issue> void watched(const char *kind, uint32_t axes, bool world, Issue issue) {
-  arrive(kind, axes, world);
+/// One of the driver's collectives over every rank: arrive, issue(&request) starts it,
+/// await.
+template <typename Issue> void watchedWorld(const char *kind, Issue issue) {
+  arrive(kind, 0, /*world=*/true);
   MPI_Request request;
   issue(&request);
   await(1, &request);
-}
-
-/// The driver's collectives over every rank.
-template <typename Issue> void watchedWorld(const char *kind, Issue issue) {
-  watched(kind, 0, /*world=*/true, issue);
 }
 
 } // namespace shardrt

@@ -116,6 +116,7 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module, const TypedProgram &program
 }
 
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &program,
+                                           const MemoryPerRank &memory,
                                            const llvm::SourceMgr &sourceMgr, bool asJson,
                                            bool strict) {
   // The training step when the model has an optimizer, else the forward pass.
@@ -123,7 +124,6 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const TypedProgram &
   if (!fn)
     fn = module.lookupSymbol<func::FuncOp>(kEvalFunction);
   std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
-  const MemoryPerRank memory = memoryPerRank(module, program);
   const int64_t paramBytes = memory.parameters, stateBytes = memory.optimizerState,
                 inputBytes = memory.inputs, activationBytes = memory.activations;
 

@@ -164,7 +164,7 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   warnAboveMemoryLimit(memory);
   std::string manifest = buildManifest(program, *steps, reference, memory);
   if (report != ReportFormat::None || strict) {
-    auto text = buildReport(*module, program, diags.getSourceMgr(),
+    auto text = buildReport(*module, program, memory, diags.getSourceMgr(),
                             report == ReportFormat::JSON, strict);
     if (mlir::failed(text))
       return false;

@@ -99,6 +99,7 @@ std::string buildManifest(const TypedProgram &program, const StepProgram &steps,
 /// constraint or output sharding asked for is reported as an error on
 /// stderr and the result is failure.
 mlir::FailureOr<std::string> buildReport(mlir::ModuleOp module, const TypedProgram &program,
+                                         const MemoryPerRank &memory,
                                          const llvm::SourceMgr &sourceMgr, bool asJson,
                                          bool strict);
 
