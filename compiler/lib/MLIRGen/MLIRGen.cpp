@@ -165,7 +165,7 @@ Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> valu
   SmallVector<AffineMap> maps;
   for (unsigned id : operands) {
     const Node &operand = graph.nodes[id];
-    if (operand.op == "constant")
+    if (operand.op == OpKind::constant)
       continue;
     unsigned operandRank = operand.type.dims.size();
     SmallVector<AffineExpr> exprs;
@@ -182,7 +182,7 @@ Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> valu
                    unsigned next = 0;
                    for (unsigned id : operands) {
                      const Node &operand = graph.nodes[id];
-                     if (operand.op == "constant")
+                     if (operand.op == OpKind::constant)
                        scalars.push_back(
                            scalar(elementType(operand.type.dtype),
                                   std::get<double>(operand.attrs.at("value")), l));
@@ -466,7 +466,7 @@ Value MLIRGenImpl::reshapeTo(Value x, RankedTensorType to, Location at) {
 /// shard-partition fails on an unused, unannotated 0-d constant).
 Value MLIRGenImpl::valueOf(unsigned id, std::vector<Value> &values) {
   const Node &node = steps.graph.nodes[id];
-  if (!values[id] && node.op == "constant")
+  if (!values[id] && node.op == OpKind::constant)
     values[id] = filled(tensorType(node.type).getShape(), b.getF32Type(),
                         b.getFloatAttr(b.getF32Type(), std::get<double>(node.attrs.at("value"))),
                         loc(node.loc));
@@ -476,77 +476,81 @@ Value MLIRGenImpl::valueOf(unsigned id, std::vector<Value> &values) {
 Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   const Graph &graph = steps.graph;
   Location at = loc(node.loc);
-  const std::string &op = node.op;
   auto operand = [&](unsigned i) { return valueOf(node.operands[i], values); };
   auto each = [&](BodyBuilder body) {
     return elementwise(node.operands, values, node.type, at, body);
   };
   bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
                  DType::F32;
-
-  if (op == "sharding_constraint")
-    return values[node.operands[0]] =
-               constrain(operand(0), program.constraints[node.constraint].sharding, at);
-
-  // Elementwise arithmetic and comparisons.
-  using Binary = Value (*)(OpBuilder &, Location, Value, Value);
-  static const std::map<std::string, std::pair<Binary, Binary>> arithmetic = {
-      {"add", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::AddFOp::create(n, l, x, y); },
-               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::AddIOp::create(n, l, x, y); }}},
-      {"sub", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::SubFOp::create(n, l, x, y); },
-               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::SubIOp::create(n, l, x, y); }}},
-      {"mul", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::MulFOp::create(n, l, x, y); },
-               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::MulIOp::create(n, l, x, y); }}},
-      {"div", {[](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::DivFOp::create(n, l, x, y); },
-               [](OpBuilder &n, Location l, Value x, Value y) -> Value { return arith::DivSIOp::create(n, l, x, y); }}},
+  // Elementwise arithmetic and comparisons, on floats or integers.
+  auto binary = [&](auto floatOp, auto intOp) {
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      if (isFloat)
+        return decltype(floatOp)::create(n, l, a[0], a[1]);
+      return decltype(intOp)::create(n, l, a[0], a[1]);
+    });
   };
-  if (auto it = arithmetic.find(op); it != arithmetic.end()) {
-    Binary fn = isFloat ? it->second.first : it->second.second;
-    return each([fn](OpBuilder &n, Location l, ValueRange a) { return fn(n, l, a[0], a[1]); });
-  }
-  static const std::map<std::string, std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
-      comparisons = {{"eq", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
-                     {"ne", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
-                     {"lt", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
-                     {"le", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
-                     {"gt", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
-                     {"ge", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}}};
-  if (auto it = comparisons.find(op); it != comparisons.end()) {
-    auto [fp, ip] = it->second;
-    return each([&, fp = fp, ip = ip](OpBuilder &n, Location l, ValueRange a) -> Value {
+  auto compare = [&](arith::CmpFPredicate fp, arith::CmpIPredicate ip) {
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       if (isFloat)
         return arith::CmpFOp::create(n, l, fp, a[0], a[1]);
       return arith::CmpIOp::create(n, l, ip, a[0], a[1]);
     });
-  }
-  if (op == "neg")
+  };
+  using arith::CmpFPredicate, arith::CmpIPredicate;
+
+  switch (node.op) {
+  case OpKind::sharding_constraint:
+    return values[node.operands[0]] =
+               constrain(operand(0), program.constraints[node.constraint].sharding, at);
+  case OpKind::add:
+    return binary(arith::AddFOp(), arith::AddIOp());
+  case OpKind::sub:
+    return binary(arith::SubFOp(), arith::SubIOp());
+  case OpKind::mul:
+    return binary(arith::MulFOp(), arith::MulIOp());
+  case OpKind::div:
+    return binary(arith::DivFOp(), arith::DivSIOp());
+  case OpKind::eq:
+    return compare(CmpFPredicate::OEQ, CmpIPredicate::eq);
+  case OpKind::ne:
+    return compare(CmpFPredicate::UNE, CmpIPredicate::ne);
+  case OpKind::lt:
+    return compare(CmpFPredicate::OLT, CmpIPredicate::slt);
+  case OpKind::le:
+    return compare(CmpFPredicate::OLE, CmpIPredicate::sle);
+  case OpKind::gt:
+    return compare(CmpFPredicate::OGT, CmpIPredicate::sgt);
+  case OpKind::ge:
+    return compare(CmpFPredicate::OGE, CmpIPredicate::sge);
+  case OpKind::neg:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       if (isFloat)
         return arith::NegFOp::create(n, l, a[0]);
       return arith::SubIOp::create(n, l, scalar(a[0].getType(), 0, l), a[0]);
     });
-  if (op == "relu")
+  case OpKind::relu:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       return arith::MaximumFOp::create(n, l, a[0], scalar(n.getF32Type(), 0, l));
     });
-  if (op == "exp")
+  case OpKind::exp:
     return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::ExpOp::create(n, l, a[0]); });
-  if (op == "log")
+  case OpKind::log:
     return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::LogOp::create(n, l, a[0]); });
-  if (op == "tanh")
+  case OpKind::tanh:
     return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::TanhOp::create(n, l, a[0]); });
-  if (op == "sigmoid")
+  case OpKind::sigmoid:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value one = scalar(n.getF32Type(), 1, l);
       Value e = math::ExpOp::create(n, l, arith::NegFOp::create(n, l, a[0]));
       return arith::DivFOp::create(n, l, one, arith::AddFOp::create(n, l, one, e));
     });
-
-  if (op == "matmul")
+  case OpKind::matmul:
     return matmul(operand(0), operand(1), tensorType(node.type), at);
-  if (op == "log_softmax" || op == "softmax")
-    return logSoftmax(operand(0), at, op == "softmax");
-  if (op == "softmax_cross_entropy") {
+  case OpKind::log_softmax:
+  case OpKind::softmax:
+    return logSoftmax(operand(0), at, node.op == OpKind::softmax);
+  case OpKind::softmax_cross_entropy: {
     // -sum(labels * log_softmax(logits)) over the class dim.
     Value logProbs = logSoftmax(operand(0), at, false);
     return reduceLast({operand(1), logProbs}, b.getF32FloatAttr(0), at,
@@ -555,7 +559,7 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
                         return arith::SubFOp::create(n, l, a[2], term);
                       });
   }
-  if (op == "one_hot") {
+  case OpKind::one_hot: {
     RankedTensorType type = tensorType(node.type);
     unsigned rank = type.getRank();
     AffineMap identity = b.getMultiDimIdentityMap(rank);
@@ -569,7 +573,8 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
                      return arith::UIToFPOp::create(n, l, n.getF32Type(), hit);
                    });
   }
-  if (op == "sum" || op == "mean") {
+  case OpKind::sum:
+  case OpKind::mean: {
     const Node &input = graph.nodes[node.operands[0]];
     const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
     SmallVector<bool> reduced;
@@ -590,23 +595,55 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
                              return arith::AddFOp::create(n, l, a[1], x);
                            return arith::AddIOp::create(n, l, a[1], x);
                          });
-    if (op == "sum")
+    if (node.op == OpKind::sum)
       return total;
     float scale = 1.0f / static_cast<float>(count);
     return map(total, result, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
       return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
     });
   }
-  if (op == "argmax")
+  case OpKind::argmax:
     return argmax(operand(0), at);
-  if (op == "conv2d")
+  case OpKind::conv2d:
     return conv2d(operand(0), operand(1), node, at);
-  if (op == "avg_pool")
+  case OpKind::avg_pool:
     return avgPool(operand(0), node, at);
-  if (op == "flatten" || op == "reshape")
+  case OpKind::flatten:
+  case OpKind::reshape:
     return reshapeTo(operand(0), tensorType(node.type), at);
-
-  return emitGradientNode(node, values);
+  case OpKind::to_f32:
+  case OpKind::unbroadcast:
+  case OpKind::broadcast_over:
+  case OpKind::relu_grad:
+  case OpKind::matmul_grad_lhs:
+  case OpKind::matmul_grad_rhs:
+  case OpKind::log_softmax_grad:
+  case OpKind::softmax_grad:
+  case OpKind::softmax_cross_entropy_grad:
+  case OpKind::conv2d_input_grad:
+  case OpKind::conv2d_filter_grad:
+  case OpKind::avg_pool_grad:
+  case OpKind::sgd_update:
+  case OpKind::momentum_trace:
+  case OpKind::adam_mu:
+  case OpKind::adam_nu:
+  case OpKind::adam_bias_correction:
+  case OpKind::adam_update:
+    return emitGradientNode(node, values);
+  // Arguments and constants are made by emitFunction and valueOf; flattening
+  // removed scans and dropouts.
+  case OpKind::constant:
+  case OpKind::param:
+  case OpKind::input:
+  case OpKind::arg:
+  case OpKind::optimizer_state:
+  case OpKind::step:
+  case OpKind::scan:
+  case OpKind::dropout:
+    break;
+  }
+  error(node.loc, "internal error: code generation got a '" + opName(node.op) + "' node");
+  return {};
 }
 
 /// One function of the step program: its arguments annotated on entry, the
@@ -657,7 +694,7 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
     if (!needed[node.id] || values[node.id])
       continue;
     auto result = resultOf.find(node.id);
-    if (node.op == "constant") {
+    if (node.op == OpKind::constant) {
       if (result == resultOf.end())
         continue; // made where it is used (valueOf)
       valueOf(node.id, values);

@@ -130,7 +130,6 @@ Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
 
 Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values) {
   Location at = loc(node.loc);
-  const std::string &op = node.op;
   auto operand = [&](unsigned i) { return valueOf(node.operands[i], values); };
   auto each = [&](BodyBuilder body) {
     return elementwise(node.operands, values, node.type, at, body);
@@ -138,7 +137,8 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
   auto f32 = [&](OpBuilder &n, double v, Location l) { return scalar(n.getF32Type(), v, l); };
   RankedTensorType type = tensorType(node.type);
 
-  if (op == "unbroadcast") {
+  switch (node.op) {
+  case OpKind::unbroadcast: {
     SmallVector<bool> reduced(cast<RankedTensorType>(operand(0).getType()).getRank(), false);
     std::fill_n(reduced.begin(), std::get<int64_t>(node.attrs.at("leading")), true);
     return reduce(operand(0), reduced, b.getF32FloatAttr(0), at,
@@ -146,7 +146,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                     return arith::AddFOp::create(n, l, a[1], a[0]);
                   });
   }
-  if (op == "broadcast_over") {
+  case OpKind::broadcast_over: {
     const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
     SmallVector<bool> missing;
     for (const Dim &d : node.type.dims)
@@ -159,13 +159,13 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                          return arith::MulFOp::create(n, l, a[0], f32(n, scale, l));
                        });
   }
-  if (op == "relu_grad")
+  case OpKind::relu_grad:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value zero = f32(n, 0, l);
       Value positive = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OGT, a[0], zero);
       return arith::SelectOp::create(n, l, positive, a[1], zero);
     });
-  if (op == "matmul_grad_lhs") { // dy[m..., n...] . b[k, n...] -> [m..., k]
+  case OpKind::matmul_grad_lhs: { // dy[m..., n...] . b[k, n...] -> [m..., k]
     unsigned lFree = type.getRank() - 1;
     unsigned rFree = cast<RankedTensorType>(operand(1).getType()).getRank() - 1;
     auto nLoops = llvm::seq<unsigned>(lFree + 1, lFree + 1 + rFree);
@@ -176,7 +176,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     return contract(operand(0), operand(1), {loopMap(dyDims, loops), loopMap(bDims, loops)}, type,
                     at);
   }
-  if (op == "matmul_grad_rhs") { // a[m..., k] . dy[m..., n...] -> [k, n...]
+  case OpKind::matmul_grad_rhs: { // a[m..., k] . dy[m..., n...] -> [k, n...]
     unsigned rFree = type.getRank() - 1;
     unsigned lFree = cast<RankedTensorType>(operand(0).getType()).getRank() - 1;
     auto mLoops = llvm::seq<unsigned>(rFree + 1, rFree + 1 + lFree);
@@ -187,14 +187,14 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     return contract(operand(0), operand(1), {loopMap(aDims, loops), loopMap(dyDims, loops)}, type,
                     at);
   }
-  if (op == "log_softmax_grad") // dy - exp(y) sum(dy)
+  case OpKind::log_softmax_grad: // dy - exp(y) sum(dy)
     return broadcastLast({operand(0), operand(1)}, sumLast(operand(1), at), at,
                          [](OpBuilder &n, Location l, ValueRange a) -> Value {
                            Value p = math::ExpOp::create(n, l, a[0]);
                            return arith::SubFOp::create(n, l, a[1],
                                                         arith::MulFOp::create(n, l, p, a[2]));
                          });
-  if (op == "softmax_grad") { // y (dy - sum(dy y))
+  case OpKind::softmax_grad: { // y (dy - sum(dy y))
     Value dot = reduceLast({operand(0), operand(1)}, b.getF32FloatAttr(0), at,
                            [](OpBuilder &n, Location l, ValueRange a) -> Value {
                              return arith::AddFOp::create(n, l, a[2],
@@ -206,7 +206,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                            return arith::MulFOp::create(n, l, a[0], centered);
                          });
   }
-  if (op == "softmax_cross_entropy_grad") { // (softmax(z) sum(labels) - labels) dy
+  case OpKind::softmax_cross_entropy_grad: { // (softmax(z) sum(labels) - labels) dy
     Value probs = logSoftmax(operand(0), at, /*softmax=*/true);
     Value labelMass = sumLast(operand(1), at);
     unsigned rank = type.getRank();
@@ -220,13 +220,13 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                      return arith::MulFOp::create(n, l, diff, a[3]);
                    });
   }
-  if (op == "conv2d_input_grad")
+  case OpKind::conv2d_input_grad:
     return conv2dInputGrad(operand(0), operand(1), node, at);
-  if (op == "conv2d_filter_grad")
+  case OpKind::conv2d_filter_grad:
     return conv2dFilterGrad(operand(0), operand(1), node, at);
-  if (op == "avg_pool_grad")
+  case OpKind::avg_pool_grad:
     return avgPoolGrad(operand(0), node, at);
-  if (op == "to_f32")
+  case OpKind::to_f32:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       if (a[0].getType().isInteger(1))
         return arith::UIToFPOp::create(n, l, n.getF32Type(), a[0]);
@@ -234,30 +234,31 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     });
 
   // The optimizers.
-  if (op == "sgd_update") // p - lr g
+  case OpKind::sgd_update: // p - lr g
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value step = arith::MulFOp::create(n, l, a[1], f32(n, number(node, "lr"), l));
       return arith::SubFOp::create(n, l, a[0], step);
     });
-  if (op == "momentum_trace") // g + beta t
+  case OpKind::momentum_trace: // g + beta t
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value decayed = arith::MulFOp::create(n, l, a[0], f32(n, number(node, "beta"), l));
       return arith::AddFOp::create(n, l, a[1], decayed);
     });
-  if (op == "adam_mu" || op == "adam_nu") // beta m + (1 - beta) g (or g^2)
+  case OpKind::adam_mu:
+  case OpKind::adam_nu: // beta m + (1 - beta) g (or g^2)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       double beta = number(node, "beta");
-      Value g = op == "adam_mu" ? a[1] : arith::MulFOp::create(n, l, a[1], a[1]).getResult();
+      Value g = node.op == OpKind::adam_mu ? a[1] : arith::MulFOp::create(n, l, a[1], a[1]).getResult();
       Value kept = arith::MulFOp::create(n, l, a[0], f32(n, beta, l));
       Value added = arith::MulFOp::create(n, l, g, f32(n, 1.0 - beta, l));
       return arith::AddFOp::create(n, l, kept, added);
     });
-  if (op == "adam_bias_correction") // 1 - beta^step
+  case OpKind::adam_bias_correction: // 1 - beta^step
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value power = math::PowFOp::create(n, l, f32(n, number(node, "beta"), l), a[0]);
       return arith::SubFOp::create(n, l, f32(n, 1, l), power);
     });
-  if (op == "adam_update") // p - lr (mu / c1) / (sqrt(nu / c2) + eps)
+  case OpKind::adam_update: // p - lr (mu / c1) / (sqrt(nu / c2) + eps)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value mu = arith::DivFOp::create(n, l, a[1], a[3]);
       Value nu = arith::DivFOp::create(n, l, a[2], a[4]);
@@ -268,6 +269,9 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       return arith::SubFOp::create(n, l, a[0], step);
     });
 
-  error(node.loc, "code generation does not support '" + op + "' yet");
+  default: // emitNode handles the forward ops
+    break;
+  }
+  error(node.loc, "internal error: '" + opName(node.op) + "' is no gradient or update op");
   return {};
 }

@@ -42,7 +42,7 @@ json splitOf(const Sharding &sharding, const Mesh &mesh, size_t rank, bool refer
 int64_t integerRange(const TypedProgram &program, const std::string &input) {
   const Graph &g = program.graph;
   for (const Node &node : g.nodes)
-    if (node.op == "one_hot" && g.nodes[node.operands[0]].op == "input" &&
+    if (node.op == OpKind::one_hot && g.nodes[node.operands[0]].op == OpKind::input &&
         g.nodes[node.operands[0]].name == input)
       return node.type.dims.back().size;
   return 2;
@@ -92,7 +92,7 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
     for (const auto &[key, value] : program.optimizer->hyperparameters)
       args[key] = value;
     manifest["optimizer"] = {
-        {"name", program.optimizer->name}, {"args", args}, {"state", steps.stateNames}};
+        {"name", program.optimizer->name().str()}, {"args", args}, {"state", steps.stateNames}};
   } else {
     manifest["optimizer"] = nullptr;
   }

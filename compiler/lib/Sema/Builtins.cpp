@@ -58,11 +58,13 @@ static std::vector<SignatureParam> parseSignature(llvm::StringRef text) {
 llvm::ArrayRef<Builtin> shardc::allBuiltins() {
   static const std::vector<Builtin> table = [] {
     std::vector<Builtin> t;
-#define SHARDC_OP(NAME, SIG) t.push_back({#NAME, BuiltinCategory::Op, SIG, parseSignature(SIG)});
+#define SHARDC_OP(NAME, SIG)                                                                   \
+  t.push_back({#NAME, BuiltinCategory::Op, SIG, parseSignature(SIG), OpKind::NAME, {}});
 #define SHARDC_INIT(NAME, SIG)                                                                 \
-  t.push_back({#NAME, BuiltinCategory::Initializer, SIG, parseSignature(SIG)});
-#define SHARDC_OPTIMIZER(NAME, SIG)                                                            \
-  t.push_back({#NAME, BuiltinCategory::Optimizer, SIG, parseSignature(SIG)});
+  t.push_back({#NAME, BuiltinCategory::Initializer, SIG, parseSignature(SIG), {}, {}});
+#define SHARDC_OPTIMIZER(NAME, SIG, STATE)                                                     \
+  t.push_back({#NAME, BuiltinCategory::Optimizer, SIG, parseSignature(SIG), {},             \
+               OptimizerKind::NAME});
 #include "shardc/Sema/Builtins.def"
     return t;
   }();

@@ -424,7 +424,7 @@ void Elaborator::elaborateModel(const ModelAST &model) {
       continue;
     }
     Node node;
-    node.op = "input";
+    node.op = OpKind::input;
     node.name = in.name;
     node.type = *type;
     node.loc = in.range;
@@ -526,7 +526,7 @@ void Elaborator::elaborateModel(const ModelAST &model) {
     auto bound = bindArguments(opt.name, b->params, opt.args, opt.range);
     if (!bound)
       continue;
-    Optimizer result{opt.name, {}, opt.range};
+    Optimizer result{*b->optimizer, {}, opt.range};
     for (auto &[param, expr] : *bound) {
       Value v = evalArgument(*param, expr, scope, ctx, opt.range);
       if (!v.ok())
@@ -599,7 +599,7 @@ void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std
       program.constraints.push_back({path, type, l.range, {}});
     }
     Node node;
-    node.op = "sharding_constraint";
+    node.op = OpKind::sharding_constraint;
     node.operands = {v.node};
     node.type = type;
     node.loc = l.range;
@@ -738,7 +738,7 @@ Value Elaborator::eval(const Expr &expr, Scope &scope, GraphContext &ctx) {
       return {};
     }
     Node node;
-    node.op = "neg";
+    node.op = OpKind::neg;
     node.operands = {v.node};
     node.type = t;
     node.loc = expr.range;
@@ -763,7 +763,7 @@ Value Elaborator::scalarToTensor(const Value &v, DType dtype, SMRange range, Gra
     return {};
   }
   Node node;
-  node.op = "constant";
+  node.op = OpKind::constant;
   node.type = TensorType{dtype, {}};
   node.loc = range;
   node.attrs["value"] = v.floatValue;
@@ -846,10 +846,8 @@ Value Elaborator::evalBinary(const BinaryExpr &bin, Scope &scope, GraphContext &
   auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
   if (!type || !checkResult(*type, bin.range, "'" + spelled + "'"))
     return {};
-  static const char *names[] = {"matmul", "mul", "div", "add", "sub", "eq",
-                                "ne",     "lt",  "le",  "gt",  "ge"};
   Node node;
-  node.op = names[static_cast<int>(bin.op)];
+  node.op = binaryOpKind(bin.op);
   node.operands = {lhs.node, rhs.node};
   node.type = *type;
   node.loc = bin.range;
@@ -1171,7 +1169,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     values.push_back(v);
   }
 
-  if (builtin.name == "scan") {
+  if (builtin.op == OpKind::scan) {
     Instance &inner = *values[0].instance;
     if (inner.scanLength) {
       diags.error(call.args[0].value->range, "scan of a scanned block is not supported");
@@ -1197,18 +1195,18 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     return v;
   }
 
-  auto typed = typeBuiltinOp(builtin.name, call.range, args, diags);
+  auto typed = typeBuiltinOp(*builtin.op, call.range, args, diags);
   if (!typed || !checkResult(typed->type, call.range, builtin.name))
     return {};
   Node node;
-  node.op = builtin.name;
+  node.op = *builtin.op;
   for (const Value &v : values)
     if (v.kind == Value::Tensor)
       node.operands.push_back(v.node);
   node.type = typed->type;
   node.attrs = typed->attrs;
   node.loc = call.range;
-  if (builtin.name == "dropout")
+  if (node.op == OpKind::dropout)
     node.operands.push_back(makeDropoutUniforms(ctx, typed->type, call.range));
   return Value::tensor(ctx.graph->add(node));
 }
@@ -1338,7 +1336,7 @@ unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
   checkSize(stacked.type, leaf.loc);
   ctx.scanOperands->push_back(makeLeaf(*ctx.outer, stacked, declare));
   Node slice = leaf;
-  slice.op = "arg";
+  slice.op = OpKind::arg;
   unsigned id = ctx.graph->add(slice);
   ctx.graph->args.push_back(id);
   return id;
@@ -1347,7 +1345,7 @@ unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
 unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
                                const TensorType &type, const Initializer &init, SMRange loc) {
   Node node;
-  node.op = "param";
+  node.op = OpKind::param;
   node.name = path;
   node.type = type;
   node.loc = loc;
@@ -1364,7 +1362,7 @@ unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
 
 unsigned Elaborator::makeDropoutUniforms(GraphContext &ctx, const TensorType &type, SMRange loc) {
   Node node;
-  node.op = "input";
+  node.op = OpKind::input;
   node.name = "dropout." + std::to_string(numDropouts++);
   node.type = type;
   node.loc = loc;
@@ -1595,7 +1593,7 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
     inst.scanBody = std::make_shared<Graph>();
     GraphContext body{inst.scanBody.get(), &ctx, inst.scanLength, &inst.scanOperands};
     Node carry;
-    carry.op = "arg";
+    carry.op = OpKind::arg;
     carry.name = fwd.args[0].name;
     carry.type = types[0];
     carry.loc = fwd.args[0].range;
@@ -1615,7 +1613,7 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
     inst.scanBody->result = *result;
   }
   Node node;
-  node.op = "scan";
+  node.op = OpKind::scan;
   node.attrs["instance"] = inst.path; // the name is the let's, as for any value
   node.operands = {args[0]};
   node.operands.insert(node.operands.end(), inst.scanOperands.begin(), inst.scanOperands.end());

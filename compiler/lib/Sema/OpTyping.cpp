@@ -167,10 +167,10 @@ std::optional<TypedOp> reshape(Checker &c, llvm::ArrayRef<OpArg> a) {
   return r;
 }
 
-std::optional<TypedOp> reduce(Checker &c, llvm::StringRef name, llvm::ArrayRef<OpArg> a) {
+std::optional<TypedOp> reduce(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
   const OpArg &x = a[0], &over = a[1];
   TypedOp r;
-  r.type.dtype = name == "mean" || x.tensor.dtype == DType::Bool ? DType::F32 : x.tensor.dtype;
+  r.type.dtype = op == OpKind::mean || x.tensor.dtype == DType::Bool ? DType::F32 : x.tensor.dtype;
   std::vector<std::string> axes;
   for (const Dim &d : over.shape) {
     if (!llvm::any_of(x.tensor.dims, [&](const Dim &xd) { return xd.axis == d.axis; })) {
@@ -191,35 +191,41 @@ std::optional<TypedOp> reduce(Checker &c, llvm::StringRef name, llvm::ArrayRef<O
 
 } // namespace
 
-std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
+std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
                                              llvm::ArrayRef<OpArg> args,
                                              DiagnosticEngine &diags) {
-  Checker c{diags, name, call};
+  Checker c{diags, opName(op), call};
   auto plain = [](std::optional<TensorType> t) -> std::optional<TypedOp> {
     if (!t)
       return std::nullopt;
     return TypedOp{*t, {}};
   };
-  if (name == "relu" || name == "exp" || name == "log" || name == "tanh" || name == "sigmoid")
+  switch (op) {
+  case OpKind::relu:
+  case OpKind::exp:
+  case OpKind::log:
+  case OpKind::tanh:
+  case OpKind::sigmoid:
     return plain(elementwise(c, args[0]));
-  if (name == "log_softmax" || name == "softmax") {
+  case OpKind::log_softmax:
+  case OpKind::softmax:
     if (!c.hasMinRank(args[0], "the argument", 1))
       return std::nullopt;
     return plain(elementwise(c, args[0]));
-  }
-  if (name == "matmul")
+  case OpKind::matmul:
     return plain(typeBinaryOp(BinaryOp::MatMul, call, args[0].tensor, args[1].tensor, diags));
-  if (name == "conv2d")
+  case OpKind::conv2d:
     return conv2d(c, args);
-  if (name == "avg_pool")
+  case OpKind::avg_pool:
     return avgPool(c, args);
-  if (name == "flatten")
+  case OpKind::flatten:
     return flatten(c, args);
-  if (name == "reshape")
+  case OpKind::reshape:
     return reshape(c, args);
-  if (name == "sum" || name == "mean")
-    return reduce(c, name, args);
-  if (name == "argmax") {
+  case OpKind::sum:
+  case OpKind::mean:
+    return reduce(c, op, args);
+  case OpKind::argmax: {
     if (!c.hasMinRank(args[0], "the argument", 1))
       return std::nullopt;
     TypedOp r{args[0].tensor, {}};
@@ -227,7 +233,7 @@ std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
     r.type.dims.pop_back();
     return r;
   }
-  if (name == "dropout") {
+  case OpKind::dropout: {
     const OpArg &x = args[0], &rate = args[1];
     if (!c.isFloat(x, "the argument"))
       return std::nullopt;
@@ -240,7 +246,7 @@ std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
     }
     return TypedOp{x.tensor, {{"rate", rate.floatValue}}};
   }
-  if (name == "softmax_cross_entropy") {
+  case OpKind::softmax_cross_entropy: {
     const OpArg &logits = args[0], &labels = args[1];
     if (!c.isFloat(logits, "logits") || !c.isFloat(labels, "labels") ||
         !c.hasMinRank(logits, "logits", 1))
@@ -255,7 +261,7 @@ std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
     r.type.dims.pop_back();
     return r;
   }
-  if (name == "one_hot") {
+  case OpKind::one_hot: {
     const OpArg &labels = args[0], &classes = args[1];
     if (labels.tensor.dtype != DType::I32) {
       c.fail(labels.range, "labels must be i32, got " + labels.tensor.str());
@@ -272,7 +278,13 @@ std::optional<TypedOp> shardc::typeBuiltinOp(llvm::StringRef name, SMRange call,
     r.type.dims.push_back(classes.shape[0]);
     return r;
   }
-  c.fail(call, "has no type rule"); // every SHARDC_OP but scan is handled above
+  case OpKind::scan: // typed where the block is instantiated
+#define SHARDC_OPERATOR(NAME, ARITY) case OpKind::NAME:
+#define SHARDC_INTERNAL_OP(NAME, ARITY, ATTRIBUTES) case OpKind::NAME:
+#include "shardc/Sema/Builtins.def"
+    break;
+  }
+  c.fail(call, "has no type rule");
   return std::nullopt;
 }
 

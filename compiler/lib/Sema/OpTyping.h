@@ -32,9 +32,9 @@ struct TypedOp {
   std::map<std::string, Attribute> attrs;
 };
 
-/// Types builtin `name` applied to `args` (in signature order, defaults
+/// Types builtin op `op` applied to `args` (in signature order, defaults
 /// filled in). Reports at `call` and returns nullopt on error.
-std::optional<TypedOp> typeBuiltinOp(llvm::StringRef name, SMRange call,
+std::optional<TypedOp> typeBuiltinOp(OpKind op, SMRange call,
                                      llvm::ArrayRef<OpArg> args, DiagnosticEngine &diags);
 
 /// Types `lhs op rhs` for tensors: contraction for `@`, broadcasting for

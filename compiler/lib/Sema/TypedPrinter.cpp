@@ -64,9 +64,9 @@ public:
     os << "  parameters       " << llvm::right_justify(formatBytes(paramBytes), 12) << "  ("
        << program.params.size() << " tensors)\n";
     if (program.optimizer) {
-      unsigned n = program.optimizer->stateTensorsPerParameter();
+      size_t n = optimizerState(program.optimizer->kind).size();
       os << "  optimizer state  " << llvm::right_justify(formatBytes(mulSaturating(paramBytes, n)), 12)
-         << "  (" << program.optimizer->name << ": " << n << " per parameter)\n";
+         << "  (" << program.optimizer->name() << ": " << n << " per parameter)\n";
     }
     os << "  inputs           " << llvm::right_justify(formatBytes(inputBytes), 12) << "\n";
 
@@ -76,7 +76,7 @@ public:
     for (const auto &[name, node] : program.metrics)
       os << "  metric " << name << " %" << node << "\n";
     if (program.optimizer) {
-      os << "  optimizer " << program.optimizer->name << "(";
+      os << "  optimizer " << program.optimizer->name() << "(";
       for (size_t i = 0; i < program.optimizer->hyperparameters.size(); ++i) {
         const auto &[name, value] = program.optimizer->hyperparameters[i];
         os << (i ? ", " : "") << name << " = " << llvm::format("%g", value);
@@ -108,9 +108,9 @@ private:
 
   void printGraph(const Graph &graph, unsigned indent) {
     for (const Node &n : graph.nodes) {
-      os.indent(indent * 2) << "%" << n.id << " = " << n.op;
-      if (!n.name.empty() && (n.op == "input" || n.op == "param" || n.op == "arg" ||
-                              n.op == "sharding_constraint"))
+      os.indent(indent * 2) << "%" << n.id << " = " << opName(n.op);
+      if (!n.name.empty() && (n.op == OpKind::input || n.op == OpKind::param ||
+                              n.op == OpKind::arg || n.op == OpKind::sharding_constraint))
         os << " \"" << n.name << "\"";
       for (size_t i = 0; i < n.operands.size(); ++i)
         os << (i ? ", %" : " %") << n.operands[i];

@@ -63,6 +63,10 @@ std::string Mesh::str() const {
 }
 
 unsigned Graph::add(Node node) {
+  assert((!opArity(node.op) || node.operands.size() == *opArity(node.op)) &&
+         llvm::all_of(opAttributes(node.op),
+                      [&](llvm::StringRef a) { return node.attrs.count(a.str()); }) &&
+         "a node of an internal op or operator has its operands and attributes");
   node.id = nodes.size();
   nodes.push_back(std::move(node));
   return nodes.back().id;
@@ -99,10 +103,6 @@ int64_t ShardedTensor::localBytes(const Mesh &mesh) const {
   return n;
 }
 
-unsigned Optimizer::stateTensorsPerParameter() const {
-  return name == "adam" ? 2 : name == "momentum" ? 1 : 0;
-}
-
 void shardc::collectOutputs(TypedProgram &program) {
   auto add = [&](const std::string &name, unsigned id) {
     const Node &node = program.graph.nodes[id];
@@ -119,8 +119,8 @@ void shardc::collectOutputs(TypedProgram &program) {
   // Named values of the model itself (block-internal ones have dotted paths);
   // numbers only, the runtime reports no booleans.
   for (const Node &node : program.graph.nodes)
-    if (!node.name.empty() && node.name.find('.') == std::string::npos && node.op != "input" &&
-        node.op != "param" && node.op != "constant" && node.type.dtype != DType::Bool &&
+    if (!node.name.empty() && node.name.find('.') == std::string::npos && node.op != OpKind::input &&
+        node.op != OpKind::param && node.op != OpKind::constant && node.type.dtype != DType::Bool &&
         llvm::none_of(program.outputs, [&](const Output &o) { return o.node == node.id; }))
       add(node.name, node.id);
 }

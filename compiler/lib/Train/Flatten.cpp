@@ -27,7 +27,7 @@ public:
   Flattener(const TypedProgram &program, Graph &out, DiagnosticEngine &diags)
       : out(out), diags(diags) {
     for (const Node &node : program.graph.nodes)
-      if (node.op == "scan")
+      if (node.op == OpKind::scan)
         for (size_t i = 1; i < node.operands.size(); ++i)
           stacked.insert(node.operands[i]);
   }
@@ -35,18 +35,18 @@ public:
   /// Copies `graph`; `ids` holds the copies of the body's arguments on entry.
   bool copy(const Graph &graph, std::vector<FlatNode> &ids, bool outer) {
     for (const Node &node : graph.nodes) {
-      if (node.op == "arg")
+      if (node.op == OpKind::arg)
         continue;
       if (outer && stacked.count(node.id)) {
         for (const Node &user : graph.nodes)
-          if (user.op != "scan" && llvm::is_contained(user.operands, node.id)) {
+          if (user.op != OpKind::scan && llvm::is_contained(user.operands, node.id)) {
             diags.error(user.loc, "'" + node.name +
                                       "' is stacked by a scan and can only be used inside it");
             return false;
           }
         continue;
       }
-      if (node.op == "scan") {
+      if (node.op == OpKind::scan) {
         if (!outer) {
           diags.error(node.loc, "a scan inside a scanned block is not supported yet");
           return false;
@@ -55,7 +55,7 @@ public:
           return false;
         continue;
       }
-      if (node.op == "dropout") {
+      if (node.op == OpKind::dropout) {
         const FlatNode &x = ids[node.operands[0]];
         ids[node.id] = {applyDropout(node, x.train, ids[node.operands[1]].train), x.eval};
         continue;
@@ -86,13 +86,13 @@ private:
     const TensorType &type = dropout.type;
     SMRange at = dropout.loc;
     auto scalar = [&](double value) {
-      return appendNode(out, "constant", {}, TensorType{DType::F32, {}}, at, {{"value", value}});
+      return appendNode(out, OpKind::constant, {}, TensorType{DType::F32, {}}, at, {{"value", value}});
     };
-    unsigned kept = appendNode(out, "ge", {uniforms, scalar(rate)},
+    unsigned kept = appendNode(out, OpKind::ge, {uniforms, scalar(rate)},
                                TensorType{DType::Bool, type.dims}, at);
-    unsigned keptAsF32 = appendNode(out, "to_f32", {kept}, type, at);
-    unsigned mask = appendNode(out, "mul", {keptAsF32, scalar(1 / (1 - rate))}, type, at);
-    unsigned y = appendNode(out, "mul", {x, mask}, type, at);
+    unsigned keptAsF32 = appendNode(out, OpKind::to_f32, {kept}, type, at);
+    unsigned mask = appendNode(out, OpKind::mul, {keptAsF32, scalar(1 / (1 - rate))}, type, at);
+    unsigned y = appendNode(out, OpKind::mul, {x, mask}, type, at);
     out.nodes[y].name = dropout.name;
     return y;
   }

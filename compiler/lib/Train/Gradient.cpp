@@ -61,12 +61,8 @@ public:
         grads.push_back(static_cast<unsigned>(adjoint[id]));
         continue;
       }
-      Node zero;
-      zero.op = "constant";
-      zero.type = graph.nodes[id].type;
-      zero.loc = graph.nodes[id].loc;
-      zero.attrs["value"] = 0.0;
-      grads.push_back(graph.add(std::move(zero)));
+      grads.push_back(make(OpKind::constant, {}, graph.nodes[id].type, graph.nodes[id].loc,
+                           {{"value", 0.0}}));
     }
     return grads;
   }
@@ -79,13 +75,13 @@ private:
 
   const TensorType &typeOf(unsigned id) const { return graph.nodes[id].type; }
 
-  unsigned make(const std::string &op, std::vector<unsigned> operands, const TensorType &type,
+  unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type,
                 SMRange loc, std::map<std::string, Attribute> attrs = {}) {
     return appendNode(graph, op, std::move(operands), type, loc, std::move(attrs));
   }
 
   unsigned constant(double value, SMRange loc) {
-    return make("constant", {}, TensorType{DType::F32, {}}, loc, {{"value", value}});
+    return make(OpKind::constant, {}, TensorType{DType::F32, {}}, loc, {{"value", value}});
   }
 
   /// Adds `grad` to the gradient of `id`, if `id` depends on a parameter.
@@ -97,7 +93,7 @@ private:
       return;
     }
     adjoint[id] = static_cast<int>(
-        make("add", {static_cast<unsigned>(adjoint[id]), grad}, typeOf(id), graph.nodes[id].loc));
+        make(OpKind::add, {static_cast<unsigned>(adjoint[id]), grad}, typeOf(id), graph.nodes[id].loc));
   }
 
   /// Elementwise operands broadcast by trailing dims: the gradient of a
@@ -107,121 +103,162 @@ private:
       return;
     size_t lacking = typeOf(grad).dims.size() - typeOf(id).dims.size();
     if (lacking)
-      grad = make("unbroadcast", {grad}, typeOf(id), loc, {{"leading", int64_t(lacking)}});
+      grad = make(OpKind::unbroadcast, {grad}, typeOf(id), loc, {{"leading", int64_t(lacking)}});
     accumulate(id, grad);
   }
 
   bool backward(const Node &node, unsigned dy) {
-    const std::string &op = node.op;
     const TensorType &type = node.type;
     SMRange at = node.loc;
     auto x = [&](unsigned i) { return node.operands[i]; };
     auto unaryTimes = [&](unsigned factor) {
-      accumulate(x(0), make("mul", {dy, factor}, type, at));
+      accumulate(x(0), make(OpKind::mul, {dy, factor}, type, at));
       return true;
     };
 
-    if (op == "add" || op == "sub") {
+    switch (node.op) {
+    case OpKind::add:
+    case OpKind::sub:
       accumulateUnbroadcast(x(0), dy, at);
       if (active[x(1)])
-        accumulateUnbroadcast(x(1), op == "add" ? dy : make("neg", {dy}, type, at), at);
+        accumulateUnbroadcast(x(1), node.op == OpKind::add ? dy : make(OpKind::neg, {dy}, type, at),
+                              at);
       return true;
-    }
-    if (op == "mul") {
+    case OpKind::mul:
       if (active[x(0)])
-        accumulateUnbroadcast(x(0), make("mul", {dy, x(1)}, type, at), at);
+        accumulateUnbroadcast(x(0), make(OpKind::mul, {dy, x(1)}, type, at), at);
       if (active[x(1)])
-        accumulateUnbroadcast(x(1), make("mul", {dy, x(0)}, type, at), at);
+        accumulateUnbroadcast(x(1), make(OpKind::mul, {dy, x(0)}, type, at), at);
       return true;
-    }
-    if (op == "div") {
+    case OpKind::div:
       if (active[x(0)])
-        accumulateUnbroadcast(x(0), make("div", {dy, x(1)}, type, at), at);
+        accumulateUnbroadcast(x(0), make(OpKind::div, {dy, x(1)}, type, at), at);
       if (active[x(1)]) { // d(a/b)/db = -(a/b)/b
-        unsigned quotient = make("div", {make("mul", {dy, node.id}, type, at), x(1)}, type, at);
-        accumulateUnbroadcast(x(1), make("neg", {quotient}, type, at), at);
+        unsigned quotient =
+            make(OpKind::div, {make(OpKind::mul, {dy, node.id}, type, at), x(1)}, type, at);
+        accumulateUnbroadcast(x(1), make(OpKind::neg, {quotient}, type, at), at);
       }
       return true;
-    }
-    if (op == "neg") {
-      accumulate(x(0), make("neg", {dy}, type, at));
+    case OpKind::neg:
+      accumulate(x(0), make(OpKind::neg, {dy}, type, at));
       return true;
-    }
-    if (op == "relu") {
-      accumulate(x(0), make("relu_grad", {x(0), dy}, type, at));
+    case OpKind::relu:
+      accumulate(x(0), make(OpKind::relu_grad, {x(0), dy}, type, at));
       return true;
-    }
-    if (op == "exp")
+    case OpKind::exp:
       return unaryTimes(node.id);
-    if (op == "log") {
-      accumulate(x(0), make("div", {dy, x(0)}, type, at));
+    case OpKind::log:
+      accumulate(x(0), make(OpKind::div, {dy, x(0)}, type, at));
       return true;
-    }
-    if (op == "tanh") // 1 - y^2
-      return unaryTimes(
-          make("sub", {constant(1.0, at), make("mul", {node.id, node.id}, type, at)}, type, at));
-    if (op == "sigmoid") // y (1 - y)
-      return unaryTimes(
-          make("mul", {node.id, make("sub", {constant(1.0, at), node.id}, type, at)}, type, at));
-    if (op == "matmul") {
+    case OpKind::tanh: // 1 - y^2
+      return unaryTimes(make(OpKind::sub,
+                             {constant(1.0, at), make(OpKind::mul, {node.id, node.id}, type, at)},
+                             type, at));
+    case OpKind::sigmoid: // y (1 - y)
+      return unaryTimes(make(OpKind::mul,
+                             {node.id, make(OpKind::sub, {constant(1.0, at), node.id}, type, at)},
+                             type, at));
+    case OpKind::matmul:
       if (active[x(0)])
-        accumulate(x(0), make("matmul_grad_lhs", {dy, x(1)}, typeOf(x(0)), at));
+        accumulate(x(0), make(OpKind::matmul_grad_lhs, {dy, x(1)}, typeOf(x(0)), at));
       if (active[x(1)])
-        accumulate(x(1), make("matmul_grad_rhs", {x(0), dy}, typeOf(x(1)), at));
+        accumulate(x(1), make(OpKind::matmul_grad_rhs, {x(0), dy}, typeOf(x(1)), at));
       return true;
-    }
-    if (op == "sum" || op == "mean") {
+    case OpKind::sum:
+    case OpKind::mean: {
       const TensorType &in = typeOf(x(0));
       const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
       double count = 1;
       for (const Dim &d : in.dims)
         if (llvm::is_contained(over, d.axis))
           count *= static_cast<double>(d.size);
-      double scale = op == "mean" ? 1.0 / count : 1.0;
-      accumulate(x(0), make("broadcast_over", {dy}, in, at, {{"over", over}, {"scale", scale}}));
+      double scale = node.op == OpKind::mean ? 1.0 / count : 1.0;
+      accumulate(x(0),
+                 make(OpKind::broadcast_over, {dy}, in, at, {{"over", over}, {"scale", scale}}));
       return true;
     }
-    if (op == "log_softmax" || op == "softmax") {
-      accumulate(x(0), make(op + "_grad", {node.id, dy}, type, at));
+    case OpKind::log_softmax:
+      accumulate(x(0), make(OpKind::log_softmax_grad, {node.id, dy}, type, at));
       return true;
-    }
-    if (op == "softmax_cross_entropy") {
+    case OpKind::softmax:
+      accumulate(x(0), make(OpKind::softmax_grad, {node.id, dy}, type, at));
+      return true;
+    case OpKind::softmax_cross_entropy: {
       const TensorType &logits = typeOf(x(0));
       if (active[x(0)])
-        accumulate(x(0), make("softmax_cross_entropy_grad", {x(0), x(1), dy}, logits, at));
+        accumulate(x(0),
+                   make(OpKind::softmax_cross_entropy_grad, {x(0), x(1), dy}, logits, at));
       if (active[x(1)]) { // -dy * log_softmax(logits)
-        unsigned logProbs = make("log_softmax", {x(0)}, logits, at);
+        unsigned logProbs = make(OpKind::log_softmax, {x(0)}, logits, at);
         std::vector<std::string> classes{logits.dims.back().axis};
-        unsigned spread =
-            make("broadcast_over", {dy}, logits, at, {{"over", classes}, {"scale", -1.0}});
-        accumulate(x(1), make("mul", {spread, logProbs}, logits, at));
+        unsigned spread = make(OpKind::broadcast_over, {dy}, logits, at,
+                               {{"over", classes}, {"scale", -1.0}});
+        accumulate(x(1), make(OpKind::mul, {spread, logProbs}, logits, at));
       }
       return true;
     }
-    if (op == "conv2d") {
+    case OpKind::conv2d: {
       std::map<std::string, Attribute> attrs{{"stride", node.attrs.at("stride")},
                                              {"padding", node.attrs.at("padding")}};
       if (active[x(0)])
-        accumulate(x(0), make("conv2d_input_grad", {dy, x(1)}, typeOf(x(0)), at, attrs));
+        accumulate(x(0), make(OpKind::conv2d_input_grad, {dy, x(1)}, typeOf(x(0)), at, attrs));
       if (active[x(1)])
-        accumulate(x(1), make("conv2d_filter_grad", {x(0), dy}, typeOf(x(1)), at, attrs));
+        accumulate(x(1), make(OpKind::conv2d_filter_grad, {x(0), dy}, typeOf(x(1)), at, attrs));
       return true;
     }
-    if (op == "avg_pool") {
-      accumulate(x(0), make("avg_pool_grad", {dy}, typeOf(x(0)), at, node.attrs));
+    case OpKind::avg_pool:
+      accumulate(x(0), make(OpKind::avg_pool_grad, {dy}, typeOf(x(0)), at, node.attrs));
       return true;
-    }
-    if (op == "flatten" || op == "reshape") {
-      accumulate(x(0), make("reshape", {dy}, typeOf(x(0)), at));
+    case OpKind::flatten:
+    case OpKind::reshape:
+      accumulate(x(0), make(OpKind::reshape, {dy}, typeOf(x(0)), at));
       return true;
-    }
-    if (op == "sharding_constraint") {
-      unsigned constrained = make("sharding_constraint", {dy}, type, at);
+    case OpKind::sharding_constraint: {
+      unsigned constrained = make(OpKind::sharding_constraint, {dy}, type, at);
       graph.nodes[constrained].constraint = node.constraint;
       accumulate(x(0), constrained);
       return true;
     }
-    diags.error(at, "cannot differentiate '" + op + "' yet");
+    // No f32 operand of these reaches the loss through them (integer and
+    // boolean results, values), or they exist only after flattening or only
+    // in gradients and updates.
+    case OpKind::one_hot:
+    case OpKind::argmax:
+    case OpKind::eq:
+    case OpKind::ne:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
+    case OpKind::to_f32:
+    case OpKind::constant:
+    case OpKind::param:
+    case OpKind::input:
+    case OpKind::arg:
+    case OpKind::optimizer_state:
+    case OpKind::step:
+    case OpKind::dropout:
+    case OpKind::scan:
+    case OpKind::unbroadcast:
+    case OpKind::broadcast_over:
+    case OpKind::relu_grad:
+    case OpKind::matmul_grad_lhs:
+    case OpKind::matmul_grad_rhs:
+    case OpKind::log_softmax_grad:
+    case OpKind::softmax_grad:
+    case OpKind::softmax_cross_entropy_grad:
+    case OpKind::conv2d_input_grad:
+    case OpKind::conv2d_filter_grad:
+    case OpKind::avg_pool_grad:
+    case OpKind::sgd_update:
+    case OpKind::momentum_trace:
+    case OpKind::adam_mu:
+    case OpKind::adam_nu:
+    case OpKind::adam_bias_correction:
+    case OpKind::adam_update:
+      break;
+    }
+    diags.error(at, "cannot differentiate '" + opName(node.op) + "' yet");
     return false;
   }
 };

@@ -10,8 +10,8 @@
 //             p - lr (mu / c1) / (sqrt(nu / c2) + eps)  (adam_update)
 //             with c = 1 - b^step, once per step        (adam_bias_correction)
 //
-// The optimizer's state is one tensor per parameter per name, shaped and
-// sharded like the parameter.
+// The optimizer's state is one tensor per parameter per name (Builtins.def),
+// shaped and sharded like the parameter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +30,7 @@ double hyperparameter(const Optimizer &optimizer, llvm::StringRef name) {
 
 } // namespace
 
-unsigned shardc::appendNode(Graph &graph, const std::string &op, std::vector<unsigned> operands,
+unsigned shardc::appendNode(Graph &graph, OpKind op, std::vector<unsigned> operands,
                             const TensorType &type, SMRange loc,
                             std::map<std::string, Attribute> attrs) {
   Node node;
@@ -40,14 +40,6 @@ unsigned shardc::appendNode(Graph &graph, const std::string &op, std::vector<uns
   node.loc = loc;
   node.attrs = std::move(attrs);
   return graph.add(std::move(node));
-}
-
-std::vector<std::string> shardc::optimizerStateNames(const Optimizer &optimizer) {
-  if (optimizer.name == "adam")
-    return {"mu", "nu"};
-  if (optimizer.name == "momentum")
-    return {"trace"};
-  return {};
 }
 
 std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
@@ -60,30 +52,39 @@ std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimize
   std::vector<unsigned> newParams;
   std::vector<std::vector<unsigned>> newState(state.size()); // [state name][parameter]
   std::vector<unsigned> corrections;
-  if (optimizer.name == "adam")
+  if (optimizer.kind == OptimizerKind::adam)
     for (const char *beta : {"b1", "b2"})
-      corrections.push_back(appendNode(graph, "adam_bias_correction", {step}, TensorType{DType::F32, {}},
-                                 at, {{"beta", hyperparameter(optimizer, beta)}}));
+      corrections.push_back(appendNode(graph, OpKind::adam_bias_correction, {step},
+                                       TensorType{DType::F32, {}}, at,
+                                       {{"beta", hyperparameter(optimizer, beta)}}));
 
   for (size_t i = 0; i < params.size(); ++i) {
     unsigned p = params[i], g = grads[i];
     const TensorType &type = graph.nodes[p].type;
-    if (optimizer.name == "sgd") {
-      newParams.push_back(appendNode(graph, "sgd_update", {p, g}, type, at, {{"lr", lr}}));
-    } else if (optimizer.name == "momentum") {
-      unsigned trace = appendNode(graph, "momentum_trace", {state[0][i], g}, type, at,
-                            {{"beta", hyperparameter(optimizer, "beta")}});
+    switch (optimizer.kind) {
+    case OptimizerKind::sgd:
+      newParams.push_back(appendNode(graph, OpKind::sgd_update, {p, g}, type, at, {{"lr", lr}}));
+      break;
+    case OptimizerKind::momentum: {
+      unsigned trace = appendNode(graph, OpKind::momentum_trace, {state[0][i], g}, type, at,
+                                  {{"beta", hyperparameter(optimizer, "beta")}});
       newState[0].push_back(trace);
-      newParams.push_back(appendNode(graph, "sgd_update", {p, trace}, type, at, {{"lr", lr}}));
-    } else {
-      unsigned mu = appendNode(graph, "adam_mu", {state[0][i], g}, type, at,
-                         {{"beta", hyperparameter(optimizer, "b1")}});
-      unsigned nu = appendNode(graph, "adam_nu", {state[1][i], g}, type, at,
-                         {{"beta", hyperparameter(optimizer, "b2")}});
+      newParams.push_back(
+          appendNode(graph, OpKind::sgd_update, {p, trace}, type, at, {{"lr", lr}}));
+      break;
+    }
+    case OptimizerKind::adam: {
+      unsigned mu = appendNode(graph, OpKind::adam_mu, {state[0][i], g}, type, at,
+                               {{"beta", hyperparameter(optimizer, "b1")}});
+      unsigned nu = appendNode(graph, OpKind::adam_nu, {state[1][i], g}, type, at,
+                               {{"beta", hyperparameter(optimizer, "b2")}});
       newState[0].push_back(mu);
       newState[1].push_back(nu);
-      newParams.push_back(appendNode(graph, "adam_update", {p, mu, nu, corrections[0], corrections[1]},
-                               type, at, {{"lr", lr}, {"eps", hyperparameter(optimizer, "eps")}}));
+      newParams.push_back(appendNode(graph, OpKind::adam_update,
+                                     {p, mu, nu, corrections[0], corrections[1]}, type, at,
+                                     {{"lr", lr}, {"eps", hyperparameter(optimizer, "eps")}}));
+      break;
+    }
     }
   }
   for (const std::vector<unsigned> &tensors : newState)

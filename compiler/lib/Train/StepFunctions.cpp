@@ -16,10 +16,10 @@ public:
     if (!flattenForwards(program, sp.graph, ids, diags))
       return std::nullopt;
     for (const Parameter &p : program.params)
-      llvm::append_range(sp.params, layersOf(p, "param"));
+      llvm::append_range(sp.params, layersOf(p, OpKind::param));
     std::vector<FunctionValue> inputs;
     for (const Input &t : program.inputs)
-      llvm::append_range(inputs, layersOf(t, "input"));
+      llvm::append_range(inputs, layersOf(t, OpKind::input));
     if (diags.hasErrors())
       return std::nullopt;
 
@@ -39,7 +39,7 @@ public:
       unsigned metric = ids[id].train;
       const Node &node = sp.graph.nodes[metric];
       if (node.type.dtype != DType::F32)
-        metric = appendNode(sp.graph, "to_f32", {metric}, TensorType{DType::F32, {}}, node.loc);
+        metric = appendNode(sp.graph, OpKind::to_f32, {metric}, TensorType{DType::F32, {}}, node.loc);
       lossAndMetrics.push_back(scalarResult(name, metric));
     }
 
@@ -66,7 +66,7 @@ private:
   StepProgram sp;
 
   /// A node without operands: an argument of the step functions.
-  unsigned addNode(const std::string &op, const std::string &name, const TensorType &type,
+  unsigned addNode(OpKind op, const std::string &name, const TensorType &type,
                    SMRange loc) {
     unsigned id = appendNode(sp.graph, op, {}, type, loc);
     sp.graph.nodes[id].name = name;
@@ -91,7 +91,7 @@ private:
 
   /// The arguments of a parameter or input (`op` is its node's): the tensor,
   /// or a stacked one layer by layer, each sharded without its layer dim.
-  std::vector<FunctionValue> layersOf(const ShardedTensor &t, const std::string &op) {
+  std::vector<FunctionValue> layersOf(const ShardedTensor &t, OpKind op) {
     std::vector<const Node *> layers;
     const Node *whole = nullptr;
     for (const Node &node : sp.graph.nodes) {
@@ -143,7 +143,7 @@ private:
                           return m.first == o.path;
                         });
     const Node &mean = sp.graph.nodes[node];
-    if (!lossOrMetric || mean.op != "mean")
+    if (!lossOrMetric || mean.op != OpKind::mean)
       return v;
     const Node &values = sp.graph.nodes[mean.operands[0]];
     if (values.type.dims.size() != 1 ||
@@ -153,7 +153,7 @@ private:
       return v;
     v.node = values.id;
     if (values.type.dtype != DType::F32)
-      v.node = appendNode(sp.graph, "to_f32", {values.id}, TensorType{DType::F32, values.type.dims},
+      v.node = appendNode(sp.graph, OpKind::to_f32, {values.id}, TensorType{DType::F32, values.type.dims},
                           values.loc);
     v.sharding = shardingOfAxis(values.type.dims.front().axis);
     v.perExample = true;
@@ -163,7 +163,8 @@ private:
   void buildTrain(const Optimizer &optimizer, const std::vector<FunctionValue> &inputs,
                   const std::vector<unsigned> &grads,
                   const std::vector<FunctionValue> &lossAndMetrics) {
-    sp.stateNames = optimizerStateNames(optimizer);
+    for (llvm::StringRef name : optimizerState(optimizer.kind))
+      sp.stateNames.push_back(name.str());
     StepFunction train;
     train.name = "train_step";
     train.args = sp.params;
@@ -175,13 +176,13 @@ private:
       state.emplace_back();
       for (const FunctionValue &p : sp.params) {
         std::string name = kind + "/" + p.name;
-        unsigned node = addNode("state", name, sp.graph.nodes[p.node].type, p.loc);
+        unsigned node = addNode(OpKind::optimizer_state, name, sp.graph.nodes[p.node].type, p.loc);
         state.back().push_back(node);
         train.args.push_back(like(p, name, node));
       }
     }
     llvm::append_range(train.args, inputs);
-    FunctionValue step = scalarResult("step", addNode("step", "step", TensorType{DType::F32, {}},
+    FunctionValue step = scalarResult("step", addNode(OpKind::step, "step", TensorType{DType::F32, {}},
                                                       optimizer.loc));
     train.args.push_back(step);
 

@@ -9,6 +9,8 @@
 #ifndef SHARDC_SEMA_BUILTINS_H
 #define SHARDC_SEMA_BUILTINS_H
 
+#include "shardc/Sema/Ops.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -34,6 +36,8 @@ struct Builtin {
   BuiltinCategory category;
   std::string signature; // as written in Builtins.def
   std::vector<SignatureParam> params;
+  std::optional<OpKind> op;               // category Op
+  std::optional<OptimizerKind> optimizer; // category Optimizer
 };
 
 /// The builtin called `name`, or null.

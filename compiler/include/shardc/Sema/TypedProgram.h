@@ -11,6 +11,7 @@
 #define SHARDC_SEMA_TYPEDPROGRAM_H
 
 #include "shardc/AST/AST.h"
+#include "shardc/Sema/Ops.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
 
@@ -84,14 +85,13 @@ using Attribute = std::variant<int64_t, double, std::string, std::vector<std::st
 
 struct Graph;
 
-/// One operation of the forward computation. `op` is a builtin name
-/// (`matmul`, `relu`, ...), an operator (`add`, `sub`, `mul`, `div`, `neg`,
-/// `eq`, ...), `constant`, `input`, `param`, `arg` (a scan body argument) or
-/// `scan`. A `dropout` node's operands are x and its uniform numbers (an
-/// input, or in a scan body that input's slice).
+/// One operation of the computation: a builtin (`matmul`, `relu`, ...), an
+/// operator (`add`, `neg`, `eq`, ...) or an internal op (Builtins.def). A
+/// `dropout` node's operands are x and its uniform numbers (an input, or in a
+/// scan body that input's slice).
 struct Node {
   unsigned id = 0;
-  std::string op;
+  OpKind op = OpKind::constant;
   std::vector<unsigned> operands;
   TensorType type;
   SMRange loc;
@@ -150,11 +150,10 @@ struct Output : ShardedTensor {
 };
 
 struct Optimizer {
-  std::string name;
+  OptimizerKind kind = OptimizerKind::sgd;
   std::vector<std::pair<std::string, double>> hyperparameters;
   SMRange loc;
-  /// Tensors of optimizer state per parameter (adam: 2, momentum: 1, sgd: 0).
-  unsigned stateTensorsPerParameter() const;
+  llvm::StringRef name() const { return optimizerName(kind); }
 };
 
 struct TypedProgram {

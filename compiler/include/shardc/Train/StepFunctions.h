@@ -97,12 +97,9 @@ std::vector<unsigned> appendOptimizerUpdate(Graph &graph, const Optimizer &optim
                                             unsigned step);
 
 /// Appends a node of `op` on `operands`; returns its id.
-unsigned appendNode(Graph &graph, const std::string &op, std::vector<unsigned> operands,
+unsigned appendNode(Graph &graph, OpKind op, std::vector<unsigned> operands,
                     const TensorType &type, SMRange loc,
                     std::map<std::string, Attribute> attrs = {});
-
-/// The state tensors an optimizer keeps per parameter (adam: mu, nu).
-std::vector<std::string> optimizerStateNames(const Optimizer &optimizer);
 
 } // namespace shardc
 
