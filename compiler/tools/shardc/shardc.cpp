@@ -47,7 +47,8 @@ cl::opt<Emit> emit(
                           "typed program with a sharding for every parameter, input and "
                           "constrained value (the rule linter)"),
                clEnumValN(Emit::MLIR, "mlir",
-                          "the forward function in upstream dialects with shard annotations"),
+                          "the step functions (train, eval, grad) in upstream dialects "
+                          "with shard annotations"),
                clEnumValN(Emit::Sharded, "sharded", "after sharding propagation"),
                clEnumValN(Emit::SPMD, "spmd", "partitioned: local shapes and collectives"),
                clEnumValN(Emit::LLVM, "llvm", "lowered to the LLVM dialect"),
