@@ -612,32 +612,14 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   case OpKind::reshape:
     return reshapeTo(operand(0), tensorType(node.type), at);
   case OpKind::to_f32:
-  case OpKind::unbroadcast:
-  case OpKind::broadcast_over:
-  case OpKind::relu_grad:
-  case OpKind::matmul_grad_lhs:
-  case OpKind::matmul_grad_rhs:
-  case OpKind::log_softmax_grad:
-  case OpKind::softmax_grad:
-  case OpKind::softmax_cross_entropy_grad:
-  case OpKind::conv2d_input_grad:
-  case OpKind::conv2d_filter_grad:
-  case OpKind::avg_pool_grad:
-  case OpKind::sgd_update:
-  case OpKind::momentum_trace:
-  case OpKind::adam_mu:
-  case OpKind::adam_nu:
-  case OpKind::adam_bias_correction:
-  case OpKind::adam_update:
+#define SHARDC_GRADIENT_OP(NAME, ARITY, ATTRIBUTES) case OpKind::NAME:
+#define SHARDC_UPDATE_OP(NAME, ARITY, ATTRIBUTES) case OpKind::NAME:
+#include "shardc/Sema/Builtins.def"
     return emitGradientNode(node, values);
   // Arguments and constants are made by emitFunction and valueOf; flattening
   // removed scans and dropouts.
-  case OpKind::constant:
-  case OpKind::param:
-  case OpKind::input:
-  case OpKind::arg:
-  case OpKind::optimizer_state:
-  case OpKind::step:
+#define SHARDC_VALUE_OP(NAME, ATTRIBUTES) case OpKind::NAME:
+#include "shardc/Sema/Builtins.def"
   case OpKind::scan:
   case OpKind::dropout:
     break;
