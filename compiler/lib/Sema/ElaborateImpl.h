@@ -7,6 +7,7 @@
 // compile time (sizes, initialiser arguments), where a tensor is an error,
 // and evalInGraph, which also builds tensors into a graph.
 //
+//   Sema.cpp         the blocks of loaded files, then the elaborator's entry
 //   Elaborate.cpp    the model: inputs, lets, loss, metrics, optimizer
 //   ConstEval.cpp    compile-time values: names, numbers, shapes, axes, types
 //   TensorExpr.cpp   the tensor graph of an expression
@@ -100,6 +101,8 @@ struct Scope {
 /// argument or a config value: evalConstant, or evalInGraph into one graph.
 using Evaluator = llvm::function_ref<Value(const Expr &, Scope &)>;
 
+/// Elaborates one model into a TypedProgram; owns the block instances it
+/// creates on the way.
 class Elaborator {
 public:
   Elaborator(DiagnosticEngine &diags, const BlockTable &blocks, TypedProgram &program)

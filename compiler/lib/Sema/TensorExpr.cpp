@@ -21,6 +21,7 @@ Value Elaborator::evalInGraph(const Expr &expr, Scope &scope, GraphContext &ctx)
       .Case<CallExpr>([&](const CallExpr *call) { return evalCallInGraph(*call, scope, ctx); })
       .Case<NegExpr>([&](const NegExpr *neg) { return evalNegInGraph(*neg, scope, ctx); })
       .Case<BinaryExpr>([&](const BinaryExpr *bin) { return evalBinaryInGraph(*bin, scope, ctx); })
+      // Literals and shapes are compile-time values wherever they appear.
       .Default([&](const Expr *) { return evalConstant(expr, scope); });
 }
 

@@ -2,8 +2,8 @@
 //
 // Reads and parses a model file and, depth first, the files it imports: an
 // `import a.b` is the file a/b.shard in the importing file's folder, then in
-// the -I folders, then in the stdlib. Sema never sees a path: it is handed
-// each file's AST once the files that one imports have been handed over.
+// the -I folders, then in the stdlib. Sema neither searches nor reads files:
+// it is handed each file's AST after the ASTs of the files that one imports.
 //
 //===----------------------------------------------------------------------===//
 
