@@ -77,27 +77,27 @@ static void printDims(const std::vector<DimAST> &dims, llvm::raw_ostream &os) {
 static void printExprTo(const Expr &expr, llvm::raw_ostream &os) {
   switch (expr.kind) {
   case ExprKind::Name:
-    os << static_cast<const NameExpr &>(expr).name;
+    os << llvm::cast<NameExpr>(expr).name;
     return;
   case ExprKind::Int:
-    os << static_cast<const IntExpr &>(expr).value;
+    os << llvm::cast<IntExpr>(expr).value;
     return;
   case ExprKind::Float:
-    os << llvm::format("%g", static_cast<const FloatExpr &>(expr).value);
+    os << llvm::format("%g", llvm::cast<FloatExpr>(expr).value);
     return;
   case ExprKind::String:
     os << '"';
-    os.write_escaped(static_cast<const StringExpr &>(expr).value);
+    os.write_escaped(llvm::cast<StringExpr>(expr).value);
     os << '"';
     return;
   case ExprKind::Bool:
-    os << (static_cast<const BoolExpr &>(expr).value ? "true" : "false");
+    os << (llvm::cast<BoolExpr>(expr).value ? "true" : "false");
     return;
   case ExprKind::Shape:
-    printDims(static_cast<const ShapeExpr &>(expr).dims, os);
+    printDims(llvm::cast<ShapeExpr>(expr).dims, os);
     return;
   case ExprKind::Call: {
-    const auto &call = static_cast<const CallExpr &>(expr);
+    const auto &call = llvm::cast<CallExpr>(expr);
     printExprTo(*call.callee, os);
     os << '(';
     for (size_t i = 0; i < call.args.size(); ++i) {
@@ -111,11 +111,11 @@ static void printExprTo(const Expr &expr, llvm::raw_ostream &os) {
   }
   case ExprKind::Neg:
     os << "(-";
-    printExprTo(*static_cast<const NegExpr &>(expr).operand, os);
+    printExprTo(*llvm::cast<NegExpr>(expr).operand, os);
     os << ')';
     return;
   case ExprKind::Binary: {
-    const auto &bin = static_cast<const BinaryExpr &>(expr);
+    const auto &bin = llvm::cast<BinaryExpr>(expr);
     os << '(';
     printExprTo(*bin.lhs, os);
     os << ' ' << binaryOpSpelling(bin.op) << ' ';

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/AST/ASTPrinter.h"
+#include "shardc/Frontend/ModuleLoader.h"
 #include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Parse/Parser.h"
@@ -223,9 +224,11 @@ int compile() {
       llvm::WithColor::error(llvm::errs(), "shardc") << "an executable needs -o FILE\n";
       return 1;
     }
-    SemaOptions options;
-    options.importPaths.assign(importDirs.begin(), importDirs.end());
-    auto program = analyzeModel(modelFile, options, diags);
+    Sema sema(diags);
+    ModuleLoader loader(std::vector<std::string>(importDirs.begin(), importDirs.end()), diags);
+    const ModuleAST *modelModule = loader.loadModelFile(
+        modelFile, [&](const ModuleAST &module) { sema.addModule(module); });
+    auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
     if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
       program.reset();
     if (program && stage == Emit::Typed)

@@ -10,6 +10,8 @@
 
 #include "shardc/Support/Diagnostics.h"
 
+#include "llvm/Support/Casting.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,10 +39,13 @@ struct TensorTypeAST {
   SMRange range;
 };
 
+/// One kind per subclass of Expr, which its classof tests.
 enum class ExprKind { Name, Int, Float, String, Bool, Shape, Call, Neg, Binary };
 enum class BinaryOp { MatMul, Mul, Div, Add, Sub, Eq, Ne, Lt, Le, Gt, Ge };
 llvm::StringRef binaryOpSpelling(BinaryOp op);
 
+/// An expression. Its subclass follows `kind`: test and convert with
+/// llvm::isa, cast and dyn_cast, which work without C++ RTTI.
 struct Expr {
   Expr(ExprKind kind, SMRange range) : kind(kind), range(range) {}
   virtual ~Expr() = default;
@@ -50,27 +55,33 @@ struct Expr {
 
 struct NameExpr : Expr {
   NameExpr(SMRange r, std::string name) : Expr(ExprKind::Name, r), name(std::move(name)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Name; }
   std::string name;
 };
 struct IntExpr : Expr {
   IntExpr(SMRange r, int64_t value) : Expr(ExprKind::Int, r), value(value) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Int; }
   int64_t value;
 };
 struct FloatExpr : Expr {
   FloatExpr(SMRange r, double value) : Expr(ExprKind::Float, r), value(value) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Float; }
   double value;
 };
 struct StringExpr : Expr {
   StringExpr(SMRange r, std::string value) : Expr(ExprKind::String, r), value(std::move(value)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::String; }
   std::string value;
 };
 struct BoolExpr : Expr {
   BoolExpr(SMRange r, bool value) : Expr(ExprKind::Bool, r), value(value) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Bool; }
   bool value;
 };
 /// `[a, b = 2]` used as a value: axis lists and target shapes of builtins.
 struct ShapeExpr : Expr {
   ShapeExpr(SMRange r, std::vector<DimAST> dims) : Expr(ExprKind::Shape, r), dims(std::move(dims)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Shape; }
   std::vector<DimAST> dims;
 };
 struct Argument {
@@ -81,17 +92,20 @@ struct Argument {
 struct CallExpr : Expr {
   CallExpr(SMRange r, ExprPtr callee, std::vector<Argument> args)
       : Expr(ExprKind::Call, r), callee(std::move(callee)), args(std::move(args)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Call; }
   ExprPtr callee;
   std::vector<Argument> args;
 };
 struct NegExpr : Expr {
   NegExpr(SMRange r, ExprPtr operand) : Expr(ExprKind::Neg, r), operand(std::move(operand)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Neg; }
   ExprPtr operand;
 };
 struct BinaryExpr : Expr {
   BinaryExpr(SMRange r, BinaryOp op, SMRange opRange, ExprPtr lhs, ExprPtr rhs)
       : Expr(ExprKind::Binary, r), op(op), opRange(opRange), lhs(std::move(lhs)),
         rhs(std::move(rhs)) {}
+  static bool classof(const Expr *expr) { return expr->kind == ExprKind::Binary; }
   BinaryOp op;
   SMRange opRange;
   ExprPtr lhs, rhs;

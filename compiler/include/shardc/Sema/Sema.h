@@ -6,22 +6,39 @@
 #include "shardc/AST/RulesAST.h"
 #include "shardc/Sema/TypedProgram.h"
 
+#include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace shardc {
 
-struct SemaOptions {
-  /// Folders searched for `import` after the importing file's own folder.
-  std::vector<std::string> importPaths;
-};
+/// The blocks of every loaded file, by name.
+using BlockTable = std::map<std::string, const BlockAST *>;
 
-/// Loads the model file with its imports, instantiates blocks, infers named
-/// shapes through every operation and checks them. Reports errors and
-/// returns std::nullopt if there were any.
-std::optional<TypedProgram> analyzeModel(const std::string &modelPath,
-                                         const SemaOptions &options, DiagnosticEngine &diags);
+/// Semantic analysis of one model program. The driver hands it every loaded
+/// file (a ModuleLoader's `onLoaded`), then the file holding the model.
+class Sema {
+public:
+  /// Sema counts the errors reported from here on: a program with a file that
+  /// did not load or a bad block is not elaborated.
+  explicit Sema(DiagnosticEngine &diags) : diags(diags), errorsAtStart(diags.errorCount()) {}
+
+  /// Declares the blocks of a loaded file and checks what needs no
+  /// instantiation: names unique among blocks and builtins, one forward.
+  void addModule(const ModuleAST &module);
+
+  /// Instantiates the blocks the model of `main` uses, infers named shapes
+  /// through every operation and checks them. `modelPath` is the path the
+  /// user gave. Reports errors and returns std::nullopt if there were any.
+  std::optional<TypedProgram> analyzeModel(const ModuleAST &main, llvm::StringRef modelPath);
+
+private:
+  void checkBlock(const BlockAST &block);
+
+  DiagnosticEngine &diags;
+  unsigned errorsAtStart;
+  BlockTable blocks;
+};
 
 /// Applies a rules file to a typed program: the mesh, and a sharding for
 /// every parameter, input and constrained value, checked for unknown mesh

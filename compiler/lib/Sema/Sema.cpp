@@ -1,0 +1,94 @@
+//===- Sema.cpp - blocks of the loaded files, then the model --------------===//
+//
+// The loader hands over each file as it is loaded: its blocks are declared and
+// checked for what needs no instantiation. The model is elaborated only when
+// nothing before it reported an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ElaborateImpl.h"
+
+using namespace shardc;
+
+void Sema::addModule(const ModuleAST &module) {
+  for (const BlockAST &block : module.blocks) {
+    if (const Builtin *b = lookupBuiltin(block.name)) {
+      diags.error(block.range, "block '" + block.name + "' has the name of a builtin " +
+                                   (b->category == BuiltinCategory::Op ? "operation" : "function"));
+      continue;
+    }
+    auto [it, inserted] = blocks.emplace(block.name, &block);
+    if (!inserted) {
+      diags.error(block.range, "duplicate definition of block '" + block.name + "'");
+      diags.note(it->second->range, "first defined here");
+      continue;
+    }
+    checkBlock(block);
+  }
+}
+
+/// Checks what does not need instantiation: unique names, one forward.
+void Sema::checkBlock(const BlockAST &block) {
+  std::map<std::string, std::pair<SMRange, llvm::StringRef>> names; // name -> where, what
+  auto declare = [&](const std::string &name, SMRange range, llvm::StringRef what) {
+    auto [it, inserted] = names.emplace(name, std::make_pair(range, what));
+    if (!inserted) {
+      diags.error(range, "duplicate definition of " + what + " '" + name + "' in block '" +
+                             block.name + "'");
+      diags.note(it->second.first, "first defined here");
+    }
+  };
+  for (const auto &c : block.config)
+    declare(c.name, c.range, "parameter");
+  for (const auto &p : block.params) {
+    declare(p.name, p.range, "param");
+    // Parameters are what the gradient updates and the initialisers fill.
+    if (p.type.dtype != DType::F32)
+      diags.error(p.type.range, "param '" + p.name + "' must be f32, not " +
+                                    dtypeName(p.type.dtype) + ": parameters are trained");
+  }
+  for (const auto &l : block.lets)
+    declare(l.name, l.range, "let");
+  if (block.forwards.empty())
+    diags.error(block.range, "block '" + block.name + "' has no forward function");
+  for (size_t i = 1; i < block.forwards.size(); ++i) {
+    diags.error(block.forwards[i].range, "block '" + block.name + "' has more than one forward function");
+    diags.note(block.forwards[0].range, "first forward function here");
+  }
+  for (const auto &f : block.forwards) {
+    std::map<std::string, SMRange> local;
+    for (const auto &a : f.args) {
+      if (!local.emplace(a.name, a.range).second)
+        diags.error(a.range, "duplicate argument '" + a.name + "'");
+      // An argument would hide the member inside the forward function.
+      auto member = names.find(a.name);
+      if (member != names.end()) {
+        diags.error(a.range, "forward argument '" + a.name + "' has the name of the " +
+                                 member->second.second + " '" + a.name + "' of block '" +
+                                 block.name + "'; rename one of them");
+        diags.note(member->second.first, "the " + member->second.second + " is defined here");
+      }
+    }
+  }
+}
+
+std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::StringRef modelPath) {
+  if (main.models.empty()) {
+    if (diags.errorCount() == errorsAtStart)
+      diags.fileError(main.path, "no model in this file: a model file needs one "
+                                 "`model Name { ... }` declaration");
+    return std::nullopt;
+  }
+  for (size_t i = 1; i < main.models.size(); ++i) {
+    diags.error(main.models[i].range, "more than one model in this file");
+    diags.note(main.models[0].range, "first model here");
+  }
+  if (diags.errorCount() != errorsAtStart)
+    return std::nullopt;
+  TypedProgram program;
+  program.modelPath = modelPath.str();
+  if (!sema::Elaborator(diags, blocks, program).elaborateModel(main.models[0]))
+    return std::nullopt;
+  collectOutputs(program);
+  return program;
+}
