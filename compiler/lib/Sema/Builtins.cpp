@@ -77,3 +77,11 @@ const Builtin *shardc::lookupBuiltin(llvm::StringRef name) {
       return &b;
   return nullptr;
 }
+
+std::string shardc::builtinNames(BuiltinCategory category) {
+  std::string names;
+  for (const Builtin &b : allBuiltins())
+    if (b.category == category)
+      names += (names.empty() ? "" : ", ") + b.name;
+  return names;
+}

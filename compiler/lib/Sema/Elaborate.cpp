@@ -195,7 +195,8 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     }
     const Builtin *b = lookupBuiltin(opt.name);
     if (!b || b->category != BuiltinCategory::Optimizer) {
-      diags.error(opt.range, "unknown optimizer '" + opt.name + "'; known: sgd, momentum, adam");
+      diags.error(opt.range, "unknown optimizer '" + opt.name + "'; known: " +
+                                 builtinNames(BuiltinCategory::Optimizer));
       continue;
     }
     auto bound = bindArguments(opt.name, b->params, opt.args, opt.range);

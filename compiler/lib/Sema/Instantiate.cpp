@@ -583,8 +583,7 @@ std::optional<Initializer> Elaborator::evalInitializer(const ParamDeclAST &decl,
   const Builtin *b = name ? lookupBuiltin(name->name) : nullptr;
   if (!b || b->category != BuiltinCategory::Initializer) {
     diags.error(callee->range, "unknown initialiser '" + printExpr(*callee) +
-                                   "'; known: zeros, ones, constant, normal, uniform, "
-                                   "xavier_normal, xavier_uniform, lecun_normal, he_normal");
+                                   "'; known: " + builtinNames(BuiltinCategory::Initializer));
     return std::nullopt;
   }
   init.name = b->name;

@@ -44,6 +44,8 @@ struct Builtin {
 const Builtin *lookupBuiltin(llvm::StringRef name);
 /// Every builtin, in Builtins.def order.
 llvm::ArrayRef<Builtin> allBuiltins();
+/// The names of one category's builtins, comma-separated: `sgd, momentum, adam`.
+std::string builtinNames(BuiltinCategory category);
 
 } // namespace shardc
 
