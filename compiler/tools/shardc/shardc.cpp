@@ -16,10 +16,13 @@
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -131,7 +134,7 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory) {
 bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticEngine &diags,
            llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
-  registerPipelineDialects(registry);
+  registerDialects(registry);
   mlir::MLIRContext context(registry);
   StageDiagnostics stages(context, diags);
   std::optional<StepProgram> steps = buildStepProgram(program, diags);
@@ -253,6 +256,13 @@ int compile() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // MLIR's own options (--mlir-print-ir-after-all, --mlir-timing, ...) work on
+  // every stage; --help-hidden lists them.
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  registerPasses();
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "shardc " SHARDC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ", ANTLR4 runtime)\n";
