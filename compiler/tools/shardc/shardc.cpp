@@ -257,12 +257,13 @@ int compile() {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // MLIR's own options (--mlir-print-ir-after-all, --mlir-timing, ...) work on
-  // every stage; --help-hidden lists them.
+  // every stage; --help-hidden lists them. The passes first: options such as
+  // --mlir-print-ir-after=PASS take the names registered by then.
+  registerPasses();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerAsmPrinterCLOptions();
-  registerPasses();
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "shardc " SHARDC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ", ANTLR4 runtime)\n";
