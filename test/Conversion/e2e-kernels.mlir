@@ -1,7 +1,8 @@
 // End to end: each op shardc-lower-to-kernels handles, compiled once with the
-// kernels and once with convert-linalg-to-loops alone, on one rank; both must print the
-// same numbers. Inputs hold small integers (element i is i, Inputs/e2e_main.c),
-// so every sum is exact in f32 and the order of summation cannot matter.
+// kernels and once with convert-linalg-to-loops alone, on one rank; both must
+// print the same numbers. Inputs hold small integers (element i is i,
+// Inputs/e2e_main.c), so every sum is exact in f32 and the order of summation
+// cannot matter.
 
 // RUN: %shardc-opt %s %codegen -o %t.kernels.mlir
 // RUN: FileCheck %s --check-prefix=CALLS < %t.kernels.mlir

@@ -3,8 +3,8 @@
 // gradients), survive shardc's passes unchanged: shardc-propagate,
 // shardc-partition, then shardc-bufferize, the part of shardc-lower-to-llvm up
 // to bufferization and deallocation. Then shardc-lower-to-kernels replaces
-// every one but the pooling gradient. Batch split over a mesh of 2: the gradients of
-// the weights end in all_reduce calls.
+// every one but the pooling gradient. Batch split over a mesh of 2: the
+// gradients of the weights end in all_reduce calls.
 //
 // RUN: %shardc-opt %s --pass-pipeline='builtin.module(shardc-propagate,shardc-partition,shardc-bufferize)' \
 // RUN:   | FileCheck %s --check-prefix=BUF

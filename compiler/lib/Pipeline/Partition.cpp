@@ -26,6 +26,11 @@ LogicalResult shardc::runPipeline(ModuleOp module,
   return pm.run(module);
 }
 
+LogicalResult shardc::checkPassManagerOptions(MLIRContext &context) {
+  PassManager pm(&context);
+  return applyPassManagerCLOptions(pm);
+}
+
 LogicalResult shardc::propagateShardings(ModuleOp module) {
   return runPipeline(module, buildPropagatePipeline);
 }

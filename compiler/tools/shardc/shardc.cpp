@@ -137,6 +137,8 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   registerDialects(registry);
   mlir::MLIRContext context(registry);
   StageDiagnostics stages(context, diags);
+  if (mlir::failed(checkPassManagerOptions(context)))
+    return false;
   std::optional<StepProgram> steps = buildStepProgram(program, diags);
   if (!steps)
     return false;

@@ -112,6 +112,12 @@ void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, const LowerToLLVMOptions 
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,
                                 llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline);
 
+/// Applies the pass manager options of the command line to a pass manager on
+/// `context`, to report a combination MLIR refuses (--mlir-print-ir-module-scope
+/// needs --mlir-disable-threading) as the command's error before any stage,
+/// where errors are shardc's.
+mlir::LogicalResult checkPassManagerOptions(mlir::MLIRContext &context);
+
 /// shardc-propagate on the module.
 mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 
