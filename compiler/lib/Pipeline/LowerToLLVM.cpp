@@ -130,7 +130,7 @@ LogicalResult shardc::lowerToLLVM(ModuleOp module, llvm::StringRef manifest) {
     if (auto step = module.lookupSymbol<func::FuncOp>(function))
       addEntry(module, step, role);
   if (failed(runPipeline(module, [](OpPassManager &pm) {
-        buildLowerToLLVMPipeline(pm, LowerToLLVMOptions());
+        buildLowerToLLVMPipeline(pm, LowerToLLVMPipelineOptions());
       })))
     return failure();
   return addMain(module, manifest);

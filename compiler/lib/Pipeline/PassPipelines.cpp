@@ -85,7 +85,8 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          _mlir_memref_to_llvm_alloc, which libshardrt
 //                          defines to stop with a message when memory runs
 //                          out (malloc's null pointer would be a segfault)
-void shardc::buildLowerToLLVMPipeline(OpPassManager &pm, const LowerToLLVMOptions &options) {
+void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                      const LowerToLLVMPipelineOptions &options) {
   buildBufferizePipeline(pm);
   if (options.kernels)
     pm.addPass(createLowerToKernelsPass());

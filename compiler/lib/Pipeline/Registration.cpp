@@ -40,7 +40,7 @@ void shardc::registerPasses() {
                              "The first part of shardc-lower-to-llvm: inline, collectives to "
                              "libshardrt calls, bufferize and free every temporary",
                              buildBufferizePipeline);
-  PassPipelineRegistration<LowerToLLVMOptions>(
+  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
       "shardc-lower-to-llvm",
       "Lower a partitioned module to the LLVM dialect (shardc --emit=llvm, less the entry "
       "points and main)",

@@ -89,7 +89,9 @@ void buildPartitionPipeline(mlir::OpPassManager &pm);
 /// module bufferized with every temporary freed.
 void buildBufferizePipeline(mlir::OpPassManager &pm);
 
-struct LowerToLLVMOptions : mlir::PassPipelineOptions<LowerToLLVMOptions> {
+/// shardc-lower-to-llvm's options: shardc runs the defaults; the tests of
+/// lib/Conversion turn them off for their C driver and for a reference.
+struct LowerToLLVMPipelineOptions : mlir::PassPipelineOptions<LowerToLLVMPipelineOptions> {
   Option<bool> kernels{*this, "kernels",
                        llvm::cl::desc("Call libshardrt's kernels for matmuls and convolutions "
                                       "(shardc-lower-to-kernels); off, every linalg op "
@@ -104,7 +106,7 @@ struct LowerToLLVMOptions : mlir::PassPipelineOptions<LowerToLLVMOptions> {
 
 /// `shardc-lower-to-llvm`: shardc-bufferize, shardc-lower-to-kernels, then
 /// everything to the LLVM dialect.
-void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, const LowerToLLVMOptions &options);
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, const LowerToLLVMPipelineOptions &options);
 
 /// Runs the pipeline `buildPipeline` makes on the module, with the pass
 /// manager options of the command line (--mlir-print-ir-after-all,
