@@ -1,13 +1,14 @@
-// End to end: each op lower-to-kernels handles, compiled once with the kernels
-// and once with convert-linalg-to-loops alone, on one rank; both must print the
-// same numbers. Inputs hold small integers (element i is i, Inputs/e2e_main.c),
-// so every sum is exact in f32 and the order of summation cannot matter.
+// End to end: each op shardc-lower-to-kernels handles, compiled once with the
+// kernels and once with convert-linalg-to-loops alone, on one rank; both must
+// print the same numbers. Inputs hold small integers (element i is i,
+// Inputs/e2e_main.c), so every sum is exact in f32 and the order of summation
+// cannot matter.
 
-// RUN: %shardc-opt %s %kernels_codegen -o %t.kernels.mlir
+// RUN: %shardc-opt %s %codegen -o %t.kernels.mlir
 // RUN: FileCheck %s --check-prefix=CALLS < %t.kernels.mlir
 // RUN: mlir-translate-22 --mlir-to-llvmir %t.kernels.mlir -o %t.kernels.ll
 // RUN: %e2e_link %t.kernels.ll -o %t.kernels
-// RUN: %shardc-opt %s %dealloc_codegen | mlir-translate-22 --mlir-to-llvmir -o %t.loops.ll
+// RUN: %shardc-opt %s %loops_codegen | mlir-translate-22 --mlir-to-llvmir -o %t.loops.ll
 // RUN: %e2e_link %t.loops.ll -o %t.loops
 // RUN: timeout 120 %mpirun -np 1 %t.kernels 1 > %t.kernels.out
 // RUN: timeout 120 %mpirun -np 1 %t.loops 1 > %t.loops.out

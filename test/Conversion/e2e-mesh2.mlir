@@ -1,17 +1,13 @@
-// End to end on a mesh of 2: every collective lowered by shard-to-runtime, through
-// the code generation pipeline, linked with libshardrt and run on 2 ranks. Inputs are
-// filled by Inputs/e2e_main.c: element i of a rank's buffer is 100 * rank + i.
+// End to end on a mesh of 2: every collective lowered by shardc-shard-to-runtime,
+// through shardc's code generation pipeline, linked with libshardrt and run on 2
+// ranks. Inputs are filled by Inputs/e2e_main.c: element i of a rank's buffer is
+// 100 * rank + i.
 // Functions take and return tensors; test_main moves between memrefs (filled and
 // printed by the C driver) and tensors with bufferization.to_tensor / to_buffer.
 
 // RUN: %shardc-opt %s %codegen | mlir-translate-22 --mlir-to-llvmir -o %t.ll
 // RUN: %e2e_link %t.ll -o %t
 // RUN: timeout 120 %mpirun -np 2 %t 2 | sort | FileCheck %s
-
-// The same with upstream's buffer-deallocation-pipeline after bufferization.
-// RUN: %shardc-opt %s %dealloc_codegen | mlir-translate-22 --mlir-to-llvmir -o %t.dealloc.ll
-// RUN: %e2e_link %t.dealloc.ll -o %t.dealloc
-// RUN: timeout 120 %mpirun -np 2 %t.dealloc 2 | sort | FileCheck %s
 
 shard.grid @grid(shape = 2)
 

@@ -1,7 +1,8 @@
 // End to end on a 2x2 mesh (4 ranks; rank = 2 * coord0 + coord1): collectives over
 // one axis, over both axes in mesh order and in the reverse order (grid_axes = [1, 0],
 // where shard orders a group with axis 1 major and the runtime with axis 0 major, so
-// shard-to-runtime permutes blocks), and a collective whose input is a strided view.
+// shardc-shard-to-runtime permutes blocks), and a collective whose input is a
+// strided view.
 // Element i of every filled buffer is 100 * rank + i (Inputs/e2e_main.c).
 //
 // With grid_axes = [1, 0] the group index of ranks 0, 1, 2, 3 is 0, 2, 1, 3.
@@ -9,10 +10,6 @@
 // RUN: %shardc-opt %s %codegen | mlir-translate-22 --mlir-to-llvmir -o %t.ll
 // RUN: %e2e_link %t.ll -o %t
 // RUN: timeout 120 %mpirun -np 4 %t 2 2 | sort | FileCheck %s
-
-// RUN: %shardc-opt %s %dealloc_codegen | mlir-translate-22 --mlir-to-llvmir -o %t.dealloc.ll
-// RUN: %e2e_link %t.dealloc.ll -o %t.dealloc
-// RUN: timeout 120 %mpirun -np 4 %t.dealloc 2 2 | sort | FileCheck %s
 
 shard.grid @grid(shape = 2x2)
 

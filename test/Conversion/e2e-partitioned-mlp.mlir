@@ -1,6 +1,6 @@
 // End to end from upstream's partition: Inputs/megatron-mlp.mlir goes through
-// sharding-propagation and shard-partition, then shard-to-runtime and the code
-// generation pipeline; this module (the driver, which partition must not see) calls
+// sharding-propagation and shard-partition, then shardc's code generation
+// pipeline; this module (the driver, which partition must not see) calls
 // the partitioned function with its local shards on 2 ranks.
 //
 // X = 1 (4x8), local W1 shard (8x8) on rank r = 100 r + i (row-major i), W2 = 1,

@@ -1,14 +1,14 @@
-// The forms lower-to-kernels matches, written as MLIRGen emits them for a
-// training step (spec: splat-zero inits, library_call on the convolution
-// gradients), survive shardc's passes unchanged: sharding propagation and
-// partition (Pipeline/Partition.cpp), then CodeGen's lowering up to
-// bufferization and deallocation. Then lower-to-kernels replaces every one
-// but the pooling gradient. Batch split over a mesh of 2: the gradients of
-// the weights end in all_reduce calls.
+// The forms shardc-lower-to-kernels matches, written as MLIRGen emits them for
+// a training step (spec: splat-zero inits, library_call on the convolution
+// gradients), survive shardc's passes unchanged: shardc-propagate,
+// shardc-partition, then shardc-bufferize, the part of shardc-lower-to-llvm up
+// to bufferization and deallocation. Then shardc-lower-to-kernels replaces
+// every one but the pooling gradient. Batch split over a mesh of 2: the
+// gradients of the weights end in all_reduce calls.
 //
-// RUN: %shardc-opt %s --pass-pipeline='builtin.module(%partition,%bufferize)' \
+// RUN: %shardc-opt %s --pass-pipeline='builtin.module(shardc-propagate,shardc-partition,shardc-bufferize)' \
 // RUN:   | FileCheck %s --check-prefix=BUF
-// RUN: %shardc-opt %s --pass-pipeline='builtin.module(%partition,%bufferize,lower-to-kernels)' \
+// RUN: %shardc-opt %s --pass-pipeline='builtin.module(shardc-propagate,shardc-partition,shardc-bufferize,shardc-lower-to-kernels)' \
 // RUN:   | FileCheck %s --check-prefix=KERN
 
 // The maps as written (d5 * 2 + d0 printed as such, floordiv kept).

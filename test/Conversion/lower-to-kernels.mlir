@@ -1,6 +1,6 @@
-// lower-to-kernels: linalg ops on dense f32 buffers become libshardrt kernel
+// shardc-lower-to-kernels: linalg ops on dense f32 buffers become libshardrt kernel
 // calls (sizes as constants, buffers as pointers); everything else stays.
-// RUN: %shardc-opt %s -lower-to-kernels -split-input-file | FileCheck %s
+// RUN: %shardc-opt %s --shardc-lower-to-kernels -split-input-file | FileCheck %s
 
 // CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @matmul

@@ -1,5 +1,5 @@
-// What shard-to-runtime refuses, with an error at the op.
-// RUN: %shardc-opt %s -shard-to-runtime -split-input-file -verify-diagnostics
+// What shardc-shard-to-runtime refuses, with an error at the op.
+// RUN: %shardc-opt %s --shardc-shard-to-runtime -split-input-file -verify-diagnostics
 
 shard.grid @grid(shape = 2)
 func.func @f64(%x: tensor<4xf64>) -> tensor<4xf64> {
@@ -77,7 +77,7 @@ func.func @reversed_dynamic(%x: tensor<2xf32>) -> tensor<?xf32> {
 
 shard.grid @grid(shape = 2)
 func.func @leftover_sharding(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'shard.sharding' op cannot be lowered to libshardrt; shard-to-runtime expects partitioned IR (after shard-partition)}}
+  // expected-error @+1 {{'shard.sharding' op cannot be lowered to libshardrt; shardc-shard-to-runtime expects partitioned IR (after shard-partition)}}
   %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   // expected-error @+1 {{'shard.shard' op cannot be lowered to libshardrt}}
   %0 = shard.shard %x to %s : tensor<4xf32>

@@ -1,6 +1,6 @@
-// The IR that shard-to-runtime makes for each shard op: runtime calls on pointers
+// The IR that shardc-shard-to-runtime makes for each shard op: runtime calls on pointers
 // to dense buffers, still at tensor level.
-// RUN: %shardc-opt %s -shard-to-runtime -split-input-file | FileCheck %s
+// RUN: %shardc-opt %s --shardc-shard-to-runtime -split-input-file | FileCheck %s
 
 // Runtime functions are declared once, with the C ABI's types, and the grid goes
 // away when nothing refers to it any more.

@@ -1,14 +1,15 @@
 // Whole forward passes as the compiler emits them (inits from tensor.empty +
-// linalg.fill placed before their consumer), through all the models at once.
+// linalg.fill placed before their consumer), through all the models at once,
+// with shardc's pipelines (Pipeline/PassPipelines.cpp).
 //
-// Propagation runs forward-backward here: with the default backward-forward
+// shardc-propagate runs propagation forward-backward: with the default backward-forward
 // order the forward sweep visits each init before the op that learns its
 // sharding, so inits stay unannotated and shard-partition crashes on them
 // (MLIR 22). No cse between the passes: it merges equal tensor.empty ops that
 // propagation annotated differently, which crashes partition too.
 //
 // RUN: %shardc-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(func.func(sharding-propagation{traversal=forward-backward}),func.func(shard-partition,canonicalize))' \
+// RUN:   --shardc-propagate --shardc-partition \
 // RUN:   | FileCheck %s
 
 shard.grid @grid(shape = 2x4)

@@ -1,17 +1,19 @@
-// replicate-unsharded: sharding-propagation derives an op's sharding from
-// annotated operands or users, and leaves a tensor no annotated value reaches
-// without one (below, the one_hot of a 0-d label, summed back to a 0-d value).
+// shardc-replicate-unsharded: sharding-propagation derives an op's sharding
+// from annotated operands or users, and leaves a tensor no annotated value
+// reaches without one (below, the one_hot of a 0-d label, summed back to a 0-d
+// value).
 // shard-partition then dereferences the missing grid and crashes. The pass
 // annotates such a result as replicated and propagates again from it, after
 // which shard-partition computes it whole on every rank. Found by the program
 // generator: one_hot(argmax(w)) of a vector w, and `mean(image + s)` of a
 // scalar parameter s, whose gradient broadcasts the loss's 0-d cotangent.
+// shardc-propagate is propagation and this pass (ANCHORED).
 //
 // RUN: %shardc-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation{traversal=forward-backward}))' \
 // RUN:   | FileCheck %s --check-prefix=PROP
-// RUN: %shardc-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation{traversal=forward-backward},replicate-unsharded))' \
+// RUN: %shardc-opt %s --shardc-propagate \
 // RUN:   | FileCheck %s --check-prefix=ANCHORED
-// RUN: %shardc-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation{traversal=forward-backward},replicate-unsharded,shard-partition,canonicalize))' \
+// RUN: %shardc-opt %s --shardc-propagate --shardc-partition \
 // RUN:   | FileCheck %s --check-prefix=SPMD
 
 // PROP-LABEL: func.func @one_hot_summed

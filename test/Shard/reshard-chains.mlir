@@ -8,17 +8,17 @@
 // under test/SPMD/Inputs/reshard-w2.rules broke: the loss gradient
 // [[], [model]] used as [[data]] by dx = dy @ W2^T came out [[data], [model]].
 //
-// decompose-reshards, which shardc runs right before shard-partition, breaks
-// such a pair of shard.shard ops into a chain of single steps (PLAN), which
-// upstream then partitions correctly (SPMD): splits first (local slices that
-// shrink what later collectives move), then the moves upstream recognises,
-// then all_gathers.
+// shardc-decompose-reshards, which shardc runs right before shard-partition
+// (in shardc-partition), breaks such a pair of shard.shard ops into a chain of
+// single steps (PLAN), which upstream then partitions correctly (SPMD): splits
+// first (local slices that shrink what later collectives move), then the moves
+// upstream recognises, then all_gathers.
 //
 // RUN: %shardc-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(func.func(decompose-reshards))' \
+// RUN:   --pass-pipeline='builtin.module(func.func(shardc-decompose-reshards))' \
 // RUN:   | FileCheck %s --check-prefix=PLAN
 // RUN: %shardc-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(func.func(decompose-reshards,shard-partition,canonicalize))' \
+// RUN:   --shardc-partition \
 // RUN:   | FileCheck %s --check-prefix=SPMD
 // RUN: not %shardc-opt %s -split-input-file \
 // RUN:   --pass-pipeline='builtin.module(func.func(shard-partition,canonicalize))' 2>/dev/null \

@@ -1,8 +1,9 @@
 //===- LinalgToKernels.cpp - linalg on buffers to libshardrt kernels ------===//
 //
-// The `lower-to-kernels` pass. It runs after bufferization and deallocation,
-// before convert-linalg-to-loops, and replaces the linalg ops that a training
-// step spends its time in with calls of libshardrt's dense kernels
+// The `shardc-lower-to-kernels` pass (include/shardc/Conversion/Passes.td).
+// It runs after bufferization and deallocation, before
+// convert-linalg-to-loops, and replaces the linalg ops that a training step
+// spends its time in with calls of libshardrt's dense kernels
 // (runtime/include/shardrt/shardrt.h), which accumulate into their output as
 // the ops do into their init.
 //
@@ -35,11 +36,11 @@
 //  3. Replace each match with the call: sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
 //     element. Runtime functions are declared on first use as private
-//     func.func, like shard-to-runtime's.
+//     func.func, like shardc-shard-to-runtime's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/Conversion/LinalgToKernels.h"
+#include "shardc/Conversion/Passes.h"
 #include "RuntimeCalls.h"
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
@@ -55,7 +56,12 @@
 
 #include "llvm/Support/Debug.h"
 
-#define DEBUG_TYPE "lower-to-kernels"
+#define DEBUG_TYPE "shardc-lower-to-kernels"
+
+namespace shardc {
+#define GEN_PASS_DEF_LOWERTOKERNELSPASS
+#include "shardc/Conversion/Passes.h.inc"
+} // namespace shardc
 
 using namespace mlir;
 using shardc::conversion_detail::getElementPointer;
@@ -283,19 +289,7 @@ std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
 }
 
 struct LowerToKernelsPass
-    : public PassWrapper<LowerToKernelsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToKernelsPass)
-
-  StringRef getArgument() const final { return "lower-to-kernels"; }
-  StringRef getDescription() const final {
-    return "Replace matmuls and 2-D convolutions (and their gradients) on "
-           "dense f32 buffers with calls of libshardrt's kernels";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
-                    memref::MemRefDialect>();
-  }
-
+    : public shardc::impl::LowerToKernelsPassBase<LowerToKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder attrs(module.getContext());
@@ -342,11 +336,3 @@ struct LowerToKernelsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> shardc::createLowerToKernelsPass() {
-  return std::make_unique<LowerToKernelsPass>();
-}
-
-void shardc::registerLowerToKernelsPass() {
-  PassRegistration<LowerToKernelsPass>();
-}

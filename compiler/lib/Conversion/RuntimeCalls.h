@@ -1,7 +1,7 @@
 //===- RuntimeCalls.h - calling libshardrt from lowered IR ------*- C++ -*-===//
 //
-// What the passes that call into libshardrt (shard-to-runtime,
-// lower-to-kernels) share: declarations of the C functions as private
+// What the passes that call into libshardrt (shardc-shard-to-runtime,
+// shardc-lower-to-kernels) share: declarations of the C functions as private
 // func.func with !llvm.ptr / i32 / i64 arguments, and the pointers they take.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- ShardToRuntime.cpp - lower shard collectives to libshardrt ---------===//
 //
-// The `shard-to-runtime` pass. It runs on a module after upstream
+// The `shardc-shard-to-runtime` pass. It runs on a module after upstream
 // `shard-partition`: tensors have their local (per-rank) static shapes and
 // communication is explicit in shard collectives. Every such op becomes a
 // call into libshardrt (runtime/include/shardrt/shardrt.h), still at tensor
@@ -46,7 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Conversion/Passes.h"
 #include "RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -68,7 +68,12 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Debug.h"
 
-#define DEBUG_TYPE "shard-to-runtime"
+#define DEBUG_TYPE "shardc-shard-to-runtime"
+
+namespace shardc {
+#define GEN_PASS_DEF_SHARDTORUNTIMEPASS
+#include "shardc/Conversion/Passes.h.inc"
+} // namespace shardc
 
 using namespace mlir;
 using shardc::conversion_detail::getElementPointer;
@@ -772,20 +777,7 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
 namespace {
 
 struct ShardToRuntimePass
-    : public PassWrapper<ShardToRuntimePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ShardToRuntimePass)
-
-  StringRef getArgument() const final { return "shard-to-runtime"; }
-  StringRef getDescription() const final {
-    return "Lower shard collectives and process queries on tensors to calls "
-           "into libshardrt";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
-                    func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                    memref::MemRefDialect, tensor::TensorDialect>();
-  }
-
+    : public shardc::impl::ShardToRuntimePassBase<ShardToRuntimePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     bool failedAny = false;
@@ -802,7 +794,7 @@ struct ShardToRuntimePass
         work.push_back(op);
         return;
       }
-      op->emitOpError("cannot be lowered to libshardrt; shard-to-runtime "
+      op->emitOpError("cannot be lowered to libshardrt; shardc-shard-to-runtime "
                       "expects partitioned IR (after shard-partition) with "
                       "all_reduce, all_gather, reduce_scatter, all_to_all, "
                       "all_slice and process/grid queries only");
@@ -838,11 +830,3 @@ struct ShardToRuntimePass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> shardc::createShardToRuntimePass() {
-  return std::make_unique<ShardToRuntimePass>();
-}
-
-void shardc::registerShardToRuntimePass() {
-  PassRegistration<ShardToRuntimePass>();
-}

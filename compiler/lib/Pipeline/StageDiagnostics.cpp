@@ -92,7 +92,8 @@ void StageDiagnostics::reportInternal(SMRange at, const std::string &message) {
 
 mlir::LogicalResult StageDiagnostics::handle(mlir::Diagnostic &diag) {
   SMRange at = sourceRange(diag.getLocation());
-  std::string message = diag.str();
+  // Some of MLIR's own messages end in a newline, which would print an empty line.
+  std::string message = llvm::StringRef(diag.str()).rtrim().str();
   // The step functions share the forward code, so a problem there is found
   // once per function: say it once.
   if (!reported.insert({at.Start.getPointer(), message}).second)
@@ -103,8 +104,10 @@ mlir::LogicalResult StageDiagnostics::handle(mlir::Diagnostic &diag) {
     llvm::StringRef text = unprefixed;
     if (text.consume_front("cannot partition: "))
       diags.error(at, "this layout cannot be partitioned yet: " + text);
-    else if (stage.empty())
+    else if (stage.empty() && at.Start.isValid())
       diags.error(at, message);
+    else if (stage.empty()) // no source line: the command's (checkPassManagerOptions)
+      diags.toolError(message);
     else
       reportInternal(at, message);
     break;

@@ -1,13 +1,13 @@
 //===- ReplicateUnsharded.cpp - anchor what propagation left unsharded ---===//
 //
-// See include/shardc/Shard/ReplicateUnsharded.h. Propagation leaves an
-// annotated result with exactly one user, a shard.shard that is not
-// annotate_for_users; any other ranked result of an op with a sharding
-// interface was not reached.
+// See shardc-replicate-unsharded in include/shardc/Shard/Passes.td.
+// Propagation leaves an annotated result with exactly one user, a shard.shard
+// that is not annotate_for_users; any other ranked result of an op with a
+// sharding interface was not reached.
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/Shard/ReplicateUnsharded.h"
+#include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -18,6 +18,11 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_REPLICATEUNSHARDEDPASS
+#include "shardc/Shard/Passes.h.inc"
+} // namespace shardc
 
 using namespace mlir;
 using namespace mlir::shard;
@@ -32,18 +37,7 @@ bool isAnnotated(OpResult result) {
 }
 
 struct ReplicateUnshardedPass
-    : public PassWrapper<ReplicateUnshardedPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReplicateUnshardedPass)
-
-  StringRef getArgument() const final { return "replicate-unsharded"; }
-  StringRef getDescription() const final {
-    return "Annotate as replicated the tensors sharding propagation did not reach, "
-           "then propagate from them";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<ShardDialect>();
-  }
-
+    : public shardc::impl::ReplicateUnshardedPassBase<ReplicateUnshardedPass> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
     // The grid of the function's own annotations; a function with none (the
@@ -85,11 +79,3 @@ struct ReplicateUnshardedPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> shardc::createReplicateUnshardedPass() {
-  return std::make_unique<ReplicateUnshardedPass>();
-}
-
-void shardc::registerReplicateUnshardedPass() {
-  PassRegistration<ReplicateUnshardedPass>();
-}

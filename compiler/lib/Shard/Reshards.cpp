@@ -1,8 +1,8 @@
 //===- Reshards.cpp - one-step reshards for shard-partition ---------------===//
 //
-// See include/shardc/Shard/Reshards.h. A sharding is read as one list of
-// grid axes per tensor dimension. Upstream's three reshard patterns go from
-// C to
+// See shardc-decompose-reshards in include/shardc/Shard/Passes.td. A
+// sharding is read as one list of grid axes per tensor dimension. Upstream's
+// three reshard patterns go from C to
 //   split    C[d] + [a]                      (a unused in C)    all_slice
 //   unsplit  C[d] without its last axis                         all_gather
 //   move     C[i] without its last axis a, C[j] + [a], and only when
@@ -20,13 +20,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/Shard/Reshards.h"
+#include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_DECOMPOSERESHARDSPASS
+#include "shardc/Shard/Passes.h.inc"
+} // namespace shardc
 
 using namespace mlir;
 using namespace mlir::shard;
@@ -143,18 +148,7 @@ void decompose(ShardOp target) {
 }
 
 struct DecomposeReshardsPass
-    : public PassWrapper<DecomposeReshardsPass, OperationPass<>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeReshardsPass)
-
-  StringRef getArgument() const final { return "decompose-reshards"; }
-  StringRef getDescription() const final {
-    return "Split reshards shard-partition cannot do in one step into a "
-           "chain of single steps";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<ShardDialect>();
-  }
-
+    : public shardc::impl::DecomposeReshardsPassBase<DecomposeReshardsPass> {
   void runOnOperation() override {
     SmallVector<ShardOp> shardOps;
     getOperation()->walk([&](ShardOp op) { shardOps.push_back(op); });
@@ -164,11 +158,3 @@ struct DecomposeReshardsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> shardc::createDecomposeReshardsPass() {
-  return std::make_unique<DecomposeReshardsPass>();
-}
-
-void shardc::registerDecomposeReshardsPass() {
-  PassRegistration<DecomposeReshardsPass>();
-}

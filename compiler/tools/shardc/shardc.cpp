@@ -17,10 +17,13 @@
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -133,9 +136,11 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory) {
 bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticEngine &diags,
            llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
-  registerPipelineDialects(registry);
+  registerDialects(registry);
   mlir::MLIRContext context(registry);
   StageDiagnostics stages(context, diags);
+  if (mlir::failed(checkPassManagerOptions(context)))
+    return false;
   std::optional<StepProgram> steps = buildStepProgram(program, diags);
   if (!steps)
     return false;
@@ -257,6 +262,14 @@ int compile() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // MLIR's own options (--mlir-print-ir-after-all, --mlir-timing, ...) work on
+  // every stage; --help-hidden lists them. The passes first: options such as
+  // --mlir-print-ir-after=PASS take the names registered by then.
+  registerPasses();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "shardc " SHARDC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ", ANTLR4 runtime)\n";

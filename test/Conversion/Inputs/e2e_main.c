@@ -1,9 +1,9 @@
-/* e2e_main.c - driver for the end-to-end tests of shard-to-runtime.
+/* e2e_main.c - driver for the end-to-end tests of shardc-shard-to-runtime.
  *
  * Usage: PROGRAM AXIS_SIZE... (run under mpirun with as many ranks as the mesh has).
  * Sets up the mesh with shardrt_init, calls `test_main` (a function of the test's
- * MLIR module, lowered by shard-to-runtime and the code generation pipeline),
- * prints how many communicators the runtime made, and finalizes.
+ * MLIR module, lowered by shardc-lower-to-llvm), prints how many communicators
+ * the runtime made, and finalizes.
  *
  * The MLIR side fills and prints buffers through the helpers below, declared there
  * as `func.func private @fill_f32(memref<*xf32>)`, `@print_f32(i32, memref<*xf32>)`

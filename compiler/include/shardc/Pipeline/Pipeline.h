@@ -1,11 +1,16 @@
 //===- Pipeline.h - from annotated MLIR to an executable --------*- C++ -*-===//
 //
 // The stages after MLIRGen, each printable with `shardc --emit=STAGE`:
-//   sharded  upstream sharding-propagation: every value annotated
-//   spmd     upstream shard-partition: local shapes and explicit collectives
-//   llvm     collectives lowered to libshardrt calls, bufferized, lowered to
-//            the LLVM dialect, with the entry point and `main` added
+//   sharded  shardc-propagate (upstream sharding-propagation): every value
+//            annotated
+//   spmd     shardc-partition (upstream shard-partition): local shapes and
+//            explicit collectives
+//   llvm     shardc-lower-to-llvm: collectives lowered to libshardrt calls,
+//            bufferized, lowered to the LLVM dialect, with the entry points
+//            and `main` added around it
 //   (exe)    LLVM IR optimised, an object file, linked with libshardrt
+// Each pipeline is defined once (PassPipelines.cpp) and registered under its
+// name for shardc-opt and the tests (Registration.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +23,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/Support/SourceMgr.h"
@@ -29,6 +35,7 @@ namespace mlir {
 class DialectRegistry;
 class Diagnostic;
 class MLIRContext;
+class OpPassManager;
 } // namespace mlir
 
 namespace shardc {
@@ -62,18 +69,61 @@ private:
 
 /// Every dialect, interface and sharding model the pipeline needs, the
 /// project's sharding models first (the first model attached to an op wins).
-void registerPipelineDialects(mlir::DialectRegistry &registry);
+void registerDialects(mlir::DialectRegistry &registry);
 
-/// Runs a textual pass pipeline on the module, written without the
-/// `builtin.module(...)` anchor: `func.func(cse), inline`.
-mlir::LogicalResult runPassPipeline(mlir::ModuleOp module, llvm::StringRef pipeline);
+/// Upstream's passes, the project's (shardc-*, Conversion/Passes.td and
+/// Shard/Passes.td) and its pipelines, for textual pass pipelines and
+/// shardc-opt's command line.
+void registerPasses();
 
-/// sharding-propagation on every function (no cse before partitioning: it
-/// merges tensor.empty ops that then carry two shardings, which crashes
-/// shard-partition).
+/// `shardc-propagate`: sharding-propagation (forward-backward), then
+/// shardc-replicate-unsharded, on every function.
+void buildPropagatePipeline(mlir::OpPassManager &pm);
+
+/// `shardc-partition`: shardc-decompose-reshards, shard-partition,
+/// canonicalize and cse on every function.
+void buildPartitionPipeline(mlir::OpPassManager &pm);
+
+/// `shardc-bufferize`: the step functions inlined into their entries,
+/// collectives lowered to libshardrt calls (shardc-shard-to-runtime), the
+/// module bufferized with every temporary freed.
+void buildBufferizePipeline(mlir::OpPassManager &pm);
+
+/// shardc-lower-to-llvm's options: shardc runs the defaults; the tests of
+/// lib/Conversion turn them off for their C driver and for a reference.
+struct LowerToLLVMPipelineOptions : mlir::PassPipelineOptions<LowerToLLVMPipelineOptions> {
+  Option<bool> kernels{*this, "kernels",
+                       llvm::cl::desc("Call libshardrt's kernels for matmuls and convolutions "
+                                      "(shardc-lower-to-kernels); off, every linalg op "
+                                      "becomes loops"),
+                       llvm::cl::init(true)};
+  Option<bool> barePointers{*this, "bare-pointers",
+                            llvm::cl::desc("Pass memrefs to functions as bare pointers, as "
+                                           "the entry points shardc adds need; off, as "
+                                           "memref descriptors (unranked memrefs need them)"),
+                            llvm::cl::init(true)};
+};
+
+/// `shardc-lower-to-llvm`: shardc-bufferize, shardc-lower-to-kernels, then
+/// everything to the LLVM dialect.
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, const LowerToLLVMPipelineOptions &options);
+
+/// Runs the pipeline `buildPipeline` makes on the module, with the pass
+/// manager options of the command line (--mlir-print-ir-after-all,
+/// --mlir-timing, ...).
+mlir::LogicalResult runPipeline(mlir::ModuleOp module,
+                                llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline);
+
+/// Applies the pass manager options of the command line to a pass manager on
+/// `context`, to report a combination MLIR refuses (--mlir-print-ir-module-scope
+/// needs --mlir-disable-threading) as the command's error before any stage,
+/// where errors are shardc's.
+mlir::LogicalResult checkPassManagerOptions(mlir::MLIRContext &context);
+
+/// shardc-propagate on the module.
 mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 
-/// shard-partition (then canonicalize) on every function.
+/// shardc-partition on the module.
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
 /// What one rank holds, in bytes (saturating), read off a partitioned (or
@@ -103,9 +153,10 @@ mlir::FailureOr<std::string> buildReport(mlir::ModuleOp module, const TypedProgr
                                          const llvm::SourceMgr &sourceMgr, bool asJson,
                                          bool strict);
 
-/// Lowers a partitioned (or reference) module to the LLVM dialect, adding
-/// `shardc_entry(void **buffers)` and a `main` that calls shardrt_main with
-/// `manifest`.
+/// Lowers a partitioned (or reference) module to the LLVM dialect: wraps each
+/// step function in an entry point on buffers, runs shardc-lower-to-llvm, and
+/// adds `shardc_<role>(void **buffers)` for each entry and a `main` that calls
+/// shardrt_main with `manifest`.
 mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module, llvm::StringRef manifest);
 
 /// Translates to LLVM IR, optimises at -O3 for the host, writes an object

@@ -1,0 +1,103 @@
+//===- Passes.td - shardc's lowerings to libshardrt --------*- tablegen -*-===//
+//
+// The passes that call into libshardrt (runtime/include/shardrt/shardrt.h).
+// shardc runs both in the shardc-lower-to-llvm pipeline (Pipeline/Passes.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_CONVERSION_PASSES
+#define SHARDC_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ShardToRuntimePass : Pass<"shardc-shard-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower shard collectives and process queries on tensors to "
+                "calls into libshardrt";
+  let description = [{
+    Upstream's convert-shard-to-mpi lowers only all_reduce and splits a new MPI
+    communicator at every call. This pass lowers every collective of a
+    partitioned module (after shard-partition) to a call into libshardrt,
+    whose communicators are made once per mesh-axis subset.
+
+    It rewrites shard.all_reduce / all_gather / reduce_scatter / all_to_all /
+    all_slice / process_multi_index / process_linear_index / grid_shape /
+    neighbors_linear_indices on tensors into func.call of libshardrt
+    functions and removes the shard.grid ops nothing refers to any more. Any
+    other shard op is an error.
+
+    The result stays at tensor level (bufferization.to_buffer read_only of
+    the inputs, memref.alloc + to_tensor restrict writable of the outputs),
+    for one-shot-bufferize to run next. Run canonicalize / cse before this
+    pass or after bufferization, not in between: the to_buffer(to_tensor)
+    folding hides the runtime's reads from the bufferization analysis.
+
+    Example:
+
+    ```mlir
+    %0 = shard.all_reduce %x on @grid grid_axes = [1] : tensor<8xf32> -> tensor<8xf32>
+    ```
+
+    becomes (pointers through memref.extract_aligned_pointer_as_index and
+    llvm.inttoptr)
+
+    ```mlir
+    %in = bufferization.to_buffer %x read_only : tensor<8xf32> to memref<8xf32>
+    %out = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+    call @shardrt_all_reduce_f32(%mask, %inPtr, %outPtr, %count, %sum)
+        : (i32, !llvm.ptr, !llvm.ptr, i64, i32) -> ()
+    %0 = bufferization.to_tensor %out restrict writable : memref<8xf32> to tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
+  let summary = "Replace matmuls and 2-D convolutions (and their gradients) "
+                "on dense f32 buffers with calls of libshardrt's kernels";
+  let description = [{
+    convert-linalg-to-loops turns a matmul or a convolution into scalar
+    loops, far from what the machine can do. This pass calls libshardrt's
+    kernels (OpenBLAS sgemm, im2col convolutions) for the forms shardc's
+    MLIRGen emits and leaves everything else to the loops. It runs on a
+    bufferized module (linalg on memrefs) and replaces
+      - linalg.matmul and 2-D contractions `out[m, n] += a * b` (3 loops, one
+        a reduction, operands indexed by permutations of their two loops)
+        with shardrt_matmul_f32, transposes read off the maps;
+      - linalg.conv_2d_nhwc_hwcf with shardrt_conv2d_f32;
+      - the linalg.generic forms of the convolution's filter and input
+        gradients (LinalgToKernels.cpp) with
+        shardrt_conv2d_{filter,input}_grad_f32;
+    when every operand is an f32 memref of static shape laid out densely
+    row-major (any offset). The others stay linalg ops.
+
+    Example:
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<4x16xf32>, memref<16x10xf32>)
+                  outs(%c : memref<4x10xf32>)
+    ```
+
+    becomes
+
+    ```mlir
+    call @shardrt_matmul_f32(%false, %false, %c4, %c10, %c16, %aPtr, %bPtr, %cPtr)
+        : (i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+#endif // SHARDC_CONVERSION_PASSES

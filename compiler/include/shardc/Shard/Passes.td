@@ -1,0 +1,85 @@
+//===- Passes.td - shardc's passes around upstream's partitioner -*- tablegen -*-===//
+//
+// What MLIR 22's sharding-propagation and shard-partition need around them to
+// partition every program shardc makes. shardc runs them in the
+// shardc-propagate and shardc-partition pipelines (Pipeline/Passes.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_SHARD_PASSES
+#define SHARDC_SHARD_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ReplicateUnshardedPass
+    : Pass<"shardc-replicate-unsharded", "::mlir::func::FuncOp"> {
+  let summary = "Annotate as replicated the tensors sharding propagation did "
+                "not reach, then propagate from them";
+  let description = [{
+    MLIR 22's sharding-propagation derives an op's sharding from annotated
+    operands or users. A tensor that no annotated value reaches gets none: a
+    one_hot of an argmax (made from 0-d values) that is summed back to a 0-d
+    value, or the broadcast of the loss's cotangent into the gradient of a
+    scalar parameter (`mean(image + s)`). shard-partition expects every
+    tensor annotated and dereferences the missing grid (a segmentation
+    fault).
+
+    This pass runs after propagation: it annotates each such ranked result
+    as replicated (nothing sharded reaches it, so every rank computes all of
+    it) and propagates again (forward-backward) from those anchors to their
+    operands and users. A function without any sharding (the reference
+    build) is left alone.
+
+    Example, on a function whose other values are split on @mesh:
+
+    ```mlir
+    %hot = linalg.generic ... ins(%label : tensor<i32>) outs(%init : tensor<4xf32>)
+    ```
+
+    gains
+
+    ```mlir
+    %replicated = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+    %hot_annotated = shard.shard %hot to %replicated : tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def DecomposeReshardsPass : Pass<"shardc-decompose-reshards"> {
+  let summary = "Split reshards shard-partition cannot do in one step into a "
+                "chain of single steps";
+  let description = [{
+    MLIR 22's shard-partition turns each pair of chained shard.shard ops (a
+    value's sharding, then the sharding a user wants) into collectives, but
+    only when the two differ by one step on one grid axis: split a dimension
+    once more (all_slice), unsplit its last axis (all_gather), or move a last
+    axis to another dimension (all_to_all). Anything else is meant to be
+    rejected by an assertion that release builds of LLVM compile out: the
+    pass then applies the first step it recognises and carries on with a
+    value whose local shape is wrong. On a 2-D mesh that is easy to hit: a
+    gradient produced [[], [model]] and used as [[data]] came out
+    [[data], [model]], and the op using it failed to verify.
+
+    This pass runs right before shard-partition (on any op, typically
+    func.func). For each shard.shard whose source is a shard.shard with
+    another sharding that upstream cannot reach in one step, it inserts
+    intermediate shard.shard ops (at the user's location) so that each link
+    of the chain is one step. Order: splits first (local slices that shrink
+    what later collectives move), then all_to_all moves upstream recognises,
+    then all_gathers. Pairs with halos or explicit shard offsets are left
+    alone.
+
+    Example: `[[], [1]]` to `[[0]]` becomes `[[], [1]]` -> `[[0], [1]]`
+    (all_slice) -> `[[0]]` (all_gather):
+
+    ```mlir
+    %s1 = shard.sharding @mesh split_axes = [[0], [1]] : !shard.sharding
+    %step = shard.shard %produced to %s1 : tensor<8x8xf32>
+    %used = shard.shard %step to %s2 annotate_for_users : tensor<8x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+#endif // SHARDC_SHARD_PASSES

@@ -1,0 +1,93 @@
+//===- EmitExecutable.cpp - from the LLVM dialect to an executable --------===//
+//
+// Translate to LLVM IR, optimise for the host CPU, write an object file and
+// link it with libshardrt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Pipeline/Pipeline.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
+                                     llvm::StringRef runtimeLibDir, DiagnosticEngine &diags) {
+  // The command's or the machine's problems; shardc's own go through MLIR.
+  auto fail = [&](const llvm::Twine &message) {
+    diags.toolError(message);
+    return failure();
+  };
+  llvm::StringRef folder = llvm::sys::path::parent_path(output);
+  if (!folder.empty() && !llvm::sys::fs::is_directory(folder))
+    return fail("cannot write '" + output + "': no folder '" + folder + "'");
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return fail("no code generator for " + triple.str() + ": " + error);
+  std::string features;
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    features += (features.empty() ? "" : ",") + std::string(feature.getValue() ? "+" : "-") +
+                feature.getKey().str();
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::Error e = makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get()))
+    return fail("LLVM optimisation failed: " + llvm::toString(std::move(e)));
+
+  llvm::SmallString<128> object;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("shardc", "o", object))
+    return fail("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(object);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(object, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + object + "': " + ec.message());
+    llvm::legacy::PassManager pm;
+    if (machine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return module.emitError("cannot emit an object file for " + triple.str());
+    pm.run(*llvmModule);
+  }
+
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return fail("no C compiler driver 'cc' on PATH to link with (install gcc or clang)");
+  // libmlir_c_runner_utils has memrefCopy, which strided copies lower to.
+  std::string libFlag = ("-L" + runtimeLibDir).str(), rpath = ("-Wl,-rpath," + runtimeLibDir).str();
+  std::string mlirLibFlag = "-L" MLIR_RUNNER_UTILS_DIR,
+              mlirRpath = "-Wl,-rpath," MLIR_RUNNER_UTILS_DIR;
+  llvm::SmallVector<llvm::StringRef> args = {*cc,        object,     "-o",       output,
+                                             libFlag,    rpath,      mlirLibFlag, mlirRpath,
+                                             "-lshardrt", "-lmlir_c_runner_utils", "-lm"};
+  std::string message;
+  if (int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
+    return fail("linking '" + output + "' failed (" + *cc + " exited with " +
+                llvm::Twine(status) + ")" + (message.empty() ? "" : ": " + message));
+  return success();
+}

@@ -1,0 +1,137 @@
+//===- LowerToLLVM.cpp - from the partitioned module to the LLVM dialect --===//
+//
+// 1. Wrap each step function (@train_step, @eval_step, @grad_step) in
+//    @shardc_<role>_entry, whose arguments are the buffers the runtime
+//    allocates (arguments, then results).
+// 2. shardc-lower-to-llvm (PassPipelines.cpp): inline each step into its
+//    entry, lower collectives to libshardrt calls, bufferize, free
+//    temporaries, replace matmuls and convolutions with libshardrt's kernels,
+//    lower the rest of linalg to loops and everything to the LLVM dialect
+//    with bare pointers for memrefs (all shapes are static).
+// 3. Add @shardc_<role>(void **buffers), which unpacks the buffer table for
+//    its entry, the manifest string, and @main calling shardrt_main.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/MLIRGen/MLIRGen.h"
+#include "shardc/Pipeline/Pipeline.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+/// The step functions the runtime calls, in shardrt_main's argument order,
+/// each wrapped as @shardc_<role>_entry(memrefs...) and @shardc_<role>(void **).
+static const std::pair<const char *, const char *> kEntryPoints[] = {
+    {shardc::kTrainFunction, "train"},
+    {shardc::kEvalFunction, "eval"},
+    {shardc::kGradFunction, "grad"}};
+
+static std::string entryName(llvm::StringRef role) { return ("shardc_" + role + "_entry").str(); }
+static std::string runName(llvm::StringRef role) { return ("shardc_" + role).str(); }
+
+/// @shardc_<role>_entry(memref args..., memref results...): the step
+/// function on the arguments, its results written into the result buffers.
+static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
+  FunctionType type = step.getFunctionType();
+  auto asMemRef = [](Type t) {
+    auto tensor = cast<RankedTensorType>(t);
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  };
+  SmallVector<Type> buffers;
+  for (Type t : type.getInputs())
+    buffers.push_back(asMemRef(t));
+  for (Type t : type.getResults())
+    buffers.push_back(asMemRef(t));
+
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = step.getLoc();
+  auto entry = func::FuncOp::create(b, loc, entryName(role), b.getFunctionType(buffers, {}));
+  Block *block = entry.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  SmallVector<Value> tensors;
+  for (auto [i, t] : llvm::enumerate(type.getInputs()))
+    tensors.push_back(bufferization::ToTensorOp::create(b, loc, t, block->getArgument(i),
+                                                        /*restrict=*/true));
+  auto call = func::CallOp::create(b, loc, step, tensors);
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    auto store = bufferization::MaterializeInDestinationOp::create(
+        b, loc, result, block->getArgument(type.getNumInputs() + i));
+    store.setRestrict(true);
+    store.setWritable(true);
+  }
+  func::ReturnOp::create(b, loc);
+  step.setPrivate();
+}
+
+/// @shardc_<role>(ptr table) calls its entry on the table's pointers.
+static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = entry.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  auto run = LLVM::LLVMFuncOp::create(
+      b, loc, runName(role),
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
+  b.setInsertionPointToStart(run.addEntryBlock(b));
+  SmallVector<Value> pointers;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, run.getArgument(0),
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+    pointers.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+  }
+  LLVM::CallOp::create(b, loc, entry, pointers);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+/// @main(argc, argv) returns shardrt_main(argc, argv, manifest, train, eval,
+/// grad), a null pointer for a step the program lacks.
+static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i32 = IntegerType::get(ctx, 32);
+  for (auto [function, role] : kEntryPoints)
+    if (auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName(role)))
+      addRun(module, entry, role);
+    else if (module.lookupSymbol(function))
+      return module.emitError("internal error: the entry point of @") << function
+                                                                       << " was not lowered";
+
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  auto shardrtMain = LLVM::LLVMFuncOp::create(
+      b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr, ptr, ptr}));
+  auto main = LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
+  b.setInsertionPointToStart(main.addEntryBlock(b));
+  // A C string: createGlobalString adds no terminator.
+  Value text = LLVM::createGlobalString(loc, b, "shardc_manifest", manifest.str() + '\0',
+                                        LLVM::Linkage::Internal);
+  SmallVector<Value> args{main.getArgument(0), main.getArgument(1), text};
+  for (auto [function, role] : kEntryPoints)
+    args.push_back(module.lookupSymbol(runName(role))
+                       ? LLVM::AddressOfOp::create(b, loc, ptr, runName(role)).getResult()
+                       : LLVM::ZeroOp::create(b, loc, ptr).getResult());
+  auto status = LLVM::CallOp::create(b, loc, shardrtMain, args);
+  LLVM::ReturnOp::create(b, loc, status.getResult());
+  return success();
+}
+
+LogicalResult shardc::lowerToLLVM(ModuleOp module, llvm::StringRef manifest) {
+  module.getContext()->loadDialect<bufferization::BufferizationDialect, memref::MemRefDialect>();
+  for (auto [function, role] : kEntryPoints)
+    if (auto step = module.lookupSymbol<func::FuncOp>(function))
+      addEntry(module, step, role);
+  if (failed(runPipeline(module, [](OpPassManager &pm) {
+        buildLowerToLLVMPipeline(pm, LowerToLLVMPipelineOptions());
+      })))
+    return failure();
+  return addMain(module, manifest);
+}

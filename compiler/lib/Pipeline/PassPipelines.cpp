@@ -1,0 +1,110 @@
+//===- PassPipelines.cpp - shardc's pass pipelines, defined once ----------===//
+//
+// shardc runs these (Partition.cpp, LowerToLLVM.cpp); shardc-opt and the lit
+// tests run them by name (Registration.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Conversion/Passes.h"
+#include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Shard/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+// shardc-replicate-unsharded anchors what propagation did not reach and
+// propagates again from there. No cse before partitioning: it merges
+// tensor.empty ops that then carry two shardings, which crashes
+// shard-partition.
+void shardc::buildPropagatePipeline(OpPassManager &pm) {
+  shard::ShardingPropagationOptions propagation;
+  propagation.traversal = shard::TraversalOrder::ForwardBackward;
+  OpPassManager &function = pm.nest<func::FuncOp>();
+  function.addPass(shard::createShardingPropagation(propagation));
+  function.addPass(createReplicateUnshardedPass());
+}
+
+// shardc-decompose-reshards first: shard-partition does a reshard in one step
+// only, and silently gets a longer one wrong. cse after it merges the
+// identical reshards it makes for each use of a value, so that the report
+// counts what runs.
+void shardc::buildPartitionPipeline(OpPassManager &pm) {
+  OpPassManager &function = pm.nest<func::FuncOp>();
+  function.addPass(createDecomposeReshardsPass());
+  function.addPass(shard::createPartition());
+  function.addPass(createCanonicalizerPass());
+  function.addPass(createCSEPass());
+}
+
+// Why each pass sits where it does:
+//   inline, symbol-dce     each step function disappears into its entry
+//   canonicalize, cse      before shardc-shard-to-runtime: afterwards
+//                          canonicalize folds to_buffer(to_tensor %alloc)
+//                          and hides the runtime's reads from bufferization
+//   shardc-shard-to-runtime  collectives become calls while still on tensors
+//   one-shot-bufferize     function boundaries with identity layouts, so
+//                          that memref arguments can be bare pointers
+//   buffer-deallocation-pipeline, convert-bufferization-to-memref
+//                          frees every temporary (the clones it makes
+//                          become memref copies)
+void shardc::buildBufferizePipeline(OpPassManager &pm) {
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createShardToRuntimePass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+// After shardc-bufferize:
+//   shardc-lower-to-kernels  matmuls, convolutions and their gradients on
+//                          dense buffers become sgemm-based runtime calls;
+//                          on memrefs, so after bufferization, and before
+//                          the loops that would take the rest
+//   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
+//                          second lower-affine takes the affine.apply that
+//                          expand-strided-metadata makes for a subview at a
+//                          dynamic offset (an all_slice's block);
+//                          finalize-memref-to-llvm allocates through
+//                          _mlir_memref_to_llvm_alloc, which libshardrt
+//                          defines to stop with a message when memory runs
+//                          out (malloc's null pointer would be a segfault)
+void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                      const LowerToLLVMPipelineOptions &options) {
+  buildBufferizePipeline(pm);
+  if (options.kernels)
+    pm.addPass(createLowerToKernelsPass());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = options.barePointers;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
