@@ -3,7 +3,7 @@
 // The ops lib/Train appends that the language has no word for, as linalg
 // structured ops the sharding models place. The convolution gradients are
 // generics tagged with a `library_call` (conv2d_filter_grad,
-// conv2d_input_grad) that lower-to-kernels turns into runtime calls:
+// conv2d_input_grad) that shardc-lower-to-kernels turns into runtime calls:
 //
 //   filter  dw[kh,kw,c,f] = sum_{n,oh,ow} xpad[n, oh*s + kh, ow*s + kw, c] dy[n,oh,ow,f]
 //   input   dx[n,i,j,c]   = sum_{kh,kw,f} dyp[n, i - kh + KH-1, j - kw + KW-1, f] w[kh,kw,c,f]
@@ -30,7 +30,7 @@ double number(const Node &node, const char *name) { return std::get<double>(node
 
 } // namespace
 
-/// Tags a convolution gradient's contraction for lower-to-kernels.
+/// Tags a convolution gradient's contraction for shardc-lower-to-kernels.
 static Value tagged(Value contraction, StringRef libraryCall) {
   contraction.getDefiningOp<linalg::GenericOp>().setLibraryCall(libraryCall);
   return contraction;

@@ -38,9 +38,19 @@ void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
                             const llvm::Twine &message) {
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
+  // Without a place in a file, the tool speaks: `shardc: error: ...`.
+  if (!range.Start.isValid()) {
+    llvm::raw_ostream &os = kind == llvm::SourceMgr::DK_Error
+                                ? llvm::WithColor::error(llvm::errs(), "shardc")
+                            : kind == llvm::SourceMgr::DK_Warning
+                                ? llvm::WithColor::warning(llvm::errs(), "shardc")
+                                : llvm::WithColor::note(llvm::errs(), "shardc");
+    os << message << "\n";
+    return;
+  }
   // SourceMgr clips the range to the caret's line and underlines it `^~~~`.
   llvm::SmallVector<SMRange, 1> ranges;
-  if (range.Start.isValid() && range.End.isValid())
+  if (range.End.isValid())
     ranges.push_back(range);
   sourceMgr.PrintMessage(llvm::errs(), range.Start, kind, message, ranges);
 }
@@ -62,8 +72,7 @@ void DiagnosticEngine::fileError(llvm::StringRef path, const llvm::Twine &messag
 }
 
 void DiagnosticEngine::toolError(const llvm::Twine &message) {
-  ++numErrors;
-  llvm::WithColor::error(llvm::errs(), "shardc") << message << "\n";
+  emit(SMRange(), llvm::SourceMgr::DK_Error, message);
 }
 
 std::string DiagnosticEngine::describe(SMLoc loc) const {

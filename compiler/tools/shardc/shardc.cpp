@@ -29,7 +29,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/thread.h"
 
 using namespace shardc;
@@ -114,21 +113,19 @@ int64_t parseSize(llvm::StringRef text) {
 }
 
 /// The warning of --max-memory-per-rank, when a rank needs more.
-void warnAboveMemoryLimit(const MemoryPerRank &memory) {
+void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) {
   if (maxMemoryPerRank.empty())
     return;
   const int64_t limit = parseSize(maxMemoryPerRank);
   if (memory.total() > limit)
-    llvm::WithColor::warning(llvm::errs(), "shardc")
-        << "a rank needs " + formatBytes(memory.total()) + " (2 x " +
+    diags.warning(SMRange(), "a rank needs " + formatBytes(memory.total()) + " (2 x " +
                                  formatBytes(memory.parameters) + " of parameters and " +
                                  formatBytes(memory.optimizerState) + " of optimizer state, " +
                                  formatBytes(memory.inputs) + " of inputs, " +
                                  formatBytes(memory.activations) +
                                  " of activations without buffer reuse), more than "
                                  "--max-memory-per-rank " +
-                                 maxMemoryPerRank
-        << "\n";
+                                 maxMemoryPerRank);
 }
 
 /// The MLIR stages: prints the module at `stage` to `os`, or writes the
@@ -168,7 +165,7 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
   if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
     return false;
   const MemoryPerRank memory = memoryPerRank(*module, program);
-  warnAboveMemoryLimit(memory);
+  warnAboveMemoryLimit(memory, diags);
   std::string manifest = buildManifest(program, *steps, reference, memory);
   if (report != ReportFormat::None || strict) {
     auto text = buildReport(*module, program, memory, diags.getSourceMgr(),
@@ -189,14 +186,13 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
 }
 
 int compile() {
-  if (!maxMemoryPerRank.empty() && parseSize(maxMemoryPerRank) < 0) {
-    llvm::WithColor::error(llvm::errs(), "shardc")
-        << "--max-memory-per-rank needs a size such as 4G, 512MiB or 1048576, not '"
-        << maxMemoryPerRank << "'\n";
-    return 1;
-  }
   llvm::SourceMgr sourceMgr;
   DiagnosticEngine diags(sourceMgr);
+  if (!maxMemoryPerRank.empty() && parseSize(maxMemoryPerRank) < 0) {
+    diags.toolError("--max-memory-per-rank needs a size such as 4G, 512MiB or 1048576, not '" +
+                    maxMemoryPerRank + "'");
+    return reportErrors(diags);
+  }
   std::string out;
   llvm::raw_string_ostream os(out);
 
@@ -220,14 +216,13 @@ int compile() {
       printAST(*rules, sourceMgr, os);
   } else {
     if (rulesFile.empty() && !(reference && stage != Emit::Typed)) {
-      llvm::WithColor::error(llvm::errs(), "shardc")
-          << "a rules file is needed: --rules FILE.rules (or --reference to build the "
-             "unpartitioned program)\n";
-      return 1;
+      diags.toolError("a rules file is needed: --rules FILE.rules (or --reference to build the "
+                      "unpartitioned program)");
+      return reportErrors(diags);
     }
     if (stage == Emit::Executable && outputFile == "-") {
-      llvm::WithColor::error(llvm::errs(), "shardc") << "an executable needs -o FILE\n";
-      return 1;
+      diags.toolError("an executable needs -o FILE");
+      return reportErrors(diags);
     }
     Sema sema(diags);
     ModuleLoader loader(std::vector<std::string>(importDirs.begin(), importDirs.end()), diags);
@@ -249,9 +244,8 @@ int compile() {
   std::error_code ec;
   llvm::ToolOutputFile output(outputFile, ec, llvm::sys::fs::OF_Text);
   if (ec) {
-    llvm::WithColor::error(llvm::errs(), "shardc")
-        << "cannot write '" << outputFile << "': " << ec.message() << "\n";
-    return 1;
+    diags.toolError("cannot write '" + outputFile + "': " + ec.message());
+    return reportErrors(diags);
   }
   output.os() << out;
   output.keep();
