@@ -79,7 +79,7 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(c.range, "a model cannot take axis parameters; name the axis directly");
       continue;
     }
-    SignatureParam sig{c.name, argKindOf(c.kind)};
+    SignatureParam sig{c.name, argKindOf(c.kind), /*hasDefault=*/false, /*defaultText=*/""};
     Value v = evalArgument(sig, c.defaultValue.get(), scope, evaluate, c.range);
     if (v.ok())
       declare(c.name, c.range, v);
