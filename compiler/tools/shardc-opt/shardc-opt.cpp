@@ -8,6 +8,7 @@
 
 #include "shardc/Conversion/LinalgToKernels.h"
 #include "shardc/Conversion/ShardToRuntime.h"
+#include "shardc/Report/Report.h"
 #include "shardc/Shard/ReplicateUnsharded.h"
 #include "shardc/Shard/Reshards.h"
 #include "shardc/Shard/ShardingModels.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   shardc::registerLowerToKernelsPass();
   shardc::registerDecomposeReshardsPass();
   shardc::registerReplicateUnshardedPass();
+  shardc::registerPrintCommPlanPass();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "shardc optimizer driver\n", registry));
 }
