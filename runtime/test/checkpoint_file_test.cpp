@@ -1,4 +1,4 @@
-// shardrt-test-checkpoint-file MODE ARGS: checkpoint files (lib/checkpoint_file.h).
+// shardrt-test-checkpoint-file MODE ARGS: checkpoint files (lib/driver/checkpoint_file.h).
 //
 //   write DIR            writes DIR/ckpt-40.safetensors (the reference tensors below) over
 //                        an older file of that name, reads it back and compares bitwise

@@ -628,6 +628,22 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   return {};
 }
 
+/// What the runtime passes as argument `i` of `function`, by its place in
+/// the ABI (StepFunctions.h): parameters, then (train_step) optimizer state,
+/// then inputs, then (train_step) the step number.
+static StringRef argumentRole(const StepProgram &steps, const StepFunction &function, size_t i) {
+  const bool isTrain = steps.train && &function == &*steps.train;
+  const size_t params = steps.params.size();
+  const size_t state = isTrain ? params * steps.stateNames.size() : 0;
+  if (i < params)
+    return kParameterRole;
+  if (i < params + state)
+    return kOptimizerStateRole;
+  if (isTrain && i + 1 == function.args.size())
+    return kStepRole;
+  return kInputRole;
+}
+
 /// One function of the step program: its arguments annotated on entry, the
 /// nodes its results depend on in graph order, each result annotated where
 /// it is made (sharding-propagation expects a value's annotation right after
@@ -649,8 +665,10 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
     if (v.perExample)
       setAttr(i, kPerExampleAttr, b.getUnitAttr());
   };
-  for (auto [i, a] : llvm::enumerate(function.args))
+  for (auto [i, a] : llvm::enumerate(function.args)) {
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setArgAttr(n, k, v); }, i, a);
+    fn.setArgAttr(i, kRoleAttr, b.getStringAttr(argumentRole(steps, function, i)));
+  }
   for (auto [i, r] : llvm::enumerate(function.results))
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setResultAttr(n, k, v); }, i, r);
 
@@ -704,12 +722,25 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
                    math::MathDialect, shard::ShardDialect, tensor::TensorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc(SMRange()));
   module->setName(program.modelName);
+  if (!program.rulesPath.empty())
+    (*module)->setAttr(kRulesAttr, b.getStringAttr(program.rulesPath));
+  // Reshards at these places are what the rules asked for (--strict).
+  SmallVector<mlir::Attribute> requested;
+  for (const ShardedTensor &t : program.constraints)
+    requested.push_back(loc(t.loc));
+  for (const Output &o : program.outputs)
+    requested.push_back(loc(o.loc));
+  (*module)->setAttr(kRequestedLayoutsAttr, b.getArrayAttr(requested));
   b.setInsertionPointToEnd(module->getBody());
   if (!options.reference) {
     SmallVector<int64_t> shape;
-    for (const auto &axis : program.mesh.axes)
-      shape.push_back(axis.second);
-    shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
+    SmallVector<StringRef> names;
+    for (const auto &[name, size] : program.mesh.axes) {
+      names.push_back(name);
+      shape.push_back(size);
+    }
+    auto grid = shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
+    grid->setAttr(kAxisNamesAttr, b.getStrArrayAttr(names));
   }
   if (steps.train && !emitFunction(*module, *steps.train))
     return nullptr;

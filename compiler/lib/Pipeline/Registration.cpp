@@ -7,6 +7,7 @@
 
 #include "shardc/Conversion/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Report/Report.h"
 #include "shardc/Shard/Passes.h"
 #include "shardc/Shard/ShardingModels.h"
 
@@ -29,6 +30,7 @@ void shardc::registerPasses() {
   registerAllPasses();
   registerShardcConversionPasses();
   registerShardcShardPasses();
+  registerShardcReportPasses();
   PassPipelineRegistration<>("shardc-propagate",
                              "Annotate every value with a sharding (shardc --emit=sharded)",
                              buildPropagatePipeline);

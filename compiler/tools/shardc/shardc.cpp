@@ -12,8 +12,10 @@
 #include "shardc/AST/ASTPrinter.h"
 #include "shardc/Frontend/ModuleLoader.h"
 #include "shardc/MLIRGen/MLIRGen.h"
+#include "shardc/Manifest/Manifest.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Parse/Parser.h"
+#include "shardc/Report/Report.h"
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
 
@@ -164,12 +166,11 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
     return print();
   if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
     return false;
-  const MemoryPerRank memory = memoryPerRank(*module, program);
+  const MemoryPerRank memory = memoryPerRank(*module);
   warnAboveMemoryLimit(memory, diags);
   std::string manifest = buildManifest(program, *steps, reference, memory);
   if (report != ReportFormat::None || strict) {
-    auto text = buildReport(*module, program, memory, diags.getSourceMgr(),
-                            report == ReportFormat::JSON, strict);
+    auto text = buildReport(*module, memory, report == ReportFormat::JSON, strict);
     if (mlir::failed(text))
       return false;
     if (report != ReportFormat::None)

@@ -2,9 +2,10 @@
 """make_idx.py DIR [--train N] [--test N] [--break HOW]
 
 Writes a small Fashion-MNIST lookalike into DIR: the four gzip IDX files that the
-driver reads (runtime/lib/dataset.cpp), with N training and N test examples of 28x28
-pixels. Example i of a split has label (7 i + 3) mod 10 and an image of faint noise with
-a bright band on rows 2 label .. 2 label + 3, which a linear model learns in a few steps.
+driver reads (runtime/lib/driver/dataset.cpp), with N training and N test examples of
+28x28 pixels. Example i of a split has label (7 i + 3) mod 10 and an image of faint noise
+with a bright band on rows 2 label .. 2 label + 3, which a linear model learns in a few
+steps.
 
 --break damages the set in one way, for the driver's error tests:
   folder    DIR is not made            file      t10k-labels-idx1-ubyte.gz is missing

@@ -1,7 +1,7 @@
 //===- Passes.td - shardc's lowerings to libshardrt --------*- tablegen -*-===//
 //
 // The passes that call into libshardrt (runtime/include/shardrt/shardrt.h).
-// shardc runs both in the shardc-lower-to-llvm pipeline (Pipeline/Passes.cpp).
+// shardc runs both in the shardc-lower-to-llvm pipeline (Pipeline/PassPipelines.cpp).
 //
 //===----------------------------------------------------------------------===//
 

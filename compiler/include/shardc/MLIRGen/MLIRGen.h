@@ -8,13 +8,16 @@
 //
 // Every argument and result carries `shardc.name` (parameter path, `mu/` +
 // path, input name, `loss`, ...), a layer slice of a scanned parameter
-// `shardc.layer`, a per-example eval result `shardc.per_example`.
+// `shardc.layer`, a per-example eval result `shardc.per_example`, every
+// argument its `shardc.role`; the module its rules file and where layouts
+// were asked for, the grid its axis names (Attributes.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SHARDC_MLIRGEN_MLIRGEN_H
 #define SHARDC_MLIRGEN_MLIRGEN_H
 
+#include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardc/Train/StepFunctions.h"
 #include "shardc/Support/Diagnostics.h"
@@ -32,16 +35,6 @@ struct MLIRGenOptions {
   /// The unpartitioned reference: no grid and no sharding annotations.
   bool reference = false;
 };
-
-/// The name of the generated function and of the attributes on its
-/// arguments and results.
-inline constexpr const char *kTrainFunction = "train_step";
-inline constexpr const char *kEvalFunction = "eval_step";
-inline constexpr const char *kGradFunction = "grad_step";
-inline constexpr const char *kNameAttr = "shardc.name";
-inline constexpr const char *kLayerAttr = "shardc.layer";
-inline constexpr const char *kPerExampleAttr = "shardc.per_example";
-inline constexpr const char *kGridName = "mesh";
 
 /// Loads the dialects it needs into `context`. Returns null after reporting
 /// an error (at the offending source location) for what it cannot lower.

@@ -126,33 +126,6 @@ mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 /// shardc-partition on the module.
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
-/// What one rank holds, in bytes (saturating), read off a partitioned (or
-/// reference) module: the arguments of its train step (its eval step without an
-/// optimizer) and every intermediate tensor, an upper bound (no buffer reuse).
-struct MemoryPerRank {
-  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0;
-  /// What the driver allocates and the step may hold at once: parameters and
-  /// state twice (the step reads one set and writes the other), inputs, activations.
-  int64_t total() const;
-};
-MemoryPerRank memoryPerRank(mlir::ModuleOp module, const TypedProgram &program);
-
-/// The program description the runtime's driver reads (runtime/README.md):
-/// mesh, parameters with their initialisers, optimizer, inputs with their
-/// fills or dataset fields, the steps' results, each with its split over the
-/// mesh, and the memory per rank.
-std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference,
-                          const MemoryPerRank &memory);
-
-/// The communication plan of a partitioned module (text, or JSON): memory
-/// per rank and every collective with its cause. With `strict`, a reshard no
-/// constraint or output sharding asked for is reported as an error on
-/// stderr and the result is failure.
-mlir::FailureOr<std::string> buildReport(mlir::ModuleOp module, const TypedProgram &program,
-                                         const MemoryPerRank &memory,
-                                         const llvm::SourceMgr &sourceMgr, bool asJson,
-                                         bool strict);
-
 /// Lowers a partitioned (or reference) module to the LLVM dialect: wraps each
 /// step function in an entry point on buffers, runs shardc-lower-to-llvm, and
 /// adds `shardc_<role>(void **buffers)` for each entry and a `main` that calls

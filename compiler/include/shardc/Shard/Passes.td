@@ -2,7 +2,7 @@
 //
 // What MLIR 22's sharding-propagation and shard-partition need around them to
 // partition every program shardc makes. shardc runs them in the
-// shardc-propagate and shardc-partition pipelines (Pipeline/Passes.cpp).
+// shardc-propagate and shardc-partition pipelines (Pipeline/PassPipelines.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,18 +2,20 @@
 //
 // The compiled program's parameters, optimizer, inputs and the results of
 // its steps, in the order of the entry points' buffers, as JSON (format:
-// runtime/README.md), from the step program: shapes, splits over mesh axes
-// (the shardings MLIRGen annotated), initialisers, how to fill each input
-// and which dataset field feeds it.
+// runtime/README.md, keys: shardrt/manifest_keys.h), from the step program:
+// shapes, splits over mesh axes (the shardings MLIRGen annotated),
+// initialisers, how to fill each input and which dataset field feeds it.
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/MLIRGen.h"
-#include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Manifest/Manifest.h"
+
+#include "shardrt/manifest_keys.h"
 
 #include <nlohmann/json.hpp>
 
 using namespace shardc;
+using namespace shardrt::manifest_keys;
 using json = nlohmann::json;
 
 namespace {
@@ -38,6 +40,12 @@ json splitOf(const Sharding &sharding, const Mesh &mesh, size_t rank, bool refer
   return split;
 }
 
+//===----------------------------------------------------------------------===//
+// Fashion-MNIST, the one dataset the driver reads, is known here and nowhere
+// else in the manifest (with Sema's datasetField, which names the field an
+// input takes): the labels' range and the dataset field of each input.
+//===----------------------------------------------------------------------===//
+
 /// Labels for an i32 input: below the class count of the one_hot it feeds.
 int64_t integerRange(const TypedProgram &program, const std::string &input) {
   const Graph &g = program.graph;
@@ -48,6 +56,18 @@ int64_t integerRange(const TypedProgram &program, const std::string &input) {
   return 2;
 }
 
+/// How the driver fills the input `v` (random numbers of its dtype, labels
+/// below their class count) and the dataset field that feeds it, if any.
+void describeFill(json &input, const TypedProgram &program, const Input &declared,
+                  const FunctionValue &v, const TensorType &type) {
+  bool isInt = type.dtype == DType::I32;
+  input[kFill] = declared.dropoutUniforms ? json{{kKind, kFillUniform}}
+                 : isInt ? json{{kKind, kFillIntegers}, {kHigh, integerRange(program, v.name)}}
+                         : json{{kKind, kFillNormal}};
+  if (std::string field = datasetField(v.name, type); !field.empty())
+    input[kData] = field;
+}
+
 } // namespace
 
 std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
@@ -55,21 +75,21 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   const Graph &graph = steps.graph;
   auto describe = [&](const FunctionValue &v) {
     const TensorType &type = graph.nodes[v.node].type;
-    return json{{"name", v.name},
-                {"dtype", dtypeName(type.dtype).str()},
-                {"shape", shapeOf(type.dims)},
-                {"split", splitOf(v.sharding, program.mesh, type.dims.size(), reference)}};
+    return json{{kName, v.name},
+                {kDtype, dtypeName(type.dtype).str()},
+                {kShape, shapeOf(type.dims)},
+                {kSplit, splitOf(v.sharding, program.mesh, type.dims.size(), reference)}};
   };
 
   json manifest;
-  manifest["model"] = program.modelName;
+  manifest[kModel] = program.modelName;
   json axes = json::array(), sizes = json::array();
   if (!reference)
     for (const auto &[name, size] : program.mesh.axes) {
       axes.push_back(name);
       sizes.push_back(size);
     }
-  manifest["mesh"] = {{"axes", axes}, {"sizes", sizes}};
+  manifest[kMesh] = {{kAxes, axes}, {kSizes, sizes}};
 
   json params = json::array();
   for (const FunctionValue &v : steps.params) {
@@ -77,24 +97,24 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                                         [&](const Parameter &p) { return p.path == v.name; });
     json param = describe(v);
     if (v.layer >= 0)
-      param["layer"] = v.layer;
+      param[kLayer] = v.layer;
     json initArgs = json::object();
     for (const auto &[key, value] : p.init.args)
       initArgs[key] = value;
-    param["global_shape"] = shapeOf(p.type.dims);
-    param["init"] = {{"name", p.init.name}, {"args", initArgs}};
+    param[kGlobalShape] = shapeOf(p.type.dims);
+    param[kInit] = {{kName, p.init.name}, {kArgs, initArgs}};
     params.push_back(param);
   }
-  manifest["params"] = params;
+  manifest[kParams] = params;
 
   if (program.optimizer) {
     json args = json::object();
     for (const auto &[key, value] : program.optimizer->hyperparameters)
       args[key] = value;
-    manifest["optimizer"] = {
-        {"name", program.optimizer->name().str()}, {"args", args}, {"state", steps.stateNames}};
+    manifest[kOptimizer] = {
+        {kName, program.optimizer->name().str()}, {kArgs, args}, {kState, steps.stateNames}};
   } else {
-    manifest["optimizer"] = nullptr;
+    manifest[kOptimizer] = nullptr;
   }
 
   json inputs = json::array();
@@ -103,38 +123,33 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
         *llvm::find_if(program.inputs, [&](const Input &t) { return t.path == v.name; });
     json input = describe(v);
     if (v.layer >= 0) { // a scanned dropout's numbers for one layer
-      input["layer"] = v.layer;
-      input["global_shape"] = shapeOf(t.type.dims);
+      input[kLayer] = v.layer;
+      input[kGlobalShape] = shapeOf(t.type.dims);
     }
-    bool isInt = graph.nodes[v.node].type.dtype == DType::I32;
-    input["fill"] = t.dropoutUniforms ? json{{"kind", "uniform"}}
-                    : isInt ? json{{"kind", "integers"}, {"high", integerRange(program, v.name)}}
-                            : json{{"kind", "normal"}};
-    if (std::string field = datasetField(v.name, graph.nodes[v.node].type); !field.empty())
-      input["data"] = field;
+    describeFill(input, program, t, v, graph.nodes[v.node].type);
     inputs.push_back(input);
   }
-  manifest["inputs"] = inputs;
+  manifest[kInputs] = inputs;
 
   auto results = [&](llvm::ArrayRef<FunctionValue> values) {
     json list = json::array();
     for (const FunctionValue &v : values) {
       json result = describe(v);
       if (v.perExample)
-        result["per_example"] = true;
+        result[kPerExample] = true;
       list.push_back(result);
     }
-    return json{{"results", list}};
+    return json{{kResults, list}};
   };
   if (steps.train)
-    manifest["train"] = results(llvm::ArrayRef(steps.train->results)
-                                    .drop_front(steps.params.size() *
-                                                (1 + steps.stateNames.size())));
-  manifest["eval"] = results(steps.eval.results);
-  manifest["memory_per_rank"] = {{"parameters", memory.parameters},
-                                 {"optimizer_state", memory.optimizerState},
-                                 {"inputs", memory.inputs},
-                                 {"activations", memory.activations},
-                                 {"total", memory.total()}};
+    manifest[kTrain] = results(llvm::ArrayRef(steps.train->results)
+                                   .drop_front(steps.params.size() *
+                                               (1 + steps.stateNames.size())));
+  manifest[kEval] = results(steps.eval.results);
+  manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
+                              {kOptimizerState, memory.optimizerState},
+                              {kInputs, memory.inputs},
+                              {kActivations, memory.activations},
+                              {kTotal, memory.total()}};
   return manifest.dump();
 }

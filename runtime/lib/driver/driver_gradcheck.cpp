@@ -20,9 +20,9 @@
 //     checked. A wrong gradient cannot hide there: the slopes do not depend on it.
 #include "driver_json.h"
 #include "driver_modes.h"
-#include "mesh.h"
-#include "prng.h"
-#include "watchdog.h"
+#include "../mesh.h"
+#include "../prng.h"
+#include "../watchdog.h"
 
 #include <mpi.h>
 

@@ -1,8 +1,8 @@
 // Loading, shuffling and batching Fashion-MNIST.
 #include "driver_data.h"
-#include "mesh.h"
-#include "prng.h"
-#include "watchdog.h"
+#include "../mesh.h"
+#include "../prng.h"
+#include "../watchdog.h"
 
 #include <mpi.h>
 

@@ -1,9 +1,11 @@
 // Reading the manifest: nlohmann_json parses, and every entry is checked here with a
 // message that names it (`manifest: inputs[0] "x": split[0]: ...`), so a compiler bug
-// shows up as one clear line before any rank allocates or communicates.
+// shows up as one clear line before any rank allocates or communicates. The keys are
+// shardrt/manifest_keys.h's, the ones shardc writes.
 #include "driver_manifest.h"
 #include "dataset.h"
 #include "driver_layout.h"
+#include "shardrt/manifest_keys.h"
 #include "shardrt/program_limits.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +17,9 @@
 #include <set>
 
 namespace shardrt {
+
+using namespace manifest_keys;
+
 namespace {
 
 using json = nlohmann::json;
@@ -25,6 +30,13 @@ using json = nlohmann::json;
 
 std::string join(const std::string &where, const std::string &key) {
   return where.empty() ? key : where + "." + key;
+}
+
+/// A key of the entry `named` (`inputs[0] "x"`): `inputs[0] "x": fill`.
+std::string keyOf(const std::string &named, const char *key) { return named + ": " + key; }
+
+std::string indexed(const std::string &where, size_t i) {
+  return where + "[" + std::to_string(i) + "]";
 }
 
 void requireObject(const json &value, const std::string &where) {
@@ -84,7 +96,7 @@ Shape getShape(const json &value, const std::string &where) {
   Shape shape;
   int64_t count = 1;
   for (size_t d = 0; d < getArray(value, where).size(); ++d) {
-    shape.push_back(getInt(value[d], where + "[" + std::to_string(d) + "]", 0, INT64_MAX));
+    shape.push_back(getInt(value[d], indexed(where, d), 0, INT64_MAX));
     if (__builtin_mul_overflow(count, shape.back(), &count))
       fail(where, "the shape " + value.dump() + " has more than 2^63 elements");
   }
@@ -108,11 +120,11 @@ void readSplit(const json &value, const std::string &where, const Manifest &mani
   const int numAxes = static_cast<int>(manifest.axisSizes.size());
   std::set<int> seen;
   for (size_t d = 0; d < value.size(); ++d) {
-    std::string here = where + "[" + std::to_string(d) + "]";
+    std::string here = indexed(where, d);
     std::vector<int> axes;
     int64_t parts = 1;
     for (size_t i = 0; i < getArray(value[d], here).size(); ++i) {
-      std::string axisWhere = here + "[" + std::to_string(i) + "]";
+      std::string axisWhere = indexed(here, i);
       if (!value[d][i].is_number_integer() || value[d][i].get<int64_t>() < 0 ||
           value[d][i].get<int64_t>() >= numAxes)
         fail(axisWhere, value[d][i].dump() + " is not a mesh axis index (the mesh has " +
@@ -138,13 +150,13 @@ void readSplit(const json &value, const std::string &where, const Manifest &mani
 TensorSpec readTensor(const json &value, const std::string &where, const Manifest &manifest) {
   requireObject(value, where);
   TensorSpec spec;
-  spec.name = getString(member(value, where, "name"), join(where, "name"));
+  spec.name = getString(member(value, where, kName), join(where, kName));
   if (spec.name.empty())
-    fail(join(where, "name"), "is empty");
+    fail(join(where, kName), "is empty");
   std::string named = where + " \"" + spec.name + "\"";
-  spec.dtype = getDType(member(value, named, "dtype"), named + ": dtype");
-  spec.shape = getShape(member(value, named, "shape"), named + ": shape");
-  readSplit(member(value, named, "split"), named + ": split", manifest, spec);
+  spec.dtype = getDType(member(value, named, kDtype), keyOf(named, kDtype));
+  spec.shape = getShape(member(value, named, kShape), keyOf(named, kShape));
+  readSplit(member(value, named, kSplit), keyOf(named, kSplit), manifest, spec);
   return spec;
 }
 
@@ -171,29 +183,30 @@ const InitName kInits[] = {
 
 void readInit(const json &value, const std::string &where, TensorSpec &spec) {
   requireObject(value, where);
-  allowKeys(value, where, {"name", "args"});
-  std::string name = getString(member(value, where, "name"), where + ".name");
+  allowKeys(value, where, {kName, kArgs});
+  std::string name = getString(member(value, where, kName), join(where, kName));
   const InitName *init = nullptr;
   for (const InitName &candidate : kInits)
     if (name == candidate.name)
       init = &candidate;
   if (!init)
-    fail(where + ".name", "unknown initialiser '" + name +
+    fail(join(where, kName), "unknown initialiser '" + name +
                               "'; known: zeros, ones, constant, normal, uniform, xavier_normal, "
                               "xavier_uniform, lecun_normal, he_normal");
   spec.init = init->kind;
   spec.initArg = init->defaultArg;
-  auto args = value.find("args");
+  const std::string argsWhere = join(where, kArgs);
+  auto args = value.find(kArgs);
   if (args != value.end()) {
-    requireObject(*args, where + ".args");
+    requireObject(*args, argsWhere);
     for (const auto &item : args->items()) {
       if (!init->arg || item.key() != init->arg)
-        fail(where + ".args", name + " has no argument '" + item.key() + "'");
-      spec.initArg = getNumber(item.value(), where + ".args." + item.key());
+        fail(argsWhere, name + " has no argument '" + item.key() + "'");
+      spec.initArg = getNumber(item.value(), join(argsWhere, item.key()));
     }
   }
   if (std::isnan(spec.initArg))
-    fail(where + ".args", name + " needs its argument '" + init->arg + "'");
+    fail(argsWhere, name + " needs its argument '" + init->arg + "'");
   // Fans come from one layer's shape: a stack's layer dimension is no receptive field.
   if (init->needsFans && spec.shape.size() < 2)
     fail(where, name + " needs a tensor of 2 or more dimensions for its fans, not " +
@@ -202,10 +215,10 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
 
 /// global_shape and layer: the tensor is one layer of a stack, or the whole of itself.
 void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
-  auto global = value.find("global_shape");
-  auto layer = value.find("layer");
+  auto global = value.find(kGlobalShape);
+  auto layer = value.find(kLayer);
   spec.globalShape =
-      global != value.end() ? getShape(*global, named + ": global_shape") : spec.shape;
+      global != value.end() ? getShape(*global, keyOf(named, kGlobalShape)) : spec.shape;
   if (layer != value.end()) {
     if (global == value.end())
       fail(named, "a layer needs the global_shape of its stack");
@@ -214,7 +227,7 @@ void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
     if (spec.globalShape.empty() || perLayer != spec.shape)
       fail(named, "global_shape " + shapeText(spec.globalShape) + " is not [layers] + shape " +
                       shapeText(spec.shape));
-    spec.layer = getInt(*layer, named + ": layer", 0, spec.globalShape[0] - 1);
+    spec.layer = getInt(*layer, keyOf(named, kLayer), 0, spec.globalShape[0] - 1);
   } else if (spec.globalShape != spec.shape) {
     fail(named, "global_shape " + shapeText(spec.globalShape) + " differs from shape " +
                     shapeText(spec.shape) + ", and there is no layer");
@@ -224,11 +237,11 @@ void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
 TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
   TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {"name", "dtype", "shape", "split", "global_shape", "layer", "init"});
+  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kInit});
   if (spec.dtype != DType::F32)
     fail(named, "parameters are f32; the initialisers make nothing else");
   readLayer(value, named, spec);
-  readInit(member(value, named, "init"), named + ": init", spec);
+  readInit(member(value, named, kInit), keyOf(named, kInit), spec);
   return spec;
 }
 
@@ -261,32 +274,31 @@ void readData(const json &value, const std::string &where, TensorSpec &spec, Man
 TensorSpec readInput(const json &value, const std::string &where, Manifest &manifest) {
   TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named,
-            {"name", "dtype", "shape", "split", "global_shape", "layer", "fill", "data"});
+  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kFill, kData});
   readLayer(value, named, spec);
-  std::string fillWhere = named + ": fill";
-  const json &fill = member(value, named, "fill");
+  std::string fillWhere = keyOf(named, kFill);
+  const json &fill = member(value, named, kFill);
   requireObject(fill, fillWhere);
-  std::string kind = getString(member(fill, fillWhere, "kind"), fillWhere + ".kind");
-  if (kind == "normal" || kind == "uniform") {
-    allowKeys(fill, fillWhere, {"kind"});
+  std::string kind = getString(member(fill, fillWhere, kKind), join(fillWhere, kKind));
+  if (kind == kFillNormal || kind == kFillUniform) {
+    allowKeys(fill, fillWhere, {kKind});
     if (spec.dtype != DType::F32)
       fail(fillWhere, "a " + kind + " fill makes f32, but the input is i32");
-    spec.fill = kind == "normal" ? FillKind::Normal : FillKind::Uniform;
-  } else if (kind == "integers") {
-    allowKeys(fill, fillWhere, {"kind", "high"});
+    spec.fill = kind == kFillNormal ? FillKind::Normal : FillKind::Uniform;
+  } else if (kind == kFillIntegers) {
+    allowKeys(fill, fillWhere, {kKind, kHigh});
     if (spec.dtype != DType::I32)
       fail(fillWhere, "an integers fill makes i32, but the input is f32");
     spec.fill = FillKind::Integers;
-    spec.high = getInt(member(fill, fillWhere, "high"), fillWhere + ".high", 1, int64_t(1) << 31);
+    spec.high = getInt(member(fill, fillWhere, kHigh), join(fillWhere, kHigh), 1, int64_t(1) << 31);
   } else {
-    fail(fillWhere + ".kind", "unknown fill '" + kind + "'; known: normal, uniform, integers");
+    fail(join(fillWhere, kKind), "unknown fill '" + kind + "'; known: normal, uniform, integers");
   }
-  auto data = value.find("data");
+  auto data = value.find(kData);
   if (data != value.end()) {
     if (spec.layer >= 0)
       fail(named, "a data input is a whole batch, not a layer of a stack");
-    readData(*data, named + ": data", spec, manifest);
+    readData(*data, keyOf(named, kData), spec, manifest);
   }
   return spec;
 }
@@ -295,11 +307,11 @@ TensorSpec readInput(const json &value, const std::string &where, Manifest &mani
 /// the data inputs' batch. A name must not repeat one the driver gives its metrics line.
 std::vector<TensorSpec> readResults(const json &section, const std::string &entry,
                                     const Manifest &manifest) {
-  const bool isTrain = entry == "train";
+  const bool isTrain = entry == kTrain;
   requireObject(section, entry);
-  allowKeys(section, entry, {"results"});
-  const std::string where = entry + ".results";
-  const json &results = getArray(member(section, entry, "results"), where);
+  allowKeys(section, entry, {kResults});
+  const std::string where = join(entry, kResults);
+  const json &results = getArray(member(section, entry, kResults), where);
   if (isTrain && results.empty())
     fail(where, "the train entry returns at least its loss");
   const std::vector<std::string_view> taken =
@@ -310,24 +322,24 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
   std::vector<TensorSpec> specs;
   std::set<std::string> names;
   for (size_t i = 0; i < results.size(); ++i) {
-    std::string at = where + "[" + std::to_string(i) + "]";
+    std::string at = indexed(where, i);
     TensorSpec spec = readTensor(results[i], at, manifest);
     std::string named = at + " \"" + spec.name + "\"";
     if (isTrain) {
-      allowKeys(results[i], named, {"name", "dtype", "shape", "split"});
+      allowKeys(results[i], named, {kName, kDtype, kShape, kSplit});
       if (spec.dtype != DType::F32 || !spec.shape.empty())
         fail(named, "train results (the loss, then metrics) are f32 scalars, not " +
                         std::string(dtypeName(spec.dtype)) + " " + shapeText(spec.shape));
     } else {
-      allowKeys(results[i], named, {"name", "dtype", "shape", "split", "per_example"});
-      auto perExample = results[i].find("per_example");
+      allowKeys(results[i], named, {kName, kDtype, kShape, kSplit, kPerExample});
+      auto perExample = results[i].find(kPerExample);
       if (perExample != results[i].end() && !perExample->is_boolean())
-        fail(named + ": per_example",
+        fail(keyOf(named, kPerExample),
              std::string("expected true or false, not ") + perExample->type_name());
       spec.perExample = perExample != results[i].end() && perExample->get<bool>();
       if (spec.perExample && (spec.dtype != DType::F32 || spec.shape.size() != 1 ||
                               (manifest.batch && spec.shape[0] != manifest.batch)))
-        fail(named + ": per_example",
+        fail(keyOf(named, kPerExample),
              "a per-example result is f32 [batch]" +
                  (manifest.batch ? " = [" + std::to_string(manifest.batch) + "]" : std::string()) +
                  ", not " + dtypeName(spec.dtype) + " " + shapeText(spec.shape));
@@ -345,48 +357,50 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
 }
 
 void readOptimizer(const json &value, Manifest &manifest) {
-  requireObject(value, "optimizer");
-  allowKeys(value, "optimizer", {"name", "args", "state"});
+  requireObject(value, kOptimizer);
+  allowKeys(value, kOptimizer, {kName, kArgs, kState});
   manifest.hasOptimizer = true;
-  manifest.optimizer = getString(member(value, "optimizer", "name"), "optimizer.name");
-  auto args = value.find("args");
+  manifest.optimizer = getString(member(value, kOptimizer, kName), join(kOptimizer, kName));
+  const std::string argsWhere = join(kOptimizer, kArgs);
+  auto args = value.find(kArgs);
   if (args != value.end()) {
-    requireObject(*args, "optimizer.args");
+    requireObject(*args, argsWhere);
     for (const auto &item : args->items())
-      getNumber(item.value(), "optimizer.args." + item.key());
+      getNumber(item.value(), join(argsWhere, item.key()));
   }
-  const json &state = getArray(member(value, "optimizer", "state"), "optimizer.state");
+  const std::string stateWhere = join(kOptimizer, kState);
+  const json &state = getArray(member(value, kOptimizer, kState), stateWhere);
   for (size_t i = 0; i < state.size(); ++i) {
-    std::string kind = getString(state[i], "optimizer.state[" + std::to_string(i) + "]");
+    std::string kind = getString(state[i], indexed(stateWhere, i));
     for (const std::string &earlier : manifest.optimizerState)
       if (earlier == kind)
-        fail("optimizer.state", "'" + kind + "' appears twice");
+        fail(stateWhere, "'" + kind + "' appears twice");
     manifest.optimizerState.push_back(kind);
   }
 }
 
 void readMesh(const json &value, Manifest &manifest) {
-  requireObject(value, "mesh");
-  allowKeys(value, "mesh", {"axes", "sizes"});
-  const json &axes = getArray(member(value, "mesh", "axes"), "mesh.axes");
-  const json &sizes = getArray(member(value, "mesh", "sizes"), "mesh.sizes");
+  const std::string axesWhere = join(kMesh, kAxes), sizesWhere = join(kMesh, kSizes);
+  requireObject(value, kMesh);
+  allowKeys(value, kMesh, {kAxes, kSizes});
+  const json &axes = getArray(member(value, kMesh, kAxes), axesWhere);
+  const json &sizes = getArray(member(value, kMesh, kSizes), sizesWhere);
   if (axes.size() != sizes.size())
-    fail("mesh",
+    fail(kMesh,
          std::to_string(axes.size()) + " axes but " + std::to_string(sizes.size()) + " sizes");
   if (axes.size() > size_t(shardrt::kMaxMeshAxes))
-    fail("mesh", "a mesh has at most " + std::to_string(shardrt::kMaxMeshAxes) + " axes");
+    fail(kMesh, "a mesh has at most " + std::to_string(shardrt::kMaxMeshAxes) + " axes");
   int64_t ranks = 1;
   for (size_t a = 0; a < axes.size(); ++a) {
-    std::string name = getString(axes[a], "mesh.axes[" + std::to_string(a) + "]");
+    std::string name = getString(axes[a], indexed(axesWhere, a));
     for (const std::string &earlier : manifest.axisNames)
       if (earlier == name)
-        fail("mesh.axes", "axis '" + name + "' appears twice");
+        fail(axesWhere, "axis '" + name + "' appears twice");
     manifest.axisNames.push_back(name);
-    manifest.axisSizes.push_back(
-        getInt(sizes[a], "mesh.sizes[" + std::to_string(a) + "]", 1, INT_MAX));
+    manifest.axisSizes.push_back(getInt(sizes[a], indexed(sizesWhere, a), 1, INT_MAX));
     ranks *= manifest.axisSizes.back();
     if (ranks > shardrt::kMaxRanks)
-      fail("mesh", "needs more than 2^31 - 1 ranks");
+      fail(kMesh, "needs more than 2^31 - 1 ranks");
   }
 }
 
@@ -409,39 +423,39 @@ Manifest parseManifest(const char *text) {
   }
   requireObject(root, "");
   allowKeys(root, "",
-            {"model", "mesh", "params", "optimizer", "inputs", "train", "eval", "memory_per_rank"});
+            {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank});
 
   Manifest manifest;
-  manifest.model = getString(member(root, "", "model"), "model");
-  readMesh(member(root, "", "mesh"), manifest);
+  manifest.model = getString(member(root, "", kModel), kModel);
+  readMesh(member(root, "", kMesh), manifest);
 
-  const json &params = getArray(member(root, "", "params"), "params");
+  const json &params = getArray(member(root, "", kParams), kParams);
   for (size_t i = 0; i < params.size(); ++i)
-    manifest.params.push_back(readParam(params[i], "params[" + std::to_string(i) + "]", manifest));
+    manifest.params.push_back(readParam(params[i], indexed(kParams, i), manifest));
 
   // No optimizer (null or absent): no train entry, so no train results.
-  auto optimizer = root.find("optimizer");
+  auto optimizer = root.find(kOptimizer);
   if (optimizer != root.end() && !optimizer->is_null())
     readOptimizer(*optimizer, manifest);
 
-  const json &inputs = getArray(member(root, "", "inputs"), "inputs");
+  const json &inputs = getArray(member(root, "", kInputs), kInputs);
   for (size_t i = 0; i < inputs.size(); ++i)
-    manifest.inputs.push_back(readInput(inputs[i], "inputs[" + std::to_string(i) + "]", manifest));
+    manifest.inputs.push_back(readInput(inputs[i], indexed(kInputs, i), manifest));
 
-  auto train = root.find("train");
+  auto train = root.find(kTrain);
   const bool hasTrain = train != root.end() && !train->is_null();
   if (manifest.hasOptimizer && !hasTrain)
     fail("", "the optimizer '" + manifest.optimizer + "' needs 'train', the train entry's results");
   if (!manifest.hasOptimizer && hasTrain)
-    fail("train", "a model without an optimizer has no train entry");
+    fail(kTrain, "a model without an optimizer has no train entry");
   if (hasTrain)
-    manifest.trainResults = readResults(*train, "train", manifest);
-  manifest.evalResults = readResults(member(root, "", "eval"), "eval", manifest);
-  auto memory = root.find("memory_per_rank");
+    manifest.trainResults = readResults(*train, kTrain, manifest);
+  manifest.evalResults = readResults(member(root, "", kEval), kEval, manifest);
+  auto memory = root.find(kMemoryPerRank);
   if (memory != root.end()) {
-    requireObject(*memory, "memory_per_rank");
-    manifest.memoryPerRank =
-        getInt(member(*memory, "memory_per_rank", "total"), "memory_per_rank.total", 0, INT64_MAX);
+    requireObject(*memory, kMemoryPerRank);
+    manifest.memoryPerRank = getInt(member(*memory, kMemoryPerRank, kTotal),
+                                    join(kMemoryPerRank, kTotal), 0, INT64_MAX);
   }
   return manifest;
 }

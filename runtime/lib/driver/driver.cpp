@@ -15,9 +15,9 @@
 #include "driver_manifest.h"
 #include "driver_modes.h"
 #include "driver_output.h"
-#include "host.h"
-#include "mesh.h"
-#include "watchdog.h"
+#include "../host.h"
+#include "../mesh.h"
+#include "../watchdog.h"
 
 #include "shardrt/driver.h"
 #include "shardrt/shardrt.h"

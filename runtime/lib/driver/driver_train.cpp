@@ -23,7 +23,7 @@
 #include "driver_modes.h"
 #include "driver_output.h"
 #include "driver_report.h"
-#include "watchdog.h"
+#include "../watchdog.h"
 
 #include <mpi.h>
 

@@ -4,7 +4,7 @@
 // step: a pass over memory the step has just written, much cheaper than the step.
 // Finding the culprit costs a grad run, and only happens when the run stops.
 #include "driver_health.h"
-#include "watchdog.h"
+#include "../watchdog.h"
 
 #include <mpi.h>
 

@@ -1,0 +1,46 @@
+//===- Attributes.h - what MLIRGen records on the module --------*- C++ -*-===//
+//
+// The names of the generated functions and of the attributes MLIRGen stamps
+// on the module, its grid and its functions' arguments and results: all that
+// the stages after it (lowering, the communication plan) know of the
+// program, so that they read the IR alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_MLIRGEN_ATTRIBUTES_H
+#define SHARDC_MLIRGEN_ATTRIBUTES_H
+
+namespace shardc {
+
+inline constexpr const char *kTrainFunction = "train_step";
+inline constexpr const char *kEvalFunction = "eval_step";
+inline constexpr const char *kGradFunction = "grad_step";
+inline constexpr const char *kGridName = "mesh";
+
+/// On arguments and results: the parameter path, `mu/` + path, input name,
+/// `step`, `loss`, ...
+inline constexpr const char *kNameAttr = "shardc.name";
+/// A layer slice of a scanned parameter (its state, its gradient) or dropout input.
+inline constexpr const char *kLayerAttr = "shardc.layer";
+/// An eval result returned per example.
+inline constexpr const char *kPerExampleAttr = "shardc.per_example";
+
+/// On arguments: what the runtime passes there (its ABI, runtime/README.md),
+/// one of the roles below.
+inline constexpr const char *kRoleAttr = "shardc.role";
+inline constexpr const char *kParameterRole = "parameter";
+inline constexpr const char *kOptimizerStateRole = "optimizer_state";
+inline constexpr const char *kInputRole = "input";
+inline constexpr const char *kStepRole = "step";
+
+/// On the module: the rules file the shardings come from.
+inline constexpr const char *kRulesAttr = "shardc.rules";
+/// On the module: the source locations of the sharding constraints and of
+/// the outputs' shardings, where a reshard is asked for.
+inline constexpr const char *kRequestedLayoutsAttr = "shardc.requested_layouts";
+/// On the grid: the names of its axes, as the rules file writes them.
+inline constexpr const char *kAxisNamesAttr = "shardc.axis_names";
+
+} // namespace shardc
+
+#endif

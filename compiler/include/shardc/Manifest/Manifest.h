@@ -1,0 +1,28 @@
+//===- Manifest.h - the program description the driver reads ---*- C++ -*-===//
+//
+// The writer of the runtime's manifest; its keys are the runtime's
+// (shardrt/manifest_keys.h), shared with the reader in runtime/lib/driver.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_MANIFEST_MANIFEST_H
+#define SHARDC_MANIFEST_MANIFEST_H
+
+#include "shardc/Report/Report.h"
+#include "shardc/Sema/TypedProgram.h"
+#include "shardc/Train/StepFunctions.h"
+
+#include <string>
+
+namespace shardc {
+
+/// The program description the runtime's driver reads (runtime/README.md):
+/// mesh, parameters with their initialisers, optimizer, inputs with their
+/// fills or dataset fields, the steps' results, each with its split over the
+/// mesh, and the memory per rank.
+std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference,
+                          const MemoryPerRank &memory);
+
+} // namespace shardc
+
+#endif

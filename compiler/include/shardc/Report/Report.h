@@ -1,0 +1,50 @@
+//===- Report.h - the communication plan of a partitioned module -*- C++ -*-===//
+//
+// An analysis of the IR alone: what MLIRGen stamped on the module
+// (shardc/MLIRGen/Attributes.h) and what shard-partition made of it. shardc
+// prints it for --report and --strict; shardc-opt's
+// `shardc-print-comm-plan` prints it for any module, so lit tests can check
+// it on hand-written or `--emit=spmd --locations` IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_REPORT_REPORT_H
+#define SHARDC_REPORT_REPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <string>
+
+namespace shardc {
+
+/// What one rank holds, in bytes (saturating), read off a partitioned (or
+/// reference) module: the arguments of its train step (its eval step without an
+/// optimizer) by their `shardc.role`, and every intermediate tensor, an upper
+/// bound (no buffer reuse).
+struct MemoryPerRank {
+  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0;
+  /// What the driver allocates and the step may hold at once: parameters and
+  /// state twice (the step reads one set and writes the other), inputs, activations.
+  int64_t total() const;
+};
+MemoryPerRank memoryPerRank(mlir::ModuleOp module);
+
+/// The communication plan of a partitioned module (text, or JSON): memory
+/// per rank and every collective with its cause. With `strict`, a reshard no
+/// constraint or output sharding asked for is an error on the collective
+/// (at its source location) and the result is failure.
+mlir::FailureOr<std::string> buildReport(mlir::ModuleOp module, const MemoryPerRank &memory,
+                                         bool asJson, bool strict);
+
+#define GEN_PASS_DECL
+#include "shardc/Report/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "shardc/Report/Passes.h.inc"
+
+} // namespace shardc
+
+#endif

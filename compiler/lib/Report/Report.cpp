@@ -1,0 +1,324 @@
+//===- Report.cpp - the communication plan, before anything runs ----------===//
+//
+// Read off the partitioned module alone, with what MLIRGen stamped on it
+// (shardc/MLIRGen/Attributes.h):
+// 1. Memory per rank: the local bytes of the parameter, optimizer state and
+//    input arguments (by their `shardc.role`), and of every intermediate
+//    tensor (an upper bound: no buffer reuse).
+// 2. Every collective, with its kind, mesh axes, local element count and
+//    bytes, the source line of the op that needed it and the arguments among
+//    that op's operands (the sharded operands that made it necessary).
+//    Collectives with the same kind, axes, shape and cause are counted
+//    together: an unrolled scan gives one line per block, times its layers.
+// 3. Reshards (all_gather, all_to_all, all_slice) at no location in the
+//    module's `shardc.requested_layouts` (the constraints and the outputs'
+//    shardings), which --strict turns into errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Report/Report.h"
+#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Sema/TypedPrinter.h"
+#include "shardc/Sema/TypedProgram.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <nlohmann/json.hpp>
+
+namespace shardc {
+#define GEN_PASS_DEF_PRINTCOMMPLANPASS
+#include "shardc/Report/Passes.h.inc"
+} // namespace shardc
+
+using namespace mlir;
+using namespace shardc;
+using json = nlohmann::json;
+
+namespace {
+
+/// The training step when the model has an optimizer, else the forward pass.
+func::FuncOp stepFunction(ModuleOp module) {
+  if (auto train = module.lookupSymbol<func::FuncOp>(kTrainFunction))
+    return train;
+  return module.lookupSymbol<func::FuncOp>(kEvalFunction);
+}
+
+int64_t tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+}
+
+std::string describeLoc(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    llvm::StringRef name = file.getFilename().getValue();
+    // Paths relative to the stdlib or example folder are enough to find it.
+    size_t slash = name.rfind('/');
+    slash = slash == llvm::StringRef::npos ? 0 : name.rfind('/', slash - 1) + 1;
+    return llvm::formatv("{0}:{1}:{2}", name.substr(slash), file.getLine(), file.getColumn());
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string d = describeLoc(inner); !d.empty())
+        return d;
+  return "";
+}
+
+std::string shapeText(RankedTensorType type) {
+  std::string text = "[";
+  for (auto [i, size] : llvm::enumerate(type.getShape()))
+    text += (i ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+/// The rules' mesh, from the grid MLIRGen made: its axes in grid order, named
+/// by `shardc.axis_names` (by number in IR without them); none for the
+/// unpartitioned reference.
+Mesh meshOf(ModuleOp module) {
+  Mesh mesh;
+  auto grid = module.lookupSymbol<shard::GridOp>(kGridName);
+  if (!grid)
+    return mesh;
+  auto names = grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr);
+  for (auto [i, size] : llvm::enumerate(grid.getShape()))
+    mesh.axes.emplace_back(names ? cast<StringAttr>(names[i]).str() : std::to_string(i), size);
+  return mesh;
+}
+
+struct Collective {
+  std::string kind, axes, dtype, shape, cause, loc;
+  int64_t elements = 0, bytes = 0, count = 0;
+  bool reshard = false;
+  Operation *first = nullptr; // where --strict reports it
+};
+
+/// The arguments among the operands of the op that produced `value`, or
+/// `value` itself if it is one: the sharded inputs that made the collective
+/// necessary. Layers are left out so that the layers of one scan share a line.
+std::string causeOf(Value value, func::FuncOp fn) {
+  Operation *def = value.getDefiningOp();
+  ValueRange candidates = def ? ValueRange(def->getOperands()) : ValueRange(value);
+  std::vector<std::string> names;
+  for (Value operand : candidates) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner()->getParentOp() != fn)
+      continue;
+    if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr))
+      names.push_back(name.str());
+  }
+  return llvm::join(names, ", ");
+}
+
+/// The collective `op` is, without its count; nothing for any other op.
+std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
+  Collective c;
+  Value input;
+  ArrayRef<int16_t> axes;
+  if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+    c.kind = "all_reduce " + stringifyReductionKind(r.getReduction()).str();
+    axes = r.getGridAxes();
+    input = r.getInput();
+  } else if (auto g = dyn_cast<shard::AllGatherOp>(op)) {
+    c.kind = "all_gather dim " + std::to_string(g.getGatherAxis().getZExtValue());
+    axes = g.getGridAxes();
+    input = g.getInput();
+    c.reshard = true;
+  } else if (auto s = dyn_cast<shard::ReduceScatterOp>(op)) {
+    c.kind = "reduce_scatter dim " + std::to_string(s.getScatterAxis().getZExtValue());
+    axes = s.getGridAxes();
+    input = s.getInput();
+  } else if (auto a = dyn_cast<shard::AllToAllOp>(op)) {
+    c.kind = "all_to_all";
+    axes = a.getGridAxes();
+    input = a.getInput();
+    c.reshard = true;
+  } else if (auto sl = dyn_cast<shard::AllSliceOp>(op)) {
+    c.kind = "all_slice dim " + std::to_string(sl.getSliceAxis().getZExtValue());
+    axes = sl.getGridAxes();
+    input = sl.getInput();
+    c.reshard = true;
+  } else {
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (int16_t axis : axes)
+    names.push_back(mesh.axes[axis].first);
+  c.axes = llvm::join(names, ", ");
+  auto type = cast<RankedTensorType>(input.getType());
+  c.shape = shapeText(type);
+  llvm::raw_string_ostream(c.dtype) << type.getElementType();
+  c.elements = type.getNumElements();
+  c.bytes = tensorBytes(type);
+  c.loc = describeLoc(op->getLoc());
+  c.cause = causeOf(input, op->getParentOfType<func::FuncOp>());
+  c.first = op;
+  return c;
+}
+
+/// Where the bytes of an argument of `role` count; nowhere for the step number.
+int64_t *bytesOfRole(MemoryPerRank &memory, StringRef role) {
+  if (role == kParameterRole)
+    return &memory.parameters;
+  if (role == kOptimizerStateRole)
+    return &memory.optimizerState;
+  if (role == kInputRole)
+    return &memory.inputs;
+  return nullptr;
+}
+
+struct PrintCommPlanPass : shardc::impl::PrintCommPlanPassBase<PrintCommPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<std::string> plan = buildReport(module, memoryPerRank(module), asJson, strict);
+    if (failed(plan))
+      return signalPassFailure();
+    llvm::outs() << *plan;
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
+
+int64_t MemoryPerRank::total() const {
+  int64_t held = addSaturating(parameters, optimizerState);
+  return addSaturating(addSaturating(held, held), addSaturating(inputs, activations));
+}
+
+MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
+  MemoryPerRank memory;
+  func::FuncOp fn = stepFunction(module);
+  if (!fn)
+    return memory;
+  for (BlockArgument arg : fn.getArguments()) {
+    auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kRoleAttr);
+    if (int64_t *total = role ? bytesOfRole(memory, role.getValue()) : nullptr)
+      *total = addSaturating(*total, tensorBytes(arg.getType()));
+  }
+  fn.walk([&](Operation *op) {
+    if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
+      return;
+    for (Type t : op->getResultTypes())
+      memory.activations = addSaturating(memory.activations, tensorBytes(t));
+  });
+  return memory;
+}
+
+FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,
+                                           bool asJson, bool strict) {
+  func::FuncOp fn = stepFunction(module);
+  if (!fn)
+    return emitError(module.getLoc(), "no ") << kTrainFunction << " or " << kEvalFunction
+                                              << " function to report on";
+  std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
+  std::string model = module.getName().value_or("").str();
+  std::string rules;
+  if (auto path = module->getAttrOfType<StringAttr>(kRulesAttr))
+    rules = path.str();
+  const Mesh mesh = meshOf(module);
+
+  std::set<std::string> requested;
+  if (auto locations = module->getAttrOfType<ArrayAttr>(kRequestedLayoutsAttr))
+    for (auto loc : locations.getAsRange<LocationAttr>())
+      if (std::string d = describeLoc(loc); !d.empty())
+        requested.insert(d);
+
+  std::vector<Collective> collectives;
+  fn.walk([&](Operation *op) {
+    std::optional<Collective> c = describeCollective(op, mesh);
+    if (!c)
+      return;
+    c->reshard = c->reshard && !requested.count(c->loc);
+    for (Collective &seen : collectives)
+      if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
+          seen.loc == c->loc && seen.cause == c->cause) {
+        ++seen.count;
+        return;
+      }
+    c->count = 1;
+    collectives.push_back(*c);
+  });
+
+  int64_t totalBytes = 0, totalCount = 0;
+  for (const Collective &c : collectives) {
+    totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
+    totalCount += c.count;
+  }
+
+  bool strictFailed = false;
+  if (strict)
+    for (const Collective &c : collectives)
+      if (c.reshard) {
+        // At the location alone: the message is about the source, not the op.
+        emitError(c.first->getLoc())
+            << "--strict: the partitioner inserted a reshard (" << c.kind << " over " << c.axes
+            << ", " << c.dtype << c.shape << ")"
+            << (c.cause.empty() ? "" : " for the use of " + c.cause)
+            << " that no rule or constraint asked for; add a sharding constraint or change the "
+               "rules so that the layouts agree";
+        strictFailed = true;
+      }
+  if (strictFailed)
+    return failure();
+
+  if (asJson) {
+    json report;
+    report["model"] = model;
+    report["rules"] = rules;
+    json meshJson = json::object();
+    for (const auto &[name, size] : mesh.axes)
+      meshJson[name] = size;
+    report["mesh"] = meshJson;
+    report["ranks"] = mesh.numRanks();
+    report["step"] = step;
+    report["memory_per_rank"] = {{"parameters", memory.parameters},
+                                 {"optimizer_state", memory.optimizerState},
+                                 {"inputs", memory.inputs},
+                                 {"activations", memory.activations}};
+    json list = json::array();
+    for (const Collective &c : collectives)
+      list.push_back({{"kind", c.kind},
+                      {"mesh_axes", c.axes},
+                      {"shape", c.shape},
+                      {"elements", c.elements},
+                      {"bytes", c.bytes},
+                      {"count", c.count},
+                      {"source", c.loc},
+                      {"parameters", c.cause},
+                      {"reshard", c.reshard}});
+    report["collectives_per_step"] = list;
+    report["collective_bytes_per_step"] = totalBytes;
+    return report.dump(2) + "\n";
+  }
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "communication plan: model " << model << " under " << rules << ", mesh " << mesh.str()
+     << ", " << mesh.numRanks() << " ranks\n\n";
+  os << "memory per rank\n";
+  os << "  parameters   " << llvm::right_justify(formatBytes(memory.parameters), 12) << "\n";
+  os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";
+  os << "  inputs       " << llvm::right_justify(formatBytes(memory.inputs), 12) << "\n";
+  os << "  activations  " << llvm::right_justify(formatBytes(memory.activations), 12)
+     << "  (every intermediate tensor, no buffer reuse)\n\n";
+  os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
+     << " per rank\n";
+  for (const Collective &c : collectives) {
+    os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
+                        c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
+    if (!c.cause.empty())
+      os << "  (" << c.cause << ")";
+    if (c.reshard)
+      os << "  [reshard]";
+    os << "\n";
+  }
+  return text;
+}

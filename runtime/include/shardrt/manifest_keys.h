@@ -1,0 +1,63 @@
+/* manifest_keys.h - the keys of the manifest, a compiled program's own description.
+ *
+ * shardc writes the manifest (compiler/lib/Manifest) and the driver reads it
+ * (lib/driver/driver_manifest.cpp); both spell its keys with these names, so that
+ * they cannot drift apart. The format is in runtime/README.md. C++17, header only.
+ */
+#ifndef SHARDRT_MANIFEST_KEYS_H
+#define SHARDRT_MANIFEST_KEYS_H
+
+namespace shardrt::manifest_keys {
+
+/* The top level. */
+inline constexpr const char *kModel = "model";
+inline constexpr const char *kMesh = "mesh";
+inline constexpr const char *kParams = "params";
+inline constexpr const char *kOptimizer = "optimizer";
+inline constexpr const char *kInputs = "inputs";
+inline constexpr const char *kTrain = "train";
+inline constexpr const char *kEval = "eval";
+inline constexpr const char *kMemoryPerRank = "memory_per_rank";
+
+/* mesh: axis names and sizes, in the order collectives number the axes. */
+inline constexpr const char *kAxes = "axes";
+inline constexpr const char *kSizes = "sizes";
+
+/* Every tensor: parameters, inputs and results. */
+inline constexpr const char *kName = "name";
+inline constexpr const char *kDtype = "dtype";
+inline constexpr const char *kShape = "shape";
+inline constexpr const char *kSplit = "split";
+/* A parameter or input that is one layer of a stack. */
+inline constexpr const char *kLayer = "layer";
+inline constexpr const char *kGlobalShape = "global_shape";
+
+/* A parameter's initialiser, an object of kName and kArgs. */
+inline constexpr const char *kInit = "init";
+inline constexpr const char *kArgs = "args";
+
+/* optimizer: kName, kArgs and the names of the state tensors it keeps per parameter. */
+inline constexpr const char *kState = "state";
+
+/* An input: how to fill it, and the dataset field that feeds it. */
+inline constexpr const char *kFill = "fill";
+inline constexpr const char *kData = "data";
+inline constexpr const char *kKind = "kind";
+inline constexpr const char *kHigh = "high";
+inline constexpr const char *kFillNormal = "normal";
+inline constexpr const char *kFillUniform = "uniform";
+inline constexpr const char *kFillIntegers = "integers";
+
+/* train and eval: the results of the step, the eval step's maybe per example. */
+inline constexpr const char *kResults = "results";
+inline constexpr const char *kPerExample = "per_example";
+
+/* memory_per_rank: bytes, of which the driver reads the total. */
+inline constexpr const char *kParameters = "parameters";
+inline constexpr const char *kOptimizerState = "optimizer_state";
+inline constexpr const char *kActivations = "activations";
+inline constexpr const char *kTotal = "total";
+
+} // namespace shardrt::manifest_keys
+
+#endif
