@@ -17,16 +17,12 @@
 #ifndef SHARDC_PIPELINE_PIPELINE_H
 #define SHARDC_PIPELINE_PIPELINE_H
 
-#include "shardc/Sema/TypedProgram.h"
 #include "shardc/Support/Diagnostics.h"
-#include "shardc/Train/StepFunctions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LLVM.h"
-
-#include "llvm/Support/SourceMgr.h"
 
 #include <set>
 #include <string>
