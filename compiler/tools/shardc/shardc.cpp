@@ -270,7 +270,10 @@ int main(int argc, char **argv) {
     os << "shardc " SHARDC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ", ANTLR4 runtime)\n";
   });
   cl::ParseCommandLineOptions(argc, argv,
-                              "shardc: compiles a model file and a partition rules file\n");
+                              "shardc: compiles a model file and a partition rules file\n\n"
+                              "  MLIR's pass manager options (--mlir-print-ir-after-all,\n"
+                              "  --mlir-timing, ...) apply to every stage; --help-hidden lists "
+                              "them.\n");
   int status = 1;
   llvm::thread worker(std::optional<unsigned>(512u << 20), [&] { status = compile(); });
   worker.join();
