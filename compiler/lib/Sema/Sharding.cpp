@@ -2,10 +2,12 @@
 //
 // 1. Check the rules file on its own: one mesh with unique, positive axes;
 //    rules and overrides that name known mesh axes, each at most once; no
-//    logical axis with two different rules.
+//    rule that an earlier rule for its logical axis keeps from ever applying.
 // 2. Give every parameter, input and constrained value a sharding: an
-//    override matching its path wins, else each dimension follows the rule
-//    for its logical axis, else it is replicated.
+//    override matching its path wins, else the rules decide its dimensions
+//    the way Flax's logical_to_mesh_axes does (flax/linen/spmd.py): rules
+//    for one logical axis are fallbacks in file order, and a rule whose mesh
+//    axes a dimension of the tensor has already taken is skipped.
 // 3. Check each sharding: a mesh axis splits at most one dimension of a
 //    tensor, and every dimension divides by the product of its mesh axes.
 //    Upstream MLIR would silently truncate instead, so this must run first.
@@ -58,6 +60,10 @@ bool globMatch(llvm::StringRef pattern, llvm::StringRef path) {
 
 std::string targetText(const MeshTargetAST &t) { return formatMeshAxes(t.axisNames()); }
 
+std::string ruleText(const RuleAST &rule) {
+  return "rule " + rule.logicalAxis + " -> " + targetText(rule.target);
+}
+
 bool sameSpec(const OverrideAST &a, const OverrideAST &b) {
   if (a.dims.size() != b.dims.size())
     return false;
@@ -65,6 +71,13 @@ bool sameSpec(const OverrideAST &a, const OverrideAST &b) {
     if (a.dims[i].axisNames() != b.dims[i].axisNames())
       return false;
   return true;
+}
+
+/// Every mesh axis of `inner` is one of `outer`'s (so `none` is within any).
+bool usesOnlyAxesOf(const MeshTargetAST &inner, const MeshTargetAST &outer) {
+  std::vector<std::string> outerAxes = outer.axisNames();
+  return llvm::all_of(inner.axisNames(),
+                      [&](const std::string &axis) { return llvm::is_contained(outerAxes, axis); });
 }
 
 class RulesApplier {
@@ -167,22 +180,29 @@ private:
         checkTarget(t);
   }
 
+  /// A rule for a logical axis is tried only after every earlier rule for it
+  /// was skipped, that is, after each had a mesh axis taken. If an earlier
+  /// rule's mesh axes are all among this rule's (or it is `none`, which is
+  /// never skipped), this rule is always skipped too.
   void checkRules() {
-    std::map<std::string, const RuleAST *> first;
-    for (const RuleAST &rule : rules.rules) {
-      auto [it, inserted] = first.emplace(rule.logicalAxis, &rule);
-      if (inserted) {
-        ruleFor[rule.logicalAxis] = &rule;
+    for (auto rule = rules.rules.begin(); rule != rules.rules.end(); ++rule) {
+      auto shadowing = std::find_if(rules.rules.begin(), rule, [&](const RuleAST &earlier) {
+        return earlier.logicalAxis == rule->logicalAxis &&
+               usesOnlyAxesOf(earlier.target, rule->target);
+      });
+      if (shadowing == rule)
+        continue;
+      if (shadowing->target.axisNames() == rule->target.axisNames()) {
+        diags.warning(rule->range, "duplicate rule for logical axis '" + rule->logicalAxis + "'");
         continue;
       }
-      if (it->second->target.axisNames() != rule.target.axisNames()) {
-        diags.error(rule.range, "conflicting rules for logical axis '" + rule.logicalAxis +
-                                    "': -> " + targetText(rule.target) + " here, -> " +
-                                    targetText(it->second->target) + " before");
-        diags.note(it->second->range, "earlier rule here");
-      } else {
-        diags.warning(rule.range, "duplicate rule for logical axis '" + rule.logicalAxis + "'");
-      }
+      diags.error(rule->range,
+                  ruleText(*rule) + " can never apply: " +
+                      (shadowing->target.axes.empty()
+                           ? "the earlier " + ruleText(*shadowing) + " always does"
+                           : "it is tried only after " + ruleText(*shadowing) +
+                                 " was skipped for a taken mesh axis, and it uses that axis too"));
+      diags.note(shadowing->range, "earlier rule here");
     }
     // A rule for an axis no tensor has is likely a typo, but rules files are
     // shared between models, so it only warns.
@@ -227,23 +247,56 @@ private:
       return;
     }
 
-    t.sharding.dims.clear();
-    for (size_t i = 0; i < t.type.dims.size(); ++i) {
-      DimSharding d;
-      if (override) {
+    t.sharding.dims.assign(t.type.dims.size(), DimSharding());
+    if (override) {
+      for (size_t i = 0; i < t.type.dims.size(); ++i) {
+        DimSharding &d = t.sharding.dims[i];
         d.meshAxes = override->dims[i].axisNames();
         d.reason = "override \"" + override->pattern + "\"";
         d.cause = override->dims[i].range;
-      } else if (auto it = ruleFor.find(t.type.dims[i].axis); it != ruleFor.end()) {
-        d.meshAxes = it->second->target.axisNames();
-        d.reason = "rule " + it->second->logicalAxis + " -> " + targetText(it->second->target);
-        d.cause = it->second->range;
-      } else {
-        d.reason = "no rule";
       }
-      t.sharding.dims.push_back(d);
+    } else {
+      applyRules(t);
     }
     checkSharding(t);
+  }
+
+  /// Flax's _logical_to_mesh_axes: the rules in file order (not the
+  /// dimensions in order); each decides the undecided dimension with its
+  /// logical axis unless a decided dimension has taken one of its mesh axes,
+  /// in which case it is skipped. Dimensions left undecided are replicated.
+  void applyRules(ShardedTensor &t) {
+    std::map<std::string, size_t> takenBy; // mesh axis -> the dimension that has it
+    std::vector<bool> decided(t.type.dims.size(), false);
+    for (const RuleAST &rule : rules.rules) {
+      auto dim =
+          llvm::find_if(t.type.dims, [&](const Dim &d) { return d.axis == rule.logicalAxis; });
+      if (dim == t.type.dims.end())
+        continue;
+      size_t i = dim - t.type.dims.begin();
+      if (decided[i])
+        continue;
+      DimSharding &d = t.sharding.dims[i];
+      std::vector<std::string> axes = rule.target.axisNames();
+      std::string taken;
+      for (const std::string &axis : axes)
+        if (auto it = takenBy.find(axis); it != takenBy.end())
+          taken += (taken.empty() ? "" : ", ") + axis + " taken by " + t.type.dims[it->second].axis;
+      if (!taken.empty()) {
+        d.skipped.push_back({ruleText(rule) + " skipped, " + taken, rule.range});
+        continue;
+      }
+      decided[i] = true;
+      d.meshAxes = axes;
+      d.reason = ruleText(rule);
+      d.cause = rule.range;
+      for (const std::string &axis : axes)
+        takenBy.emplace(axis, i);
+    }
+    for (size_t i = 0; i < t.sharding.dims.size(); ++i)
+      if (!decided[i])
+        t.sharding.dims[i].reason =
+            t.sharding.dims[i].skipped.empty() ? "no rule" : "every rule skipped";
   }
 
   void checkSharding(const ShardedTensor &t) {
@@ -299,7 +352,6 @@ private:
   TypedProgram &program;
   const RulesFileAST &rules;
   DiagnosticEngine &diags;
-  std::map<std::string, const RuleAST *> ruleFor;
 };
 
 } // namespace

@@ -42,7 +42,7 @@ private:
 
 /// Applies a rules file to a typed program: the mesh, and a sharding for
 /// every parameter, input and constrained value, checked for unknown mesh
-/// axes, conflicting rules, mesh axes used twice and divisibility.
+/// axes, rules that can never apply, mesh axes used twice and divisibility.
 bool applyRules(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags);
 
 } // namespace shardc

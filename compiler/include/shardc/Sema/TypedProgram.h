@@ -58,11 +58,20 @@ struct TensorType {
   std::string str() const;
 };
 
+/// A rule for a dimension's logical axis passed over because a dimension of
+/// the same tensor decided before had taken one of its mesh axes.
+struct SkippedRule {
+  std::string reason; // "rule embed -> data skipped, data taken by batch"
+  SMRange cause;      // the rule
+};
+
 /// How one dimension is placed on the mesh, and the rule that decided it.
 struct DimSharding {
   std::vector<std::string> meshAxes; // empty: replicated
-  std::string reason;                // "rule hidden -> model", "override \"a.*\"", "no rule"
+  std::string reason;                // "rule hidden -> model", "override \"a.*\"", "no rule",
+                                     // "every rule skipped"
   SMRange cause;                     // the rule or override, when there is one
+  std::vector<SkippedRule> skipped;  // in file order, all before the deciding rule
 };
 
 struct Sharding {
