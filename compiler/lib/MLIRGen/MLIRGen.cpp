@@ -631,10 +631,11 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
 /// What the runtime passes as argument `i` of `function`, by its place in
 /// the ABI (StepFunctions.h): parameters, then (train_step) optimizer state,
 /// then inputs, then (train_step) the step number.
-static StringRef argumentRole(const StepProgram &steps, const StepFunction &function, size_t i) {
+static StringRef argumentRole(const TypedProgram &program, const StepProgram &steps,
+                              const StepFunction &function, size_t i) {
   const bool isTrain = steps.train && &function == &*steps.train;
   const size_t params = steps.params.size();
-  const size_t state = isTrain ? params * steps.stateNames.size() : 0;
+  const size_t state = isTrain ? params * optimizerState(program.optimizer->kind).size() : 0;
   if (i < params)
     return kParameterRole;
   if (i < params + state)
@@ -667,7 +668,7 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
   };
   for (auto [i, a] : llvm::enumerate(function.args)) {
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setArgAttr(n, k, v); }, i, a);
-    fn.setArgAttr(i, kRoleAttr, b.getStringAttr(argumentRole(steps, function, i)));
+    fn.setArgAttr(i, kRoleAttr, b.getStringAttr(argumentRole(program, steps, function, i)));
   }
   for (auto [i, r] : llvm::enumerate(function.results))
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setResultAttr(n, k, v); }, i, r);

@@ -112,7 +112,10 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
     for (const auto &[key, value] : program.optimizer->hyperparameters)
       args[key] = value;
     manifest[kOptimizer] = {
-        {kName, program.optimizer->name().str()}, {kArgs, args}, {kState, steps.stateNames}};
+        {kName, program.optimizer->name().str()},
+        {kArgs, args},
+        {kState, llvm::to_vector(llvm::map_range(optimizerState(program.optimizer->kind),
+                                                 [](llvm::StringRef s) { return s.str(); }))}};
   } else {
     manifest[kOptimizer] = nullptr;
   }
@@ -144,7 +147,7 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   if (steps.train)
     manifest[kTrain] = results(llvm::ArrayRef(steps.train->results)
                                    .drop_front(steps.params.size() *
-                                               (1 + steps.stateNames.size())));
+                                               (1 + optimizerState(program.optimizer->kind).size())));
   manifest[kEval] = results(steps.eval.results);
   manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
                               {kOptimizerState, memory.optimizerState},

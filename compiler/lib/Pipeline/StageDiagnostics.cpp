@@ -104,10 +104,8 @@ mlir::LogicalResult StageDiagnostics::handle(mlir::Diagnostic &diag) {
     llvm::StringRef text = unprefixed;
     if (text.consume_front("cannot partition: "))
       diags.error(at, "this layout cannot be partitioned yet: " + text);
-    else if (stage.empty() && at.Start.isValid())
+    else if (stage.empty()) // without a source line, the command's (checkPassManagerOptions)
       diags.error(at, message);
-    else if (stage.empty()) // no source line: the command's (checkPassManagerOptions)
-      diags.toolError(message);
     else
       reportInternal(at, message);
     break;

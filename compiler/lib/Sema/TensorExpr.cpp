@@ -89,24 +89,18 @@ Value Elaborator::evalBinaryInGraph(const BinaryExpr &bin, Scope &scope, GraphCo
   if (!checkArithmeticOperand(bin, *bin.lhs, lhs) || !checkArithmeticOperand(bin, *bin.rhs, rhs))
     return {};
   // A number next to a tensor becomes a scalar constant of the tensor's type.
-  if (lhs.isNumber()) {
+  auto promote = [&](Value &side, const Expr &expr, const Value &other, const char *which) {
+    if (!side.isNumber())
+      return true;
     if (bin.op == BinaryOp::MatMul) {
-      diags.error(bin.lhs->range, "'@' needs a tensor on the left, got a number");
-      return {};
+      diags.error(expr.range, llvm::Twine("'@' needs a tensor on the ") + which + ", got a number");
+      return false;
     }
-    lhs = scalarToTensor(lhs, typeOf(ctx, rhs.node).dtype, bin.lhs->range, ctx);
-    if (!lhs.ok())
-      return {};
-  }
-  if (rhs.isNumber()) {
-    if (bin.op == BinaryOp::MatMul) {
-      diags.error(bin.rhs->range, "'@' needs a tensor on the right, got a number");
-      return {};
-    }
-    rhs = scalarToTensor(rhs, typeOf(ctx, lhs.node).dtype, bin.rhs->range, ctx);
-    if (!rhs.ok())
-      return {};
-  }
+    side = scalarToTensor(side, typeOf(ctx, other.node).dtype, expr.range, ctx);
+    return side.ok();
+  };
+  if (!promote(lhs, *bin.lhs, rhs, "left") || !promote(rhs, *bin.rhs, lhs, "right"))
+    return {};
   std::string spelled = binaryOpSpelling(bin.op).str();
   auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
   if (!type || !checkResult(*type, bin.range, "'" + spelled + "'"))

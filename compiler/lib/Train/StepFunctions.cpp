@@ -163,8 +163,6 @@ private:
   void buildTrain(const Optimizer &optimizer, const std::vector<FunctionValue> &inputs,
                   const std::vector<unsigned> &grads,
                   const std::vector<FunctionValue> &lossAndMetrics) {
-    for (llvm::StringRef name : optimizerState(optimizer.kind))
-      sp.stateNames.push_back(name.str());
     StepFunction train;
     train.name = "train_step";
     train.args = sp.params;
@@ -172,10 +170,10 @@ private:
     std::vector<std::vector<unsigned>> state;
     for (const FunctionValue &p : sp.params)
       paramNodes.push_back(p.node);
-    for (const std::string &kind : sp.stateNames) {
+    for (llvm::StringRef kind : optimizerState(optimizer.kind)) {
       state.emplace_back();
       for (const FunctionValue &p : sp.params) {
-        std::string name = kind + "/" + p.name;
+        std::string name = (kind + "/" + p.name).str();
         unsigned node = addNode(OpKind::optimizer_state, name, sp.graph.nodes[p.node].type, p.loc);
         state.back().push_back(node);
         train.args.push_back(like(p, name, node));

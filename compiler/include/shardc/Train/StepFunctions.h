@@ -53,8 +53,6 @@ struct StepProgram {
   /// One per parameter, a scanned one once per layer (the `params` of the
   /// functions' arguments).
   std::vector<FunctionValue> params;
-  /// Names of the optimizer's state tensors per parameter (adam: mu, nu).
-  std::vector<std::string> stateNames;
   std::optional<StepFunction> train; // none without an optimizer
   StepFunction eval, grad;
 };
