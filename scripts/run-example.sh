@@ -3,6 +3,8 @@
 # ranks, print its communication plan, train it on Fashion-MNIST on 8 local
 # ranks and print the test accuracy.
 #   run-example.sh [MODEL RULES RANKS EPOCHS]
+# The run configuration beside the model (run.json: data bindings, seed, ...) is
+# used when there is one; EPOCHS overrides its epochs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -13,7 +15,9 @@ epochs=${4:-5}
 out=build/example
 mkdir -p "$out"
 ./build/bin/shardc "$model" --rules "$rules" --report -o "$out/program"
-mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$out/program" \
+config=()
+[ -f "$(dirname "$model")/run.json" ] && config=(--config "$(dirname "$model")/run.json")
+mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$out/program" "${config[@]}" \
   --epochs "$epochs" --metrics "$out/metrics.jsonl" --output "$out/summary.json"
 python3 - "$out/summary.json" <<'PY'
 import json, sys

@@ -65,4 +65,25 @@ MemoryOffer memoryOffer(int localRanks) {
   return offer;
 }
 
+ResidentMemory residentMemory() {
+  ResidentMemory memory;
+  std::FILE *status = std::fopen("/proc/self/status", "r");
+  if (!status)
+    return memory;
+  char line[256];
+  while (std::fgets(line, sizeof line, status)) {
+    long long kib = 0;
+    if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+      memory.peak = kib * 1024;
+    else if (std::sscanf(line, "RssAnon: %lld kB", &kib) == 1)
+      memory.anonymous = kib * 1024;
+    else if (std::sscanf(line, "RssFile: %lld kB", &kib) == 1)
+      memory.file = kib * 1024;
+    else if (std::sscanf(line, "RssShmem: %lld kB", &kib) == 1)
+      memory.shared = kib * 1024;
+  }
+  std::fclose(status);
+  return memory;
+}
+
 } // namespace shardrt

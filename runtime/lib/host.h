@@ -32,6 +32,14 @@ struct MemoryOffer {
 };
 MemoryOffer memoryOffer(int localRanks);
 
+/// This process's resident memory as the kernel counts it (/proc/self/status), in
+/// bytes: the peak (VmHWM), and now, what is its own (anonymous) and what it shares with
+/// other processes (mapped files, shared memory: one copy per host).
+struct ResidentMemory {
+  int64_t peak = 0, anonymous = 0, file = 0, shared = 0;
+};
+ResidentMemory residentMemory();
+
 } // namespace shardrt
 
 #endif // SHARDRT_LIB_HOST_H

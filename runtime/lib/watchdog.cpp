@@ -132,6 +132,8 @@ void watchFinalize() {
 
 int ranksOnThisHost() { return int(watch.board.size()); }
 
+MPI_Comm hostCommunicator() { return watch.host; }
+
 void setCollectiveTimeout(double seconds) { watch.timeout = seconds; }
 
 void setWatchedPhase(const char *phase, int64_t step) {

@@ -26,6 +26,8 @@ void watchFinalize();
 
 /// How many ranks run on this rank's host (the board's size), itself included.
 int ranksOnThisHost();
+/// The communicator of this host's ranks, ordered by world rank.
+MPI_Comm hostCommunicator();
 
 /// The timeout in seconds (600 until set; 0 waits for ever), and what the ranks are
 /// doing, for the message: a phase ("train step", "evaluation") and a step (0: none).

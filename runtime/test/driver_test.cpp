@@ -251,9 +251,9 @@ const char *const kLinearManifest = R"({
   "optimizer": {"name": "momentum", "args": {"lr": LR, "beta": 0.9}, "state": ["trace"]},
   "inputs": [
     {"name": "image", "dtype": "f32", "shape": [BATCH, 28, 28, 1],
-     "split": [[DATA], [MODEL], [], []], "fill": {"kind": "normal"}, "data": "image"},
+     "split": [[DATA], [MODEL], [], []], "fill": {"kind": "normal"}},
     {"name": "label", "dtype": "i32", "shape": [BATCH], "split": [[DATA]],
-     "fill": {"kind": "integers", "high": 10}, "data": "label"}
+     "fill": {"kind": "integers", "high": 10}, "classes": 10}
   ],
   "train": {"results": [
     {"name": "loss", "dtype": "f32", "shape": [], "split": []},

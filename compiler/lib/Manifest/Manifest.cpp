@@ -4,7 +4,9 @@
 // its steps, in the order of the entry points' buffers, as JSON (format:
 // runtime/README.md, keys: shardrt/manifest_keys.h), from the step program:
 // shapes, splits over mesh axes (the shardings MLIRGen annotated),
-// initialisers, how to fill each input and which dataset field feeds it.
+// initialisers, how to fill each input with synthetic numbers and the class
+// count of labels. Which data an input reads is the run's to say, not the
+// program's (runtime/lib/driver/driver_bindings.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,32 +42,28 @@ json splitOf(const Sharding &sharding, const Mesh &mesh, size_t rank, bool refer
   return split;
 }
 
-//===----------------------------------------------------------------------===//
-// Fashion-MNIST, the one dataset the driver reads, is known here and nowhere
-// else in the manifest (with Sema's datasetField, which names the field an
-// input takes): the labels' range and the dataset field of each input.
-//===----------------------------------------------------------------------===//
-
-/// Labels for an i32 input: below the class count of the one_hot it feeds.
-int64_t integerRange(const TypedProgram &program, const std::string &input) {
+/// The class count of the one_hot that the i32 input `input` feeds, or 0.
+int64_t classesOf(const TypedProgram &program, const std::string &input) {
   const Graph &g = program.graph;
   for (const Node &node : g.nodes)
     if (node.op == OpKind::one_hot && g.nodes[node.operands[0]].op == OpKind::input &&
         g.nodes[node.operands[0]].name == input)
       return node.type.dims.back().size;
-  return 2;
+  return 0;
 }
 
-/// How the driver fills the input `v` (random numbers of its dtype, labels
-/// below their class count) and the dataset field that feeds it, if any.
+/// How the driver fills the input `v` with synthetic numbers (random numbers of its
+/// dtype, labels below their class count), and the class count the labels it reads
+/// from a file must respect.
 void describeFill(json &input, const TypedProgram &program, const Input &declared,
                   const FunctionValue &v, const TensorType &type) {
-  bool isInt = type.dtype == DType::I32;
+  const int64_t classes = type.dtype == DType::I32 ? classesOf(program, v.name) : 0;
   input[kFill] = declared.dropoutUniforms ? json{{kKind, kFillUniform}}
-                 : isInt ? json{{kKind, kFillIntegers}, {kHigh, integerRange(program, v.name)}}
-                         : json{{kKind, kFillNormal}};
-  if (std::string field = datasetField(v.name, type); !field.empty())
-    input[kData] = field;
+                 : type.dtype == DType::I32
+                     ? json{{kKind, kFillIntegers}, {kHigh, classes ? classes : 2}}
+                     : json{{kKind, kFillNormal}};
+  if (classes)
+    input[kClasses] = classes;
 }
 
 } // namespace

@@ -108,17 +108,6 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     input.path = in.name;
     input.type = *type;
     input.loc = in.range;
-    // The driver feeds dataset fields row by row: they share one batch.
-    if (!datasetField(in.name, *type).empty()) {
-      for (const Input &earlier : program.inputs)
-        if (!datasetField(earlier.path, earlier.type).empty() &&
-            earlier.type.dims[0].size != type->dims[0].size) {
-          diags.error(in.range, "input '" + in.name + "' is read from the dataset with a batch of " +
-                                    std::to_string(type->dims[0].size) + ", but '" + earlier.path +
-                                    "' with " + std::to_string(earlier.type.dims[0].size));
-          diags.note(earlier.loc, "'" + earlier.path + "' is declared here");
-        }
-    }
     program.inputs.push_back(input);
   }
 

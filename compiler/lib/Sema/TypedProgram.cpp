@@ -124,13 +124,3 @@ void shardc::collectOutputs(TypedProgram &program) {
         llvm::none_of(program.outputs, [&](const Output &o) { return o.node == node.id; }))
       add(node.name, node.id);
 }
-
-std::string shardc::datasetField(const std::string &name, const TensorType &type) {
-  const auto &d = type.dims;
-  if (name == "image" && type.dtype == DType::F32 && d.size() == 4 && d[1].size == 28 &&
-      d[2].size == 28 && d[3].size == 1)
-    return "image";
-  if (name == "label" && type.dtype == DType::I32 && d.size() == 1)
-    return "label";
-  return "";
-}

@@ -39,9 +39,10 @@ inline constexpr const char *kArgs = "args";
 /* optimizer: kName, kArgs and the names of the state tensors it keeps per parameter. */
 inline constexpr const char *kState = "state";
 
-/* An input: how to fill it, and the dataset field that feeds it. */
+/* An input: how to fill it with synthetic numbers, and for labels that feed one_hot
+ * the number of classes (the run checks the labels it reads against it). */
 inline constexpr const char *kFill = "fill";
-inline constexpr const char *kData = "data";
+inline constexpr const char *kClasses = "classes";
 inline constexpr const char *kKind = "kind";
 inline constexpr const char *kHigh = "high";
 inline constexpr const char *kFillNormal = "normal";

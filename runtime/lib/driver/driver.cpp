@@ -2,13 +2,16 @@
 //
 //  1. MPI comes up first, so that errors every rank sees alike (flags, manifest) are
 //     printed once, by rank 0, and every rank leaves with the same status.
-//  2. Flags, the manifest, and what the mode needs of the manifest and the entries are
-//     checked completely before the mesh is set up.
+//  2. The settings (run configuration and flags), the manifest, the data each input is
+//     bound to (the files' headers: shapes, types, example counts) and what the mode
+//     needs of the manifest and the entries are checked completely before the mesh is
+//     set up.
 //  3. shardrt_init sets up the manifest's mesh (and stops if mpirun started another
 //     number of ranks); rank 0 opens the output now, so a bad path fails before the run.
 //  4. The mode runs: training (the default), --forward or --check-gradients
 //     (driver_modes.h); each allocates this rank's blocks once and fills them by global
 //     element index, so every mesh starts from the same numbers.
+#include "driver_bindings.h"
 #include "driver_checkpoint.h"
 #include "driver_flags.h"
 #include "driver_layout.h"
@@ -46,7 +49,7 @@ Refusal checkBestMetric(const Manifest &manifest, const DriverOptions &options) 
   if (!manifest.batch || !options.eval)
     return {2, "--best-metric needs the evaluations on the test set, and " +
                    (manifest.batch ? std::string("--no-eval turns them off")
-                                   : manifest.model + " reads no dataset")};
+                                   : manifest.model + " reads no data")};
   std::string known;
   for (const TensorSpec &result : manifest.evalResults)
     if (result.perExample) {
@@ -74,7 +77,8 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
     return {1, model + " has no optimizer, so it does not train; run it with --forward or "
                        "--check-gradients"};
   if (options.mode == Mode::Train && !manifest.batch && !options.steps)
-    return {2, model + " reads no dataset, so it has no epochs: give --steps N"};
+    return {2, model + " reads no data (its inputs are synthetic), so it has no epochs: give "
+                       "--steps N"};
   const bool checkpoints = !options.checkpointDir.empty();
   if (options.mode != Mode::Train && (checkpoints || !options.resume.empty()))
     return {2, "--checkpoint-dir and --resume go with training, not --forward or "
@@ -135,7 +139,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   DriverOptions options;
   Manifest manifest;
   try {
-    options = parseFlags(argc, argv);
+    options = parseSettings(argc, argv);
   } catch (const UsageError &error) {
     if (rank == 0)
       std::fprintf(stderr, "shardrt: error: %s\n", error.what());
@@ -152,6 +156,21 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     if (rank == 0)
       std::fprintf(stderr, "shardrt: error: %s\n", error.what());
     return 1;
+  }
+  DataPlan data;
+  if (options.mode == Mode::Train) {
+    try {
+      data = planData(manifest, options.data, options.eval);
+    } catch (const BindingError &error) {
+      if (rank == 0)
+        std::fprintf(stderr, "shardrt: error: %s\n", error.what());
+      return 2;
+    } catch (const data::DataError &error) {
+      if (rank == 0)
+        std::fprintf(stderr, "shardrt: error: %s\n", error.what());
+      return 1;
+    }
+    manifest.batch = data.batch;
   }
   Refusal refusal = checkProgram(manifest, options, entries);
   if (refusal.status) {
@@ -184,6 +203,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
 
   const Program program{manifest,
                         options,
+                        data,
                         entries.train,
                         entries.eval,
                         entries.grad,

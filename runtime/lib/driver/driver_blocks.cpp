@@ -127,10 +127,14 @@ void fillParams(const std::vector<Block> &params, uint64_t seed) {
     fillParam(block, seed);
 }
 
-void fillInputs(const std::vector<Block> &inputs, uint64_t seed, bool syntheticOnly) {
+void fillInputs(const std::vector<Block> &inputs, uint64_t seed) {
   for (const Block &block : inputs)
-    if (!syntheticOnly || block.spec->data == DataField::None)
-      fillInput(block, seed);
+    fillInput(block, seed);
+}
+
+void fillInputs(const std::vector<Block> &inputs, uint64_t seed, const std::vector<size_t> &which) {
+  for (size_t i : which)
+    fillInput(inputs[i], seed);
 }
 
 uint64_t stepSeed(uint64_t seed, int64_t step) {

@@ -59,8 +59,9 @@ void fillParams(const std::vector<Block> &params, uint64_t seed);
 
 /// Inputs from their fills under the path "inputs.NAME": N(0, 1), the uniform draw u,
 /// or floor(u * high); one layer of a stack is the block [layer, offset...] of the
-/// stack. With `syntheticOnly`, the inputs that read the dataset are left alone.
-void fillInputs(const std::vector<Block> &inputs, uint64_t seed, bool syntheticOnly);
+/// stack. Every input, or those of `which` (manifest indices).
+void fillInputs(const std::vector<Block> &inputs, uint64_t seed);
+void fillInputs(const std::vector<Block> &inputs, uint64_t seed, const std::vector<size_t> &which);
 
 /// The fill seed of a training step's synthetic inputs: a Philox draw of (seed, step),
 /// so that each step gets new numbers, the same on every mesh.

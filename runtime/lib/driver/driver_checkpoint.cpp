@@ -450,6 +450,7 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
         {"examples_in_epoch", std::to_string(position.examplesInEpoch)},
         {"batch", std::to_string(manifest.batch)},
         {"seed", std::to_string(options.seed)},
+        {"config", options.effective.dump()},
         {"prng", "philox4x32-10: parameters (seed, path, index); epoch order (seed, epoch); "
                  "synthetic inputs and dropout (seed, step, path, index)"},
     };

@@ -1,4 +1,12 @@
-// Loading, shuffling and batching Fashion-MNIST.
+// Loading, shuffling and batching the data of the bound inputs.
+//
+// Loading is one round per host:
+//  1. The host's first rank maps the raw arrays and produces the others into shared
+//     memory files (POSIX shm, space reserved with posix_fallocate, so a full /dev/shm
+//     is an error and not a SIGBUS), then checks the values of every bound slice.
+//  2. It broadcasts its verdict and the shared files' names to the host's ranks, which
+//     map the same arrays; after a barrier the names are unlinked (the mappings stay).
+//  3. A verdict over all ranks: the first rank that failed says why.
 #include "driver_data.h"
 #include "../mesh.h"
 #include "../prng.h"
@@ -6,61 +14,219 @@
 
 #include <mpi.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 
 namespace shardrt {
 namespace {
 
-void broadcastBytes(std::vector<uint8_t> &bytes) {
-  int64_t size = int64_t(bytes.size());
-  watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
-    MPI_Ibcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, request);
-  });
-  bytes.resize(size_t(size));
-  for (int64_t at = 0; at < size; at += INT_MAX) // MPI counts are ints
-    watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
-      MPI_Ibcast(bytes.data() + at, static_cast<int>(std::min<int64_t>(size - at, INT_MAX)),
-                 MPI_BYTE, 0, MPI_COMM_WORLD, request);
-    });
+using data::DataError;
+using data::ElementType;
+
+/// Maps `length` bytes of `path` from `offset` read-only; returns element 0.
+const uint8_t *mapFile(const std::string &path, uint64_t offset, size_t length, bool shared,
+                       std::vector<void *> &addresses, std::vector<size_t> &lengths) {
+  const int fd = shared ? shm_open(path.c_str(), O_RDONLY, 0) : open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    throw DataError("'" + path + "': cannot open it: " + std::strerror(errno));
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE)), start = offset / page * page;
+  const size_t span = std::max<size_t>(1, length + size_t(offset - start));
+  void *address = mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, off_t(start));
+  const int error = errno;
+  close(fd);
+  if (address == MAP_FAILED)
+    throw DataError("'" + path + "': cannot map it: " + std::strerror(error));
+  addresses.push_back(address);
+  lengths.push_back(span);
+  return static_cast<const uint8_t *>(address) + (offset - start);
 }
 
-void broadcast(Dataset &set) {
-  watchedWorld("broadcast of the dataset", [&](MPI_Request *request) {
-    MPI_Ibcast(&set.count, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, request);
-  });
-  broadcastBytes(set.pixels);
-  broadcastBytes(set.labels);
+/// A new shared memory file of `bytes`, filled by `produce`; returns its name.
+std::string produceShared(const data::ArrayPlan &array, int index) {
+  const std::string name = "/shardrt-" + std::to_string(getpid()) + "-" + std::to_string(index);
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    throw DataError(array.what + ": cannot create shared memory for it: " + std::strerror(errno));
+  const size_t bytes = std::max<uint64_t>(1, array.bytes());
+  if (int error = posix_fallocate(fd, 0, off_t(bytes))) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throw DataError(array.what + ": cannot reserve " + bytesText(int64_t(bytes)) +
+                    " of shared memory (/dev/shm) for it: " + std::strerror(error));
+  }
+  void *address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (address == MAP_FAILED) {
+    shm_unlink(name.c_str());
+    throw DataError(array.what + ": cannot map shared memory: " + std::strerror(errno));
+  }
+  try {
+    array.produce(static_cast<uint8_t *>(address));
+  } catch (...) {
+    munmap(address, bytes);
+    shm_unlink(name.c_str());
+    throw;
+  }
+  munmap(address, bytes);
+  return name;
 }
 
-/// pixel / 255 in f32, for each byte.
-const std::array<float, 256> kPixelValues = [] {
-  std::array<float, 256> values;
-  for (int p = 0; p < 256; ++p)
-    values[p] = float(p) / 255.0f;
-  return values;
-}();
+template <typename T> T elementAt(const uint8_t *base, int64_t index) {
+  T value;
+  std::memcpy(&value, base + size_t(index) * sizeof(T), sizeof(T));
+  return value;
+}
+
+/// Element `index` of an integer array, widened.
+int64_t integerAt(ElementType type, const uint8_t *base, int64_t index) {
+  switch (type) {
+  case ElementType::U8:
+    return base[index];
+  case ElementType::U16:
+    return elementAt<uint16_t>(base, index);
+  case ElementType::U32:
+    return elementAt<uint32_t>(base, index);
+  case ElementType::I32:
+    return elementAt<int32_t>(base, index);
+  case ElementType::I64:
+    return elementAt<int64_t>(base, index);
+  case ElementType::F32:
+  case ElementType::F64:
+    break;
+  }
+  return 0;
+}
+
+/// The elements example `example` of `bound` starts at, and how many it has.
+int64_t exampleStart(const BoundInput &bound, int64_t exampleSize, int64_t example) {
+  const int64_t at = bound.first + example;
+  return bound.view == View::Rows ? at * exampleSize
+                                  : at * exampleSize + (bound.view == View::NextWindows);
+}
+
+/// The values an i32 input reads must fit: labels in [0, classes), others in i32.
+void checkIntegers(const BoundInput &bound, const uint8_t *base) {
+  if (bound.dtype != DType::I32)
+    return;
+  const int64_t exampleSize = bound.exampleSize;
+  for (int64_t e = 0; e < bound.count; ++e) {
+    const int64_t start = exampleStart(bound, exampleSize, e);
+    for (int64_t j = 0; j < exampleSize; ++j) {
+      const int64_t value = integerAt(bound.array.type, base, start + j);
+      const bool fits = bound.classes ? value >= 0 && value < bound.classes
+                                      : value >= INT32_MIN && value <= INT32_MAX;
+      if (!fits)
+        throw DataError(bound.array.what + ": value " + std::to_string(value) + " of example " +
+                        std::to_string(bound.first + e) + " " +
+                        (bound.classes ? "is not a class 0.." + std::to_string(bound.classes - 1) +
+                                             " of the one_hot that " + bound.what + " feeds"
+                                       : "does not fit the i32 of " + bound.what));
+    }
+  }
+}
+
+std::vector<const BoundInput *> boundInputs(const DataPlan &plan) {
+  std::vector<const BoundInput *> all;
+  for (const DataSplit *split : {&plan.train, &plan.eval})
+    for (const BoundInput &bound : split->inputs)
+      all.push_back(&bound);
+  return all;
+}
+
+void broadcastText(std::string &text, MPI_Comm comm) {
+  int64_t size = int64_t(text.size());
+  MPI_Bcast(&size, 1, MPI_INT64_T, 0, comm);
+  text.resize(size_t(size));
+  MPI_Bcast(text.data(), int(size), MPI_CHAR, 0, comm);
+}
 
 } // namespace
 
-bool loadDataset(const std::string &folder, int rank, FashionMnist &dataset) {
-  bool ok = true;
-  if (rank == 0) {
-    try {
-      dataset = readFashionMnist(folder);
-    } catch (const DatasetError &error) {
-      std::fprintf(stderr, "shardrt: error: Fashion-MNIST: %s\n", error.what());
-      ok = false;
+DataArrays::~DataArrays() {
+  for (const Mapping &mapping : mappings_)
+    munmap(mapping.address, mapping.length);
+}
+
+bool loadData(const DataPlan &plan, DataArrays &arrays) {
+  MPI_Comm host = hostCommunicator();
+  int hostRank = 0, rank = 0;
+  MPI_Comm_rank(host, &hostRank);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // The distinct arrays, in plan order: several inputs may read one (a token file's
+  // inputs and targets).
+  std::vector<const BoundInput *> arrays_;
+  for (const BoundInput *bound : boundInputs(plan))
+    if (std::none_of(arrays_.begin(), arrays_.end(),
+                     [&](const BoundInput *seen) { return seen->arrayKey == bound->arrayKey; }))
+      arrays_.push_back(bound);
+
+  std::vector<void *> addresses;
+  std::vector<size_t> lengths;
+  std::string error, names; // names: one line per array, the shm name or "" when raw
+  auto mapAll = [&](const std::vector<std::string> &shared) {
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      const data::ArrayPlan &array = arrays_[i]->array;
+      arrays.base_[arrays_[i]->arrayKey] =
+          shared[i].empty() ? mapFile(array.path, array.offset, array.bytes(), false, addresses,
+                                      lengths)
+                            : mapFile(shared[i], 0, array.bytes(), true, addresses, lengths);
     }
+  };
+  std::vector<std::string> shared;
+  if (hostRank == 0) {
+    try {
+      for (size_t i = 0; i < arrays_.size(); ++i)
+        shared.push_back(arrays_[i]->array.produce ? produceShared(arrays_[i]->array, int(i)) : "");
+      mapAll(shared);
+      for (const BoundInput *bound : boundInputs(plan))
+        checkIntegers(*bound, arrays.find(bound->arrayKey));
+    } catch (const DataError &failure) {
+      error = failure.what();
+    }
+    for (const std::string &name : shared)
+      names += name + "\n";
   }
-  if (!rank0Verdict(ok))
-    return false;
-  broadcast(dataset.train);
-  broadcast(dataset.test);
-  return true;
+  // The host's verdict and the names.
+  std::string verdict = error.empty() ? "" : "failed";
+  broadcastText(verdict, host);
+  broadcastText(names, host);
+  if (hostRank != 0 && verdict.empty()) {
+    for (size_t at = 0, end; (end = names.find('\n', at)) != std::string::npos; at = end + 1)
+      shared.push_back(names.substr(at, end - at));
+    try {
+      mapAll(shared);
+    } catch (const DataError &failure) {
+      error = failure.what();
+    }
+  } else if (hostRank != 0) {
+    error = "the data of this host could not be loaded";
+  }
+  MPI_Barrier(host);
+  if (hostRank == 0)
+    for (const std::string &name : shared)
+      if (!name.empty())
+        shm_unlink(name.c_str());
+  for (size_t i = 0; i < addresses.size(); ++i)
+    arrays.mappings_.push_back({addresses[i], lengths[i]});
+
+  int firstFailed = error.empty() ? INT_MAX : rank;
+  watchedWorld("all_reduce of the data's verdict", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &firstFailed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, request);
+  });
+  if (firstFailed == rank)
+    std::fprintf(stderr, "shardrt: error: %s\n", error.c_str());
+  return firstFailed == INT_MAX;
 }
 
 void shuffle(std::vector<int32_t> &order, int64_t count, uint64_t seed, int64_t epoch) {
@@ -76,36 +242,144 @@ void shuffle(std::vector<int32_t> &order, int64_t count, uint64_t seed, int64_t 
   }
 }
 
-void fillBatch(const std::vector<Block> &inputs, const Dataset &set, const int32_t *examples,
-               int64_t real) {
-  for (const Block &block : inputs) {
+namespace {
+
+/// n elements of `type` from `source` into an f32 input: value * scale, rounded once.
+template <typename T> void toFloats(const uint8_t *source, float *out, int64_t n, double scale) {
+  for (int64_t j = 0; j < n; ++j)
+    out[j] = float(double(elementAt<T>(source, j)) * scale);
+}
+
+void convertRun(const BoundInput &bound, DType dtype, const uint8_t *source, void *out,
+                int64_t n) {
+  const ElementType type = bound.array.type;
+  if (dtype == DType::I32) {
+    int32_t *ints = static_cast<int32_t *>(out);
+    if (type == ElementType::I32) {
+      std::memcpy(ints, source, size_t(n) * 4);
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j) // checked to fit when loaded
+      ints[j] = int32_t(integerAt(type, source, j));
+    return;
+  }
+  float *floats = static_cast<float *>(out);
+  switch (type) {
+  case ElementType::U8:
+    return toFloats<uint8_t>(source, floats, n, bound.scale);
+  case ElementType::U16:
+    return toFloats<uint16_t>(source, floats, n, bound.scale);
+  case ElementType::U32:
+    return toFloats<uint32_t>(source, floats, n, bound.scale);
+  case ElementType::I32:
+    return toFloats<int32_t>(source, floats, n, bound.scale);
+  case ElementType::I64:
+    return toFloats<int64_t>(source, floats, n, bound.scale);
+  case ElementType::F32:
+    return toFloats<float>(source, floats, n, bound.scale);
+  case ElementType::F64:
+    return toFloats<double>(source, floats, n, bound.scale);
+  }
+}
+
+} // namespace
+
+void fillBatch(const std::vector<Block> &blocks, const DataSplit &split, const DataArrays &arrays,
+               const int32_t *examples, int64_t real) {
+  for (const BoundInput &bound : split.inputs) {
+    const Block &block = blocks[bound.input];
     const TensorSpec &spec = *block.spec;
-    if (spec.data == DataField::None)
-      continue;
+    const uint8_t *base = arrays.find(bound.arrayKey);
+    const size_t elementSize = data::elementSize(bound.array.type);
     // A run may span several examples (an unsplit image block is one run): cut it at
     // example boundaries.
-    const int64_t exampleSize = numElements(spec.shape) / spec.shape[0];
+    const int64_t exampleSize = bound.exampleSize;
     forEachRow(spec.shape, block.local, block.offset,
                [&](int64_t localStart, int64_t globalStart, int64_t length) {
                  for (int64_t done = 0; done < length;) {
                    const int64_t at = globalStart + done, row = at / exampleSize;
                    const int64_t within = at % exampleSize;
                    const int64_t n = std::min(length - done, exampleSize - within);
-                   const bool isReal = row < real;
-                   const int64_t example = isReal ? examples[row] : 0;
-                   if (spec.data == DataField::Image) {
-                     float *out = block.floats() + localStart + done;
-                     const uint8_t *pixels = set.pixels.data() + example * kImagePixels + within;
-                     for (int64_t j = 0; j < n; ++j)
-                       out[j] = isReal ? kPixelValues[pixels[j]] : 0.0f;
-                   } else {
-                     static_cast<int32_t *>(block.data())[localStart + done] =
-                         isReal ? set.labels[size_t(example)] : 0;
-                   }
+                   uint8_t *out = static_cast<uint8_t *>(block.data()) + (localStart + done) * 4;
+                   if (row < real)
+                     convertRun(bound, spec.dtype,
+                                base + size_t(exampleStart(bound, exampleSize, examples[row]) +
+                                              within) * elementSize,
+                                out, n);
+                   else
+                     std::memset(out, 0, size_t(n) * 4);
                    done += n;
                  }
                });
   }
+}
+
+TrainBatches::TrainBatches(const DataPlan &plan, const DataArrays &arrays,
+                           const std::vector<Block> &inputs, const Placement &place, uint64_t seed,
+                           int64_t stepsPerEpoch, bool prefetch)
+    : plan_(plan), arrays_(arrays), inputs_(inputs), seed_(seed), stepsPerEpoch_(stepsPerEpoch) {
+  if (!prefetch)
+    return;
+  staged_.resize(inputs.size());
+  for (const BoundInput &bound : plan.train.inputs)
+    staged_[bound.input] = allocateBlock(*inputs[bound.input].spec, place);
+  thread_ = std::thread([this] { work(); });
+}
+
+TrainBatches::~TrainBatches() {
+  if (!thread_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void TrainBatches::fill(int64_t step, const std::vector<Block> &blocks) {
+  const int64_t epoch = (step - 1) / stepsPerEpoch_ + 1, inEpoch = (step - 1) % stepsPerEpoch_;
+  if (epoch != orderEpoch_) {
+    shuffle(order_, plan_.train.examples, seed_, epoch);
+    orderEpoch_ = epoch;
+  }
+  fillBatch(blocks, plan_.train, arrays_, order_.data() + inEpoch * plan_.batch, plan_.batch);
+}
+
+void TrainBatches::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || wanted_ != ready_; });
+    if (stopping_)
+      return;
+    const int64_t step = wanted_;
+    lock.unlock();
+    fill(step, staged_);
+    lock.lock();
+    ready_ = step;
+    changed_.notify_all();
+  }
+}
+
+void TrainBatches::load(int64_t step) {
+  if (!thread_.joinable()) {
+    fill(step, inputs_);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (wanted_ != step) { // the first step, or one after a resume: nothing staged yet
+    wanted_ = step;
+    changed_.notify_all();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  changed_.wait(lock, [&] { return ready_ == step; });
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const BoundInput &bound : plan_.train.inputs) {
+    const Block &from = staged_[bound.input], &to = inputs_[bound.input];
+    std::memcpy(to.data(), from.data(), size_t(to.count()) * 4);
+  }
+  wanted_ = step + 1;
+  changed_.notify_all();
 }
 
 } // namespace shardrt

@@ -1,8 +1,8 @@
-// Evaluating on the test set.
+// Evaluating on the eval split.
 //
 // The means are sums in double over the real examples, one partial sum per rank (its
 // first copies of the per-example rows), added over the mesh once per evaluation, and
-// divided by the number of test examples: the padding of the last batch, which the
+// divided by the number of eval examples: the padding of the last batch, which the
 // entry sees as examples, never reaches them.
 #include "driver_eval.h"
 #include "driver_data.h"
@@ -26,15 +26,16 @@ double sumRealRows(const Block &result, const Shape &coords, int64_t real) {
 }
 
 Evaluation evaluate(const Program &program, void **buffers, const std::vector<Block> &inputs,
-                    const std::vector<Block> &results, const Dataset &test) {
-  const int64_t batch = program.manifest.batch;
-  std::vector<int32_t> order(size_t(test.count));
+                    const std::vector<Block> &results, const DataArrays &arrays) {
+  const DataSplit &split = program.data.eval;
+  const int64_t batch = program.data.batch, count = split.examples;
+  std::vector<int32_t> order(static_cast<size_t>(count));
   std::iota(order.begin(), order.end(), 0);
-  fillInputs(inputs, program.options.seed, /*syntheticOnly=*/true);
+  fillInputs(inputs, program.options.seed, program.data.synthetic);
   std::vector<double> sums(results.size(), 0.0);
-  for (int64_t first = 0; first < test.count; first += batch) {
-    const int64_t real = std::min(batch, test.count - first);
-    fillBatch(inputs, test, order.data() + first, real);
+  for (int64_t first = 0; first < count; first += batch) {
+    const int64_t real = std::min(batch, count - first);
+    fillBatch(inputs, split, arrays, order.data() + first, real);
     program.eval(buffers);
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].spec->perExample)
@@ -45,10 +46,10 @@ Evaluation evaluate(const Program &program, void **buffers, const std::vector<Bl
                    MPI_COMM_WORLD, request);
   });
   Evaluation evaluation;
-  evaluation.examples = test.count;
+  evaluation.examples = count;
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].spec->perExample)
-      evaluation.means.emplace_back(results[i].spec->name, sums[i] / double(test.count));
+      evaluation.means.emplace_back(results[i].spec->name, sums[i] / double(count));
   return evaluation;
 }
 

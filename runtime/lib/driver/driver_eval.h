@@ -3,7 +3,7 @@
 #ifndef SHARDRT_LIB_DRIVER_EVAL_H
 #define SHARDRT_LIB_DRIVER_EVAL_H
 
-#include "dataset.h"
+#include "driver_data.h"
 #include "driver_modes.h"
 
 #include <string>
@@ -23,11 +23,11 @@ struct Evaluation {
 };
 
 /// Runs the eval entry (`buffers`: the current parameters, `inputs`, `results`) on the
-/// test set in order, in batches of the manifest's batch; the last one is padded, and
-/// the padding is left out of the means. Synthetic inputs get their fills under the
-/// run's seed. Collective: every rank calls it.
+/// eval split in order, in batches of the run's batch; the last one is padded, and the
+/// padding is left out of the means. Synthetic inputs get their fills under the run's
+/// seed. Collective: every rank calls it.
 Evaluation evaluate(const Program &program, void **buffers, const std::vector<Block> &inputs,
-                    const std::vector<Block> &results, const Dataset &test);
+                    const std::vector<Block> &results, const DataArrays &arrays);
 
 } // namespace shardrt
 

@@ -1,5 +1,15 @@
-// The flags of a compiled program, as a table: parsing and --help both read it.
+// The settings of a run, as a table: the run configuration, the flags, --help and the
+// effective configuration all read it.
+//
+//  1. `--config FILE` is found first, wherever it stands: the file's keys are applied,
+//     each through its setting's own parser (a JSON value of another type than the
+//     flag takes is an error that names both).
+//  2. The flags follow, in order: a flag overrides the configuration; `--data` and
+//     `--eval-data` add or replace one input's binding.
+//  3. The effective configuration is written back from the options by each row's
+//     reader, defaults included, so it is exactly what the run used.
 #include "driver_flags.h"
+#include "driver_bindings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,15 +17,27 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace shardrt {
 namespace {
 
+using json = nlohmann::json;
+
+/// What a setting's value is, in JSON: it decides which JSON type the configuration
+/// may give it.
+enum class Kind { Switch, Integer, Real, Text, Bindings };
+
 struct Flag {
   const char *name;
   const char *metavar; // nullptr: a switch, which takes no value
+  Kind kind;
+  bool inConfig; // false: a flag only (--config, --eval-data, --help)
   const char *help;
   void (*apply)(DriverOptions &options, const char *flag, const std::string &value);
+  json (*read)(const DriverOptions &options); // the effective value; unused when !inConfig
 };
 
 /// A decimal integer in [min, max]: strtoull alone would take "-1", " 7" and "7x".
@@ -77,116 +99,303 @@ void setMode(DriverOptions &options, Mode mode) {
   options.mode = mode;
 }
 
+/// `--data NAME=SOURCE`: one input's binding, into `bindings`.
+void parseBindingFlag(std::map<std::string, Binding> &bindings, const char *flag,
+                      const std::string &value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    throw UsageError(std::string(flag) + " binds an input: " + flag +
+                     " NAME=PATH[#FIELD] or NAME=synthetic, not '" + value + "'");
+  const std::string name = value.substr(0, eq);
+  bindings[name] = bindingFromText(value.substr(eq + 1), std::string(flag) + " " + value, "");
+}
+
+json optionalText(const std::string &text) { return text.empty() ? json(nullptr) : json(text); }
+
 const Flag kFlags[] = {
-    {"--seed", "N", "seed of the initialisers, shuffle and synthetic inputs (default 0)",
+    {"--config", "FILE", Kind::Text, false,
+     "read the run configuration (JSON: these settings as keys, and \"data\") from FILE; "
+     "flags override it",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.config = parsePath(flag, v); },
+     nullptr},
+    {"--data", "NAME=SOURCE", Kind::Bindings, true,
+     "train input NAME on SOURCE: PATH[#FIELD] (.npy, .npz, .safetensors, IDX, an image "
+     "folder, tokens) or synthetic",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       parseBindingFlag(o.data.train, flag, v);
+     },
+     [](const DriverOptions &o) { return bindingsJson(o.data); }},
+    {"--eval-data", "NAME=SOURCE", Kind::Bindings, false,
+     "evaluate with input NAME read from SOURCE (the configuration's data.eval)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       parseBindingFlag(o.data.eval, flag, v);
+     },
+     nullptr},
+    {"--synthetic", nullptr, Kind::Switch, true,
+     "inputs bound to no data get synthetic numbers (benchmarks; otherwise an error)",
+     [](DriverOptions &o, const char *, const std::string &) { o.data.synthetic = true; },
+     [](const DriverOptions &o) { return json(o.data.synthetic); }},
+    {"--seed", "N", Kind::Integer, true,
+     "seed of the initialisers, shuffle and synthetic inputs (default 0)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.seed = parseCount(flag, v, 0, UINT64_MAX);
        o.seedGiven = true;
-     }},
-    {"--data", "DIR", "Fashion-MNIST's folder (default /usr/share/datasets/fashion-mnist)",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.data = parsePath(flag, v); }},
-    {"--epochs", "N", "train N epochs of floor(examples / batch) steps (default 1)",
+     },
+     [](const DriverOptions &o) { return json(o.seed); }},
+    {"--epochs", "N", Kind::Integer, true,
+     "train N epochs of floor(examples / batch) steps (default 1)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.epochs = parsePositive(flag, v);
-     }},
-    {"--steps", "N", "train N steps in all instead, maybe stopping inside an epoch",
+     },
+     [](const DriverOptions &o) { return json(o.epochs); }},
+    {"--steps", "N", Kind::Integer, true,
+     "train N steps in all instead, maybe stopping inside an epoch",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.steps = parsePositive(flag, v);
-     }},
-    {"--metrics", "FILE", "write a JSON line per logged step and per evaluation to FILE",
+     },
+     [](const DriverOptions &o) { return o.steps ? json(o.steps) : json(nullptr); }},
+    {"--no-prefetch", nullptr, Kind::Switch, true,
+     "load each batch when its step starts, not while the step before runs",
+     [](DriverOptions &o, const char *, const std::string &) { o.prefetch = false; },
+     [](const DriverOptions &o) { return json(!o.prefetch); }},
+    {"--metrics", "FILE", Kind::Text, true,
+     "write a JSON line per logged step and per evaluation to FILE",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.metrics = parsePath(flag, v);
-     }},
-    {"--log-every", "N", "metrics line and progress every N steps and the last (default 1)",
+     },
+     [](const DriverOptions &o) { return optionalText(o.metrics); }},
+    {"--log-every", "N", Kind::Integer, true,
+     "metrics line and progress every N steps and the last (default 1)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.logEvery = parsePositive(flag, v);
-     }},
-    {"--no-eval", nullptr, "skip the evaluation on the test set after each epoch",
-     [](DriverOptions &o, const char *, const std::string &) { o.eval = false; }},
-    {"--checkpoint-dir", "DIR", "write checkpoints to DIR (ckpt-STEP.safetensors, best-STEP...)",
+     },
+     [](const DriverOptions &o) { return json(o.logEvery); }},
+    {"--no-eval", nullptr, Kind::Switch, true, "skip the evaluation after each epoch",
+     [](DriverOptions &o, const char *, const std::string &) { o.eval = false; },
+     [](const DriverOptions &o) { return json(!o.eval); }},
+    {"--checkpoint-dir", "DIR", Kind::Text, true,
+     "write checkpoints to DIR (ckpt-STEP.safetensors, best-STEP...)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.checkpointDir = parsePath(flag, v);
-     }},
-    {"--checkpoint-every", "N", "a checkpoint every N steps (default: after each epoch) and the last",
+     },
+     [](const DriverOptions &o) { return optionalText(o.checkpointDir); }},
+    {"--checkpoint-every", "N", Kind::Integer, true,
+     "a checkpoint every N steps (default: after each epoch) and the last",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.checkpointEvery = parsePositive(flag, v);
-     }},
-    {"--checkpoint-seconds", "S", "a checkpoint when S seconds have passed since the last one",
+     },
+     [](const DriverOptions &o) { return o.checkpointEvery ? json(o.checkpointEvery) : json(nullptr); }},
+    {"--checkpoint-seconds", "S", Kind::Real, true,
+     "a checkpoint when S seconds have passed since the last one",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.checkpointSeconds = parseReal(flag, v, true);
+     },
+     [](const DriverOptions &o) {
+       return o.checkpointSeconds > 0 ? json(o.checkpointSeconds) : json(nullptr);
      }},
-    {"--keep", "N", "checkpoints kept in each series, the newest (default 5)",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.keep = parsePositive(flag, v); }},
-    {"--best-metric", "NAME[:max|min]",
+    {"--keep", "N", Kind::Integer, true, "checkpoints kept in each series, the newest (default 5)",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.keep = parsePositive(flag, v); },
+     [](const DriverOptions &o) { return json(o.keep); }},
+    {"--best-metric", "NAME[:max|min]", Kind::Text, true,
      "also keep the checkpoints that improve eval result NAME (default max; min for *loss)",
-     [](DriverOptions &o, const char *flag, const std::string &v) { parseBestMetric(o, flag, v); }},
-    {"--resume", "PATH", "continue from a checkpoint file, or the newest in a folder",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.resume = parsePath(flag, v); }},
-    {"--on-nonfinite", "stop|skip",
+     [](DriverOptions &o, const char *flag, const std::string &v) { parseBestMetric(o, flag, v); },
+     [](const DriverOptions &o) {
+       return o.bestMetric.empty() ? json(nullptr)
+                                   : json(o.bestMetric + (o.bestHigher ? ":max" : ":min"));
+     }},
+    {"--resume", "PATH", Kind::Text, true,
+     "continue from a checkpoint file, or the newest in a folder",
+     [](DriverOptions &o, const char *flag, const std::string &v) { o.resume = parsePath(flag, v); },
+     [](const DriverOptions &o) { return optionalText(o.resume); }},
+    {"--on-nonfinite", "stop|skip", Kind::Text, true,
      "a step whose loss or gradients are not finite: stop (exit 3, the default) or skip its update",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        if (v != "stop" && v != "skip")
          throw UsageError(std::string(flag) + " is stop or skip, not '" + v + "'");
        o.skipNonFinite = v == "skip";
-     }},
-    {"--max-skips", "N", "--on-nonfinite skip: stop after N skipped steps in a row (default 10)",
+     },
+     [](const DriverOptions &o) { return json(o.skipNonFinite ? "skip" : "stop"); }},
+    {"--max-skips", "N", Kind::Integer, true,
+     "--on-nonfinite skip: stop after N skipped steps in a row (default 10)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.maxSkips = parsePositive(flag, v);
-     }},
-    {"--collective-timeout", "S",
+     },
+     [](const DriverOptions &o) { return json(o.maxSkips); }},
+    {"--collective-timeout", "S", Kind::Real, true,
      "end the job (exit 4) when a collective has waited S seconds for a rank (default 600; "
      "0: never)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.collectiveTimeout = parseReal(flag, v, false);
-     }},
-    {"--skip-memory-check", nullptr,
+     },
+     [](const DriverOptions &o) { return json(o.collectiveTimeout); }},
+    {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",
-     [](DriverOptions &o, const char *, const std::string &) { o.checkMemory = false; }},
-    {"--forward", nullptr, "run the eval entry once on filled inputs and print its results",
-     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); }},
-    {"--values", "K", "--forward: leading values printed per result (default 8)",
+     [](DriverOptions &o, const char *, const std::string &) { o.checkMemory = false; },
+     [](const DriverOptions &o) { return json(!o.checkMemory); }},
+    {"--forward", nullptr, Kind::Switch, true,
+     "run the eval entry once on synthetic inputs and print its results",
+     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Forward); },
+     [](const DriverOptions &o) { return json(o.mode == Mode::Forward); }},
+    {"--values", "K", Kind::Integer, true,
+     "--forward: leading values printed per result (default 8)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.values = int64_t(parseCount(flag, v, 0, INT64_MAX));
-     }},
-    {"--check-gradients", nullptr, "compare the grad entry with finite differences of its own loss",
-     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); }},
-    {"--fd-samples", "K", "--check-gradients: elements checked per parameter (default 6)",
+     },
+     [](const DriverOptions &o) { return json(o.values); }},
+    {"--check-gradients", nullptr, Kind::Switch, true,
+     "compare the grad entry with finite differences of its own loss (synthetic inputs)",
+     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); },
+     [](const DriverOptions &o) { return json(o.mode == Mode::CheckGradients); }},
+    {"--fd-samples", "K", Kind::Integer, true,
+     "--check-gradients: elements checked per parameter (default 6)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.fdSamples = parsePositive(flag, v);
-     }},
-    {"--fd-eps", "X", "--check-gradients: central difference step (default 1e-2)",
+     },
+     [](const DriverOptions &o) { return json(o.fdSamples); }},
+    {"--fd-eps", "X", Kind::Real, true, "--check-gradients: central difference step (default 1e-2)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.fdEps = parseReal(flag, v, true);
-     }},
-    {"--fd-rtol", "X", "--check-gradients: relative tolerance (default 2e-2)",
+     },
+     [](const DriverOptions &o) { return json(o.fdEps); }},
+    {"--fd-rtol", "X", Kind::Real, true, "--check-gradients: relative tolerance (default 2e-2)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.fdRtol = parseReal(flag, v, false);
-     }},
-    {"--fd-atol", "X", "--check-gradients: absolute tolerance (default 1e-3)",
+     },
+     [](const DriverOptions &o) { return json(o.fdRtol); }},
+    {"--fd-atol", "X", Kind::Real, true, "--check-gradients: absolute tolerance (default 1e-3)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.fdAtol = parseReal(flag, v, false);
-     }},
-    {"--output", "FILE", "write the final JSON to FILE (default: stdout)",
+     },
+     [](const DriverOptions &o) { return json(o.fdAtol); }},
+    {"--output", "FILE", Kind::Text, true, "write the final JSON to FILE (default: stdout)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.output = parsePath(flag, v);
-     }},
-    {"--help", nullptr, "print this text and exit",
-     [](DriverOptions &o, const char *, const std::string &) { o.help = true; }},
+     },
+     [](const DriverOptions &o) { return optionalText(o.output); }},
+    {"--help", nullptr, Kind::Switch, false, "print this text and exit",
+     [](DriverOptions &o, const char *, const std::string &) { o.help = true; }, nullptr},
 };
+
+/// `--checkpoint-dir` -> "checkpoint_dir".
+std::string configKey(const Flag &flag) {
+  std::string key = flag.name + 2;
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+const Flag *findFlag(const std::string &name) {
+  for (const Flag &candidate : kFlags)
+    if (name == candidate.name)
+      return &candidate;
+  return nullptr;
+}
+
+const char *kindText(Kind kind) {
+  switch (kind) {
+  case Kind::Switch:
+    return "true or false";
+  case Kind::Integer:
+    return "an integer";
+  case Kind::Real:
+    return "a number";
+  case Kind::Text:
+    return "a string";
+  case Kind::Bindings:
+    return "an object";
+  }
+  return "";
+}
+
+/// A JSON value as its flag's text, when it has the type the flag takes.
+std::optional<std::string> flagText(const json &value, Kind kind) {
+  switch (kind) {
+  case Kind::Integer:
+    if (value.is_number_unsigned())
+      return std::to_string(value.get<uint64_t>());
+    if (value.is_number_integer())
+      return std::to_string(value.get<int64_t>());
+    return std::nullopt;
+  case Kind::Real:
+    if (!value.is_number())
+      return std::nullopt;
+    return value.dump();
+  case Kind::Text:
+    if (!value.is_string())
+      return std::nullopt;
+    return value.get<std::string>();
+  case Kind::Switch:
+  case Kind::Bindings:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The folder part of `path` with its slash ("cfg/" for "cfg/run.json"), or "".
+std::string folderOf(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+void applyConfig(DriverOptions &options, const std::string &path) {
+  std::ifstream file(path);
+  if (!file)
+    throw UsageError("--config: cannot read '" + path + "': " + std::strerror(errno));
+  std::stringstream text;
+  text << file.rdbuf();
+  json config;
+  try {
+    config = json::parse(text.str());
+  } catch (const json::parse_error &error) {
+    throw UsageError("--config: '" + path + "' is not valid JSON: " + error.what());
+  }
+  if (!config.is_object())
+    throw UsageError("--config: '" + path + "' holds " + std::string(config.type_name()) +
+                     ", not an object of settings");
+  std::vector<std::string> keys;
+  for (const Flag &flag : kFlags)
+    if (flag.inConfig)
+      keys.push_back(configKey(flag));
+  for (const auto &[key, value] : config.items()) {
+    const Flag *flag = nullptr;
+    for (const Flag &candidate : kFlags)
+      if (candidate.inConfig && configKey(candidate) == key)
+        flag = &candidate;
+    const std::string where = "'" + path + "': '" + key + "'";
+    if (!flag)
+      throw UsageError(where + " is not a setting" + didYouMean(key, keys));
+    if (value.is_null())
+      continue; // the default, as the effective configuration writes it
+    const std::string mismatch = where + " is " + std::string(kindText(flag->kind)) + " as " +
+                                 flag->name + " takes it, not " + value.dump();
+    if (flag->kind == Kind::Bindings) {
+      if (!value.is_object())
+        throw UsageError(mismatch);
+      bindingsFromJson(options.data, value, "'" + path + "': data", folderOf(path));
+    } else if (flag->kind == Kind::Switch) {
+      if (!value.is_boolean())
+        throw UsageError(mismatch);
+      if (value.get<bool>())
+        flag->apply(options, flag->name, "");
+    } else {
+      std::optional<std::string> text = flagText(value, flag->kind);
+      if (!text)
+        throw UsageError(mismatch);
+      flag->apply(options, flag->name, *text);
+    }
+  }
+}
 
 } // namespace
 
-DriverOptions parseFlags(int argc, char **argv) {
-  DriverOptions options;
+DriverOptions parseSettings(int argc, char **argv) {
+  // Split the command line into (flag, value) pairs first, so that --config applies
+  // before every flag wherever it stands.
+  std::vector<std::pair<const Flag *, std::string>> given;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    const Flag *flag = nullptr;
-    for (const Flag &candidate : kFlags)
-      if (name == candidate.name)
-        flag = &candidate;
+    const Flag *flag = findFlag(arg.substr(0, eq));
     if (!flag)
       throw UsageError((arg.rfind("-", 0) == 0 ? "unknown flag '" : "unexpected argument '") + arg +
                        "' (see --help)");
@@ -202,19 +411,34 @@ DriverOptions parseFlags(int argc, char **argv) {
       throw UsageError(std::string(flag->name) + " needs a value: " + flag->name + " " +
                        flag->metavar);
     }
-    flag->apply(options, flag->name, value);
+    given.emplace_back(flag, value);
   }
+  DriverOptions options;
+  for (const auto &[flag, value] : given)
+    if (std::string(flag->name) == "--config")
+      flag->apply(options, flag->name, value);
+  if (!options.config.empty())
+    applyConfig(options, options.config);
+  for (const auto &[flag, value] : given)
+    if (std::string(flag->name) != "--config")
+      flag->apply(options, flag->name, value);
+  for (const Flag &flag : kFlags)
+    if (flag.inConfig)
+      options.effective[configKey(flag)] = flag.read(options);
   return options;
 }
 
 std::string usageText(const char *program) {
   std::string text =
       std::string("usage: ") + program +
-      " [flags]\n\n"
+      " [--config FILE] [flags]\n\n"
       "Trains the compiled program on every rank of its mesh (start it with mpirun -np\n"
-      "<mesh size>): inputs marked as data read Fashion-MNIST, shuffled each epoch, and the\n"
-      "test set is evaluated after each epoch. Progress goes to stderr, a JSON summary to\n"
-      "stdout. --forward and --check-gradients run the program once instead.\n\n"
+      "<mesh size>). Every input is bound to its data: a file or folder for training\n"
+      "(--data, or \"data\": {\"train\": ...} in the configuration) and for the evaluation\n"
+      "after each epoch (--eval-data, \"data\": {\"eval\": ...}), or synthetic numbers.\n"
+      "Progress goes to stderr, a JSON summary to stdout. --forward and --check-gradients\n"
+      "run the program once on synthetic inputs instead. A configuration key is a flag\n"
+      "without its dashes, '-' as '_' (\"log_every\": 10).\n\n"
       "flags:\n";
   for (const Flag &flag : kFlags) {
     std::string left = std::string("  ") + flag.name;
@@ -224,6 +448,38 @@ std::string usageText(const char *program) {
     text += left + flag.help + "\n";
   }
   return text;
+}
+
+std::string didYouMean(const std::string &name, const std::vector<std::string> &known) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](const std::string &a, const std::string &b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+      row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = up;
+      }
+    }
+    return row[b.size()];
+  };
+  const std::string *best = nullptr;
+  size_t bestDistance = SIZE_MAX;
+  for (const std::string &candidate : known) {
+    size_t d = distance(name, candidate);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = &candidate;
+    }
+  }
+  // Close enough to be a typo: two edits, or a third of a longer name.
+  if (!best || bestDistance > std::max<size_t>(2, name.size() / 3) || bestDistance >= name.size())
+    return "";
+  return " (did you mean '" + *best + "'?)";
 }
 
 } // namespace shardrt

@@ -1,11 +1,18 @@
-// The command line of a compiled program: one table of flags (driver_flags.cpp), so
-// adding one is one row there and one field here.
+// The settings of a run: a run configuration file (JSON, `--config FILE`) and the
+// command line, which overrides it. One table (driver_flags.cpp) gives every setting
+// its flag, its configuration key (the flag without its dashes, '-' as '_') and its
+// type, so adding one is one row there and one field here.
 #ifndef SHARDRT_LIB_DRIVER_FLAGS_H
 #define SHARDRT_LIB_DRIVER_FLAGS_H
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace shardrt {
 
@@ -13,13 +20,34 @@ namespace shardrt {
 /// finite-difference check of its gradients.
 enum class Mode { Train, Forward, CheckGradients };
 
+/// Where an input's numbers come from, as the configuration or a flag says it:
+/// "synthetic", or a file or folder with what to take from it (driver_bindings.h
+/// resolves it against the program's inputs).
+struct Binding {
+  bool synthetic = false;
+  std::string path;        // absolute, or relative to the current folder
+  std::string format;      // npy, npz, safetensors, idx, images, tokens, text; empty: from the path
+  std::string field;       // npz member, safetensors tensor, images image|label, tokens inputs|targets
+  std::string elementType; // tokens: uint8, uint16 (default), uint32
+  std::optional<double> scale; // into f32; default 1/255 from uint8, else 1
+  std::string slice;           // TFDS-style "[:90%]", "[100:]"; empty: every example
+  std::string origin;          // where it was given, for messages
+};
+
+/// Input name -> binding, for the training steps and for the evaluations.
+struct DataBindings {
+  std::map<std::string, Binding> train, eval;
+  bool synthetic = false; // --synthetic: inputs bound nowhere get synthetic numbers
+};
+
 struct DriverOptions {
   Mode mode = Mode::Train;
   uint64_t seed = 0;  // of the parameter initialisers, the shuffle and the synthetic inputs
   std::string output; // the final JSON; empty for stdout
 
   // Training.
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  DataBindings data;
+  bool prefetch = true; // load the next batch while a step runs
   int64_t epochs = 1;
   int64_t steps = 0;   // 0: `epochs` epochs
   std::string metrics; // JSON lines; empty for none
@@ -49,6 +77,11 @@ struct DriverOptions {
   double fdEps = 1e-2, fdRtol = 2e-2, fdAtol = 1e-3;
 
   bool help = false;
+  std::string config; // the run configuration file, if any
+
+  /// Every setting as a run configuration would give it (the effective configuration,
+  /// defaults included), for the summary and checkpoints.
+  nlohmann::json effective;
 };
 
 /// A bad command line; what() says what is wrong.
@@ -56,12 +89,18 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Parses argv[1..argc). Flags take their value as the next argument or after '='
-/// (`--seed 3`, `--seed=3`). Throws UsageError.
-DriverOptions parseFlags(int argc, char **argv);
+/// The run configuration `--config FILE` (if given), then the flags in argv[1..argc),
+/// which override it. Flags take their value as the next argument or after '='
+/// (`--seed 3`, `--seed=3`). A configuration key that does not exist (the nearest is
+/// suggested) or whose value has another type than its flag takes is an error, like a
+/// bad flag. Throws UsageError.
+DriverOptions parseSettings(int argc, char **argv);
 
 /// The --help text.
 std::string usageText(const char *program);
+
+/// " (did you mean 'epochs'?)" when one of `known` is a likely typo of `name`, else "".
+std::string didYouMean(const std::string &name, const std::vector<std::string> &known);
 
 } // namespace shardrt
 

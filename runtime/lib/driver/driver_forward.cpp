@@ -1,5 +1,5 @@
-// --forward: the program's forward pass once, on filled parameters and inputs (never the
-// dataset), its eval results gathered to rank 0 and written as the results JSON. Every
+// --forward: the program's forward pass once, on filled parameters and synthetic inputs
+// (never the data they are bound to), its eval results gathered to rank 0 and written as the results JSON. Every
 // mesh starts from the unsplit program's numbers, so the JSON of a sharded run can be
 // compared with the reference build's (compare_outputs.py).
 #include "driver_modes.h"
@@ -13,7 +13,7 @@ int runForward(const Program &program) {
   std::vector<Block> inputs = allocateBlocks(manifest.inputs, program.place);
   std::vector<Block> results = allocateBlocks(manifest.evalResults, program.place);
   fillParams(params, program.options.seed);
-  fillInputs(inputs, program.options.seed, /*syntheticOnly=*/false);
+  fillInputs(inputs, program.options.seed);
 
   program.eval(pointersOf({&params, &inputs, &results}).data());
 

@@ -119,7 +119,7 @@ int runGradientCheck(const Program &program) {
   std::vector<Block> loss, grads = allocateBlocks(manifest.params, place);
   loss.push_back(allocateBlock(lossSpec(), place));
   fillParams(params, options.seed);
-  fillInputs(inputs, options.seed, /*syntheticOnly=*/false);
+  fillInputs(inputs, options.seed);
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
   const double unperturbedLoss = loss.front().floats()[0];
 

@@ -3,7 +3,6 @@
 // shows up as one clear line before any rank allocates or communicates. The keys are
 // shardrt/manifest_keys.h's, the ones shardc writes.
 #include "driver_manifest.h"
-#include "dataset.h"
 #include "driver_layout.h"
 #include "shardrt/manifest_keys.h"
 #include "shardrt/program_limits.h"
@@ -245,36 +244,10 @@ TensorSpec readParam(const json &value, const std::string &where, const Manifest
   return spec;
 }
 
-/// An input fed from the dataset has the dataset's shapes, and its dimension 0 is the
-/// global batch, the same for every such input.
-void readData(const json &value, const std::string &where, TensorSpec &spec, Manifest &manifest) {
-  std::string field = getString(value, where);
-  const Shape image = {spec.shape.empty() ? 0 : spec.shape[0], kImageRows, kImageCols, 1};
-  if (field == "image") {
-    spec.data = DataField::Image;
-    if (spec.dtype != DType::F32 || spec.shape != image)
-      fail(where, "an image input is f32 [batch, 28, 28, 1], not " +
-                      std::string(dtypeName(spec.dtype)) + " " + shapeText(spec.shape));
-  } else if (field == "label") {
-    spec.data = DataField::Label;
-    if (spec.dtype != DType::I32 || spec.shape.size() != 1)
-      fail(where, "a label input is i32 [batch], not " + std::string(dtypeName(spec.dtype)) + " " +
-                      shapeText(spec.shape));
-  } else {
-    fail(where, "unknown dataset field '" + field + "'; known: image, label");
-  }
-  if (spec.shape[0] < 1)
-    fail(where, "the batch is empty");
-  if (manifest.batch && spec.shape[0] != manifest.batch)
-    fail(where, "a batch of " + std::to_string(spec.shape[0]) + ", but an earlier data input has " +
-                    std::to_string(manifest.batch));
-  manifest.batch = spec.shape[0];
-}
-
 TensorSpec readInput(const json &value, const std::string &where, Manifest &manifest) {
   TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kFill, kData});
+  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kFill, kClasses});
   readLayer(value, named, spec);
   std::string fillWhere = keyOf(named, kFill);
   const json &fill = member(value, named, kFill);
@@ -294,11 +267,11 @@ TensorSpec readInput(const json &value, const std::string &where, Manifest &mani
   } else {
     fail(join(fillWhere, kKind), "unknown fill '" + kind + "'; known: normal, uniform, integers");
   }
-  auto data = value.find(kData);
-  if (data != value.end()) {
-    if (spec.layer >= 0)
-      fail(named, "a data input is a whole batch, not a layer of a stack");
-    readData(*data, keyOf(named, kData), spec, manifest);
+  auto classes = value.find(kClasses);
+  if (classes != value.end()) {
+    if (spec.dtype != DType::I32)
+      fail(keyOf(named, kClasses), "only i32 inputs (labels) have classes");
+    spec.classes = getInt(*classes, keyOf(named, kClasses), 1, int64_t(1) << 31);
   }
   return spec;
 }
@@ -337,12 +310,10 @@ std::vector<TensorSpec> readResults(const json &section, const std::string &entr
         fail(keyOf(named, kPerExample),
              std::string("expected true or false, not ") + perExample->type_name());
       spec.perExample = perExample != results[i].end() && perExample->get<bool>();
-      if (spec.perExample && (spec.dtype != DType::F32 || spec.shape.size() != 1 ||
-                              (manifest.batch && spec.shape[0] != manifest.batch)))
-        fail(keyOf(named, kPerExample),
-             "a per-example result is f32 [batch]" +
-                 (manifest.batch ? " = [" + std::to_string(manifest.batch) + "]" : std::string()) +
-                 ", not " + dtypeName(spec.dtype) + " " + shapeText(spec.shape));
+      if (spec.perExample && (spec.dtype != DType::F32 || spec.shape.size() != 1))
+        fail(keyOf(named, kPerExample), "a per-example result is f32 [batch], not " +
+                                            std::string(dtypeName(spec.dtype)) + " " +
+                                            shapeText(spec.shape));
     }
     if (!names.insert(spec.name).second)
       fail(at, "a second result named '" + spec.name + "'");

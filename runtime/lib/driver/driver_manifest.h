@@ -32,10 +32,6 @@ enum class InitKind {
 /// numbers), integers in [0, high) for i32.
 enum class FillKind { Normal, Uniform, Integers };
 
-/// The dataset field that feeds an input: none (synthetic, its fill), the images or the
-/// labels.
-enum class DataField { None, Image, Label };
-
 /// One parameter, input or result of the program.
 struct TensorSpec {
   std::string name;
@@ -53,8 +49,8 @@ struct TensorSpec {
 
   // Inputs.
   FillKind fill = FillKind::Normal;
-  int64_t high = 0; // integers are drawn from [0, high)
-  DataField data = DataField::None;
+  int64_t high = 0;    // integers are drawn from [0, high)
+  int64_t classes = 0; // an i32 input that feeds one_hot: its labels lie in [0, classes)
 
   // Eval results: a per-example value [batch] that the driver averages over the real
   // examples.
@@ -71,7 +67,8 @@ struct Manifest {
   std::vector<std::string> optimizerState; // the state kinds, one tensor per parameter each
   std::vector<TensorSpec> trainResults;    // the loss, then the metrics: f32 scalars
   std::vector<TensorSpec> evalResults;
-  int64_t batch = 0; // the global batch of the data inputs; 0 when none reads the dataset
+  int64_t batch = 0; // the global batch of the inputs read from files (driver_bindings.h); 0:
+                     // none is
   // What a rank needs in all, as shardc's --report counts it (parameters and state
   // twice, inputs, every intermediate without reuse); 0 when the manifest does not say.
   int64_t memoryPerRank = 0;
@@ -86,8 +83,8 @@ struct ManifestError : std::runtime_error {
 /// Parses the manifest and checks everything that can be checked before running: types,
 /// known names, split axes that exist, are used once per tensor and divide the
 /// dimension they split, layers inside their stack, blocks small enough for one MPI
-/// message, data inputs of the dataset's shapes with one batch, per-example results of
-/// that batch, an optimizer exactly when there are train results. Throws ManifestError.
+/// message, per-example results of an input's batch, an optimizer exactly when there are
+/// train results. Throws ManifestError.
 Manifest parseManifest(const char *text);
 
 } // namespace shardrt

@@ -3,6 +3,7 @@
 #ifndef SHARDRT_LIB_DRIVER_MODES_H
 #define SHARDRT_LIB_DRIVER_MODES_H
 
+#include "driver_bindings.h"
 #include "driver_blocks.h"
 #include "driver_flags.h"
 #include "driver_manifest.h"
@@ -17,6 +18,7 @@ namespace shardrt {
 struct Program {
   const Manifest &manifest;
   const DriverOptions &options;
+  const DataPlan &data; // what each input reads; for training only
   shardrt_entry_fn train, eval, grad; // checked against the manifest and the mode
   int rank;
   Placement place;

@@ -6,6 +6,10 @@
 #include "driver_report.h"
 #include "driver_json.h"
 #include "driver_output.h"
+#include "../host.h"
+#include "../watchdog.h"
+
+#include <mpi.h>
 
 #include <unistd.h>
 
@@ -89,8 +93,14 @@ void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &e
                describe(evaluation).c_str());
 }
 
-void TrainingReport::finish(double trainSeconds, float finalLoss, const Checkpointer &checkpointer,
-                            int64_t nonFiniteSteps, int64_t stoppedAt) {
+void TrainingReport::finish(double trainSeconds, double prefetchWait, float finalLoss,
+                            const Checkpointer &checkpointer, int64_t nonFiniteSteps,
+                            int64_t stoppedAt) {
+  const ResidentMemory mine = residentMemory();
+  int64_t memory[4] = {mine.peak, mine.anonymous, mine.file, mine.shared};
+  watchedWorld("all_reduce of the resident memory", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, memory, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
+  });
   if (!active_)
     return;
   endProgressLine();
@@ -135,6 +145,14 @@ void TrainingReport::finish(double trainSeconds, float finalLoss, const Checkpoi
   summary.add("checkpoint_seconds", jsonNumber(checkpointer.seconds()));
   summary.add("resume_from", checkpointer.newest().empty() ? "null"
                                                            : jsonString(checkpointer.newest()));
+  summary.add("prefetch_wait_seconds", ifData(jsonNumber(prefetchWait)));
+  JsonObject resident;
+  resident.add("peak", integer(memory[0]))
+      .add("anonymous", integer(memory[1]))
+      .add("file", integer(memory[2]))
+      .add("shared", integer(memory[3]));
+  summary.add("resident_bytes_per_rank", resident.str());
+  summary.add("config", program_.options.effective.dump());
   if (evaluated_) {
     JsonObject eval;
     eval.add("examples", integer(last_.examples));

@@ -32,8 +32,10 @@ public:
   /// The summary, after the last step, or after step `stoppedAt` (> 0) when a
   /// non-finite step stopped the run: the checkpoints written and the newest, which a
   /// run resumes from, and the non-finite steps.
-  void finish(double trainSeconds, float finalLoss, const Checkpointer &checkpointer,
-              int64_t nonFiniteSteps, int64_t stoppedAt);
+  /// `prefetchWait`: seconds the steps waited for their batch. Collective: the resident
+  /// memory reported is the most of any rank.
+  void finish(double trainSeconds, double prefetchWait, float finalLoss,
+              const Checkpointer &checkpointer, int64_t nonFiniteSteps, int64_t stoppedAt);
 
 private:
   void endProgressLine();

@@ -1,12 +1,13 @@
 // The training loop.
 //
-//  1. A model that reads the dataset gets Fashion-MNIST (rank 0 reads, every rank gets
-//     a copy); an epoch is floor(train examples / batch) steps, the remainder dropped.
+//  1. The data of the inputs bound to files is loaded once per host (driver_data.h); an
+//     epoch is floor(train examples / batch) steps, the remainder dropped.
 //  2. Everything is allocated once: parameters and optimizer state twice, since the
 //     train entry reads one set and writes the other; the two swap roles after each
 //     step (two pointer tables, no copy).
-//  3. Each step: a new order at an epoch's start, this rank's rows of the batch, new
-//     synthetic inputs, the 1-based step number, the train entry. Only that is timed.
+//  3. Each step: this rank's rows of the batch (prefetched while the step before ran),
+//     new synthetic inputs, the 1-based step number, the train entry. Only that is
+//     timed.
 //  4. After each epoch (and after the last step, inside an epoch or not) the eval entry
 //     runs on the test set.
 //  5. A step whose loss or new parameters and state are not finite is never kept:
@@ -28,6 +29,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <memory>
 
 namespace shardrt {
 namespace {
@@ -82,20 +84,12 @@ void explainNonFinite(const Program &program, int64_t step, int health,
 int runTraining(const Program &program) {
   const Manifest &manifest = program.manifest;
   const DriverOptions &options = program.options;
-  const bool readsData = manifest.batch > 0;
-  const int64_t batch = manifest.batch;
-  FashionMnist dataset;
-  if (readsData && !loadDataset(options.data, program.rank, dataset))
+  const bool readsData = program.data.readsData;
+  const int64_t batch = program.data.batch;
+  DataArrays arrays;
+  if (readsData && !loadData(program.data, arrays))
     return 1;
-  const int64_t stepsPerEpoch = readsData ? dataset.train.count / batch : 0;
-  if (readsData && stepsPerEpoch == 0) {
-    if (program.rank == 0)
-      std::fprintf(stderr,
-                   "shardrt: error: the training set has %lld examples, fewer than one batch "
-                   "of %lld\n",
-                   (long long)dataset.train.count, (long long)batch);
-    return 1;
-  }
+  const int64_t stepsPerEpoch = readsData ? program.data.train.examples / batch : 0;
   int64_t totalSteps = options.steps;
   if (!totalSteps && __builtin_mul_overflow(options.epochs, stepsPerEpoch, &totalSteps)) {
     if (program.rank == 0)
@@ -148,7 +142,10 @@ int runTraining(const Program &program) {
   }
 
   TrainingReport report(program, metrics, resumed.step, totalSteps, stepsPerEpoch);
-  std::vector<int32_t> order;
+  std::unique_ptr<TrainBatches> batches;
+  if (readsData)
+    batches = std::make_unique<TrainBatches>(program.data, arrays, inputs, place, options.seed,
+                                             stepsPerEpoch, options.prefetch);
   int current = 0;
   int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
@@ -161,12 +158,9 @@ int runTraining(const Program &program) {
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
     const Clock::time_point start = Clock::now();
-    if (readsData) {
-      if (inEpoch == 0 || order.empty())
-        shuffle(order, dataset.train.count, options.seed, epoch);
-      fillBatch(inputs, dataset.train, order.data() + inEpoch * batch, batch);
-    }
-    fillInputs(inputs, stepSeed(options.seed, s), /*syntheticOnly=*/true);
+    if (batches)
+      batches->load(s);
+    fillInputs(inputs, stepSeed(options.seed, s), program.data.synthetic);
     step[0].floats()[0] = float(s);
     setWatchedPhase("train step", s);
     program.train(trainBuffers[current].data());
@@ -184,7 +178,8 @@ int runTraining(const Program &program) {
     if (health != kFinite && (!options.skipNonFinite || skippedInARow >= options.maxSkips)) {
       explainNonFinite(program, s, health, params[current], params[1 - current],
                        state[1 - current], inputs, skippedInARow, checkpointer.newest());
-      report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer, nonFiniteSteps, s);
+      report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
+                    trainResults[0].floats()[0], checkpointer, nonFiniteSteps, s);
       return closeOnRank0(metrics, options.metrics) ? 3 : 1;
     }
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
@@ -193,7 +188,7 @@ int runTraining(const Program &program) {
     if (evaluates) {
       setWatchedPhase("evaluation after step", s);
       evaluation =
-          evaluate(program, evalBuffers[current].data(), inputs, evalResults, dataset.test);
+          evaluate(program, evalBuffers[current].data(), inputs, evalResults, arrays);
       report.evaluation(s, epoch, evaluation);
     }
     setWatchedPhase("checkpoint after step", s);
@@ -202,7 +197,8 @@ int runTraining(const Program &program) {
                                 evaluates ? &evaluation : nullptr))
       return 1;
   }
-  report.finish(trainSeconds, trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
+  report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
+                trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
                 /*stoppedAt=*/0);
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """make_idx.py DIR [--train N] [--test N] [--break HOW]
 
-Writes a small Fashion-MNIST lookalike into DIR: the four gzip IDX files that the
-driver reads (runtime/lib/driver/dataset.cpp), with N training and N test examples of
-28x28 pixels. Example i of a split has label (7 i + 3) mod 10 and an image of faint noise
+Writes a small Fashion-MNIST lookalike into DIR: the four gzip IDX files, with N
+training and N test examples of 28x28 pixels, and DIR/run.json, the run configuration
+that binds the inputs image and label to them for training and evaluation. Example i of a split has label (7 i + 3) mod 10 and an image of faint noise
 with a bright band on rows 2 label .. 2 label + 3, which a linear model learns in a few
 steps.
 
@@ -19,6 +19,7 @@ steps.
 """
 import argparse
 import gzip
+import json
 import os
 import struct
 
@@ -86,6 +87,11 @@ def main():
                 f.write(data)
     if args.damage == "file":
         os.remove(os.path.join(args.dir, "t10k-labels-idx1-ubyte.gz"))
+    config = {"data": {split: {"image": prefix + "-images-idx3-ubyte.gz",
+                               "label": prefix + "-labels-idx1-ubyte.gz"}
+                       for split, prefix in (("train", "train"), ("eval", "t10k"))}}
+    with open(os.path.join(args.dir, "run.json"), "w") as out:
+        json.dump(config, out, indent=2)
 
 
 if __name__ == "__main__":

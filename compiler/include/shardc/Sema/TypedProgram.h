@@ -183,10 +183,6 @@ struct TypedProgram {
 /// graph order.
 void collectOutputs(TypedProgram &program);
 
-/// The Fashion-MNIST field that feeds an input, by name and shape: `image`
-/// f32[batch, 28, 28, 1] or `label` i32[batch]; none for other inputs.
-std::string datasetField(const std::string &name, const TensorType &type);
-
 /// The logical axis a scanned block's parameters gain in front.
 inline constexpr const char *kLayerAxis = "layer";
 
