@@ -137,7 +137,18 @@ public:
       }
   }
 
+  /// A file that cannot be read names the input it was to feed.
   BoundInput bind(size_t index, const Binding &binding) {
+    try {
+      return bindFile(index, binding);
+    } catch (const data::DataError &error) {
+      throw data::DataError("input '" + manifest_.inputs[index].name + "' (" + binding.origin +
+                            "): " + error.what());
+    }
+  }
+
+private:
+  BoundInput bindFile(size_t index, const Binding &binding) {
     const TensorSpec &input = manifest_.inputs[index];
     BoundInput bound;
     bound.input = index;
@@ -215,7 +226,6 @@ public:
     return bound;
   }
 
-private:
   void checkShape(const BoundInput &bound, const TensorSpec &input) {
     const data::ArrayPlan &array = bound.array;
     const Shape example(input.shape.begin() + 1, input.shape.end());
