@@ -7,11 +7,11 @@ packages=(
   cmake ninja-build ccache g++ pkg-config
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   antlr4 libantlr4-runtime-dev default-jre-headless
-  nlohmann-json3-dev zlib1g-dev
+  nlohmann-json3-dev zlib1g-dev libzip-dev libstb-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev libopenblas0-openmp
   dataset-fashion-mnist
-  python3
+  python3 python3-numpy python3-pil
 )
 
 missing=()

@@ -16,6 +16,8 @@ config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bi
 config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
 config.substitutions.append(("%python", "python3"))
+# Debian's Python, with python3-numpy and python3-pil: test/Data writes its files with them.
+config.substitutions.append(("%debian_python", "/usr/bin/python3"))
 config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 config.substitutions.append(("%shardrt_bin", os.path.join(config.shardc_obj_root, "bin")))
 config.environment["PATH"] = os.pathsep.join(
