@@ -118,7 +118,7 @@ std::string howToBind(const std::string &name, const char *split) {
 
 class Planner {
 public:
-  Planner(const Manifest &manifest) : manifest_(manifest) {
+  explicit Planner(const Manifest &manifest) : manifest_(manifest) {
     for (const TensorSpec &input : manifest.inputs)
       if (input.fill != FillKind::Uniform)
         names_.push_back(input.name);

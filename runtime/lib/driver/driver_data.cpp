@@ -2,8 +2,9 @@
 //
 // Loading is one round per host:
 //  1. The host's first rank maps the raw arrays and produces the others into shared
-//     memory files (POSIX shm, space reserved with posix_fallocate, so a full /dev/shm
-//     is an error and not a SIGBUS), then checks the values of every bound slice.
+//     memory files (POSIX shm, or a file in $TMPDIR when /dev/shm has no room; space
+//     reserved with posix_fallocate, so a full file system is an error and not a
+//     SIGBUS), then checks the values of every bound slice.
 //  2. It broadcasts its verdict and the shared files' names to the host's ranks, which
 //     map the same arrays; after a barrier the names are unlinked (the mappings stay).
 //  3. A verdict over all ranks: the first rank that failed says why.
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -34,48 +36,85 @@ namespace {
 using data::DataError;
 using data::ElementType;
 
-/// Maps `length` bytes of `path` from `offset` read-only; returns element 0.
-const uint8_t *mapFile(const std::string &path, uint64_t offset, size_t length, bool shared,
-                       std::vector<void *> &addresses, std::vector<size_t> &lengths) {
-  const int fd = shared ? shm_open(path.c_str(), O_RDONLY, 0) : open(path.c_str(), O_RDONLY);
+/// Where a produced array lives while the host's ranks map it: shared memory
+/// ("shm:/NAME"), or when /dev/shm has no room for it, a file in $TMPDIR ("file:PATH").
+int openShared(const std::string &name, int flags) {
+  const std::string path = name.substr(name.find(':') + 1);
+  return name.rfind("shm:", 0) == 0 ? shm_open(path.c_str(), flags, 0600)
+                                    : open(path.c_str(), flags, 0600);
+}
+
+void unlinkShared(const std::string &name) {
+  const std::string path = name.substr(name.find(':') + 1);
+  if (name.rfind("shm:", 0) == 0)
+    shm_unlink(path.c_str());
+  else
+    unlink(path.c_str());
+}
+
+/// Maps `length` bytes of a data file (`shared` empty) or of a produced array from
+/// `offset`, read-only; returns element 0.
+const uint8_t *mapFile(const std::string &path, const std::string &shared, uint64_t offset,
+                       size_t length, std::vector<void *> &addresses,
+                       std::vector<size_t> &lengths) {
+  const std::string &what = shared.empty() ? path : shared;
+  const int fd = shared.empty() ? open(path.c_str(), O_RDONLY) : openShared(shared, O_RDONLY);
   if (fd < 0)
-    throw DataError("'" + path + "': cannot open it: " + std::strerror(errno));
+    throw DataError("'" + what + "': cannot open it: " + std::strerror(errno));
   const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE)), start = offset / page * page;
   const size_t span = std::max<size_t>(1, length + size_t(offset - start));
   void *address = mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, off_t(start));
   const int error = errno;
   close(fd);
   if (address == MAP_FAILED)
-    throw DataError("'" + path + "': cannot map it: " + std::strerror(error));
+    throw DataError("'" + what + "': cannot map it: " + std::strerror(error));
   addresses.push_back(address);
   lengths.push_back(span);
   return static_cast<const uint8_t *>(address) + (offset - start);
 }
 
-/// A new shared memory file of `bytes`, filled by `produce`; returns its name.
-std::string produceShared(const data::ArrayPlan &array, int index) {
-  const std::string name = "/shardrt-" + std::to_string(getpid()) + "-" + std::to_string(index);
-  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+/// A new shared file of `bytes` with its space reserved (so that a full file system is
+/// an error here, not a SIGBUS later), or -1 with errno set.
+int createShared(const std::string &name, size_t bytes) {
+  const int fd = openShared(name, O_RDWR | O_CREAT | O_EXCL);
   if (fd < 0)
-    throw DataError(array.what + ": cannot create shared memory for it: " + std::strerror(errno));
-  const size_t bytes = std::max<uint64_t>(1, array.bytes());
+    return -1;
   if (int error = posix_fallocate(fd, 0, off_t(bytes))) {
     close(fd);
-    shm_unlink(name.c_str());
-    throw DataError(array.what + ": cannot reserve " + bytesText(int64_t(bytes)) +
-                    " of shared memory (/dev/shm) for it: " + std::strerror(error));
+    unlinkShared(name);
+    errno = error;
+    return -1;
   }
+  return fd;
+}
+
+/// Produces `array` into a new shared file; returns its name.
+std::string produceShared(const data::ArrayPlan &array, int index) {
+  const std::string id = "shardrt-" + std::to_string(getpid()) + "-" + std::to_string(index);
+  const char *tmp = std::getenv("TMPDIR");
+  const std::string fallback = "file:" + std::string(tmp && *tmp ? tmp : "/tmp") + "/." + id;
+  const size_t bytes = std::max<uint64_t>(1, array.bytes());
+  std::string name = "shm:/" + id;
+  int fd = createShared(name, bytes);
+  if (fd < 0) {
+    name = fallback;
+    fd = createShared(name, bytes);
+  }
+  if (fd < 0)
+    throw DataError(array.what + ": cannot hold its " + bytesText(int64_t(bytes)) +
+                    " in shared memory (/dev/shm) or in '" + fallback.substr(5) +
+                    "': " + std::strerror(errno));
   void *address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (address == MAP_FAILED) {
-    shm_unlink(name.c_str());
+    unlinkShared(name);
     throw DataError(array.what + ": cannot map shared memory: " + std::strerror(errno));
   }
   try {
     array.produce(static_cast<uint8_t *>(address));
   } catch (...) {
     munmap(address, bytes);
-    shm_unlink(name.c_str());
+    unlinkShared(name);
     throw;
   }
   munmap(address, bytes);
@@ -178,9 +217,8 @@ bool loadData(const DataPlan &plan, DataArrays &arrays) {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       const data::ArrayPlan &array = arrays_[i]->array;
       arrays.base_[arrays_[i]->arrayKey] =
-          shared[i].empty() ? mapFile(array.path, array.offset, array.bytes(), false, addresses,
-                                      lengths)
-                            : mapFile(shared[i], 0, array.bytes(), true, addresses, lengths);
+          mapFile(array.path, shared[i], shared[i].empty() ? array.offset : 0, array.bytes(),
+                  addresses, lengths);
     }
   };
   std::vector<std::string> shared;
@@ -216,7 +254,7 @@ bool loadData(const DataPlan &plan, DataArrays &arrays) {
   if (hostRank == 0)
     for (const std::string &name : shared)
       if (!name.empty())
-        shm_unlink(name.c_str());
+        unlinkShared(name);
   for (size_t i = 0; i < addresses.size(); ++i)
     arrays.mappings_.push_back({addresses[i], lengths[i]});
 
