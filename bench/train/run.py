@@ -443,7 +443,9 @@ def main():
         measurements.append(("w2/pytorch/ddp_2x1", lambda: run_torch("w2", 2, 1, w2_steps, args.seed)))
         measurements.append(("w2/pytorch/threads_1x2", lambda: run_torch("w2", 1, 2, w2_steps, args.seed)))
         if use_shardc:
-            w2_run_args = (["--steps", str(w2_steps)] if args.quick else ["--epochs", "1"])
+            # Fashion-MNIST as examples/cnn/run.json binds it (its 5 epochs overridden).
+            w2_run_args = (["--config", os.path.join(REPO, "examples", "cnn", "run.json")] +
+                           (["--steps", str(w2_steps)] if args.quick else ["--epochs", "1"]))
             measurements.append(("w2/shardc/data2", lambda: run_shardc(
                 progs["w2"], 2, w2_run_args + ["--seed", str(args.seed), "--no-eval"], w2_steps)))
     if do_w1:
@@ -455,7 +457,8 @@ def main():
             if use_shardc:
                 def shardc_w1(b=batch, s=steps, w=warmup):
                     prog = progs[f"w1_b{b}"]
-                    common = ["--seed", str(args.seed), "--no-eval"]
+                    # W1 reads no dataset: synthetic inputs, as PyTorch's side has.
+                    common = ["--synthetic", "--seed", str(args.seed), "--no-eval"]
                     # The short run is the warm-up (page cache, first-touch, MPI start-up);
                     # it also gives a marginal per-step time without start-up costs.
                     short = run_shardc(prog, 2, ["--steps", str(w)] + common, w)

@@ -158,7 +158,9 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     return 1;
   }
   DataPlan data;
-  if (options.mode == Mode::Train) {
+  // A program without an optimizer does not train: checkProgram says so, rather than
+  // asking for the data of a run that cannot happen.
+  if (options.mode == Mode::Train && manifest.hasOptimizer) {
     try {
       data = planData(manifest, options.data, options.eval);
     } catch (const BindingError &error) {

@@ -11,7 +11,8 @@ Valid programs (every seed in [A, B)):
   front  every --emit stage (ast, typed, mlir, sharded, spmd with --report, llvm) exits 0
          with output and no error text;
   exe    also: the reference and the sharded executable build; 2 steps of the reference
-         give a finite loss; its gradients match finite differences (--check-gradients);
+         on synthetic inputs (--synthetic: a generated program reads no data) give a
+         finite loss; its gradients match finite differences (--check-gradients);
          2 steps under the rules on as many ranks as the mesh has give every parameter
          (and optimizer state) within 1e-5 of the reference's, read from both runs'
          last checkpoints (test/Checkpoint/Inputs/compare_checkpoints.py), and the same
@@ -157,8 +158,8 @@ def check_forward(ref, sharded, ranks, timeout):
 def check_training(ref, sharded, ranks, folder, timeout):
     # (b) two steps of the reference, with a checkpoint after the last.
     ref_ck, ref_metrics = os.path.join(folder, "ref-ck"), os.path.join(folder, "ref.jsonl")
-    r = run([ref, "--steps", "2", "--no-eval", "--metrics", ref_metrics, "--checkpoint-dir",
-             ref_ck], timeout)
+    r = run([ref, "--synthetic", "--steps", "2", "--no-eval", "--metrics", ref_metrics,
+             "--checkpoint-dir", ref_ck], timeout)
     if r.returncode != 0:
         raise Failure("run-reference", f"exit {r.returncode}:\n    {tail(r.stderr)}")
     losses = train_losses(ref_metrics)
@@ -167,8 +168,8 @@ def check_training(ref, sharded, ranks, folder, timeout):
 
     # (d) two steps under the rules: the same parameters and state, the same losses.
     ck, metrics = os.path.join(folder, "ck"), os.path.join(folder, "sharded.jsonl")
-    r = run(MPIRUN + ["-np", str(ranks), sharded, "--steps", "2", "--no-eval", "--metrics",
-                      metrics, "--checkpoint-dir", ck], timeout)
+    r = run(MPIRUN + ["-np", str(ranks), sharded, "--synthetic", "--steps", "2", "--no-eval",
+                      "--metrics", metrics, "--checkpoint-dir", ck], timeout)
     if r.returncode != 0:
         raise Failure("run-sharded", f"exit {r.returncode}:\n    {tail(r.stderr)}")
     r = run([sys.executable, COMPARE_CHECKPOINTS, os.path.join(ref_ck, "ckpt-2.safetensors"),
