@@ -106,7 +106,9 @@ void checkHeld(const ArrayPlan &plan, uint64_t held) {
                                 std::to_string(held) + " bytes follow it";
   if (held < bytes)
     fail(plan.what, "truncated: " + announced);
-  fail(plan.what, std::to_string(held - bytes) + " bytes too many: " + announced);
+  const uint64_t extra = held - bytes;
+  fail(plan.what, std::to_string(extra) + (extra == 1 ? " byte" : " bytes") + " too many: " +
+                      announced);
 }
 
 void checkUnchanged(const ArrayPlan &opened, const ArrayPlan &now) {

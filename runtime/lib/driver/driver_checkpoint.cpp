@@ -175,7 +175,8 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
   if (options.seedGiven && meta.at("seed") != std::to_string(options.seed))
     throw mismatch(reader, "written by a run with --seed " + meta.at("seed") + ", not " +
                                std::to_string(options.seed) +
-                               " (a resumed run keeps its seed; leave --seed out)");
+                               " (a resumed run keeps its seed: leave --seed and the configuration's \"seed\" "
+                               "out, or give " + meta.at("seed") + ")");
   for (const StoredTensor &stored : reader.tensors())
     reader.read(stored); // every checksum, before anything is overwritten
 }

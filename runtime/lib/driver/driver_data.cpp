@@ -88,8 +88,10 @@ int createShared(const std::string &name, size_t bytes) {
   return fd;
 }
 
-/// Produces `array` into a new shared file; returns its name.
-std::string produceShared(const data::ArrayPlan &array, int index) {
+/// Produces the array `bound` reads into a new shared file; returns its name. An array
+/// that cannot be produced names the input it was to feed.
+std::string produceShared(const BoundInput &bound, int index) {
+  const data::ArrayPlan &array = bound.array;
   const std::string id = "shardrt-" + std::to_string(getpid()) + "-" + std::to_string(index);
   const char *tmp = std::getenv("TMPDIR");
   const std::string fallback = "file:" + std::string(tmp && *tmp ? tmp : "/tmp") + "/." + id;
@@ -112,6 +114,10 @@ std::string produceShared(const data::ArrayPlan &array, int index) {
   }
   try {
     array.produce(static_cast<uint8_t *>(address));
+  } catch (const DataError &error) {
+    munmap(address, bytes);
+    unlinkShared(name);
+    throw DataError(bound.what + ": " + error.what());
   } catch (...) {
     munmap(address, bytes);
     unlinkShared(name);
@@ -225,7 +231,7 @@ bool loadData(const DataPlan &plan, DataArrays &arrays) {
   if (hostRank == 0) {
     try {
       for (size_t i = 0; i < arrays_.size(); ++i)
-        shared.push_back(arrays_[i]->array.produce ? produceShared(arrays_[i]->array, int(i)) : "");
+        shared.push_back(arrays_[i]->array.produce ? produceShared(*arrays_[i], int(i)) : "");
       mapAll(shared);
       for (const BoundInput *bound : boundInputs(plan))
         checkIntegers(*bound, arrays.find(bound->arrayKey));
