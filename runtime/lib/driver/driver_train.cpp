@@ -1,7 +1,8 @@
 // The training loop.
 //
-//  1. The data of the inputs bound to files is loaded once per host (driver_data.h); an
-//     epoch is floor(train examples / batch) steps, the remainder dropped.
+//  1. The checkpoint folder and the metrics file are opened first, then the data of the
+//     inputs bound to files is loaded once per host (driver_data.h); an epoch is
+//     floor(train examples / batch) steps, the remainder dropped.
 //  2. Everything is allocated once: parameters and optimizer state twice, since the
 //     train entry reads one set and writes the other; the two swap roles after each
 //     step (two pointer tables, no copy).
@@ -86,9 +87,6 @@ int runTraining(const Program &program) {
   const DriverOptions &options = program.options;
   const bool readsData = program.data.readsData;
   const int64_t batch = program.data.batch;
-  DataArrays arrays;
-  if (readsData && !loadData(program.data, arrays))
-    return 1;
   const int64_t stepsPerEpoch = readsData ? program.data.train.examples / batch : 0;
   int64_t totalSteps = options.steps;
   if (!totalSteps && __builtin_mul_overflow(options.epochs, stepsPerEpoch, &totalSteps)) {
@@ -104,6 +102,11 @@ int runTraining(const Program &program) {
   bool opened = false;
   std::FILE *metrics = openOnRank0(options.metrics, nullptr, program.rank, opened);
   if (!opened)
+    return 1;
+  // The data last: loading it may take a while (decoding an image folder), and a
+  // mistyped output should not wait for it.
+  DataArrays arrays;
+  if (readsData && !loadData(program.data, arrays))
     return 1;
 
   const Placement &place = program.place;
