@@ -217,8 +217,11 @@ int compile() {
       printAST(*rules, sourceMgr, os);
   } else {
     if (rulesFile.empty() && !(reference && stage != Emit::Typed)) {
-      diags.toolError("a rules file is needed: --rules FILE.rules (or --reference to build the "
-                      "unpartitioned program)");
+      diags.toolError(reference ? "--emit=typed prints the rules' plan and needs --rules "
+                                  "FILE.rules; --reference alone goes with --emit=mlir and later "
+                                  "stages"
+                                : "a rules file is needed: --rules FILE.rules (or --reference "
+                                  "to build the unpartitioned program)");
       return reportErrors(diags);
     }
     if (stage == Emit::Executable && outputFile == "-") {
