@@ -170,6 +170,20 @@ const Flag kFlags[] = {
        o.logEvery = parsePositive(flag, v);
      },
      [](const DriverOptions &o) { return json(o.logEvery); }},
+    {"--log-interval", "X", Kind::Real, true,
+     "rank 0 logs progress to stderr every X seconds, or steps (default 10)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.logInterval = parseReal(flag, v, true);
+     },
+     [](const DriverOptions &o) { return json(o.logInterval); }},
+    {"--log-interval-type", "secs|steps", Kind::Text, true,
+     "what --log-interval counts (default secs)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       if (v != "secs" && v != "steps")
+         throw UsageError(std::string(flag) + " is secs or steps, not '" + v + "'");
+       o.logIntervalInSteps = v == "steps";
+     },
+     [](const DriverOptions &o) { return json(o.logIntervalInSteps ? "steps" : "secs"); }},
     {"--no-eval", nullptr, Kind::Switch, true, "skip the evaluation after each epoch",
      [](DriverOptions &o, const char *, const std::string &) { o.eval = false; },
      [](const DriverOptions &o) { return json(!o.eval); }},

@@ -52,6 +52,10 @@ struct DriverOptions {
   int64_t steps = 0;   // 0: `epochs` epochs
   std::string metrics; // JSON lines; empty for none
   int64_t logEvery = 1;
+  // A progress line on stderr every logInterval seconds, or steps (JAXline's
+  // log_train_data_interval and interval_type), and after the last step.
+  double logInterval = 10;
+  bool logIntervalInSteps = false;
   bool eval = true;
 
   // Checkpoints (driver_checkpoint.h).

@@ -2,7 +2,10 @@
 //
 // Images per second count the train steps only (filling the batch and the entry), not
 // the evaluations: a metrics line's rate is over the steps since the previous line, the
-// summary's over the whole run.
+// summary's over the whole run. The interval log (--log-interval) is for people under
+// mpirun, where stderr is a pipe and the progress line cannot be rewritten in place: its
+// time left is the wall time so far, evaluations included, per step, times the steps
+// left.
 #include "driver_report.h"
 #include "driver_json.h"
 #include "driver_output.h"
@@ -29,6 +32,19 @@ std::string describe(const Evaluation &evaluation) {
   return text + " over " + integer(evaluation.examples) + " examples";
 }
 
+/// "42 s", "3m 05s", "1h 02m".
+std::string durationText(double seconds) {
+  char text[32];
+  const long long s = std::llround(seconds);
+  if (s < 60)
+    std::snprintf(text, sizeof text, "%lld s", s);
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%lldm %02llds", s / 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%lldh %02lldm", s / 3600, s % 3600 / 60);
+  return text;
+}
+
 } // namespace
 
 TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64_t firstStep,
@@ -36,11 +52,50 @@ TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64
     : program_(program), metrics_(metrics), firstStep_(firstStep), totalSteps_(totalSteps),
       stepsPerEpoch_(stepsPerEpoch), batch_(stepsPerEpoch ? program.manifest.batch : 0),
       active_(program.rank == 0), terminal_(active_ && isatty(STDERR_FILENO)),
-      loggedStep_(firstStep) {}
+      loggedStep_(firstStep), started_(std::chrono::steady_clock::now()),
+      intervalStart_(started_), intervalStep_(firstStep) {}
+
+void TrainingReport::logProgress(int64_t step, int64_t epoch, double trainSeconds) {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - started_).count();
+  const double trainTime = trainSeconds - intervalTrainSeconds_;
+  const int64_t done = step - firstStep_;
+  std::string where = "step " + integer(step) + "/" + integer(totalSteps_);
+  if (stepsPerEpoch_)
+    where += " (epoch " + integer(epoch) + ")";
+  const std::string rate =
+      batch_ ? jsonNumber(double(batch_ * (step - intervalStep_)) / trainTime, "%.0f") +
+                   " examples/s"
+             : jsonNumber(trainTime / double(step - intervalStep_), "%.3g") + " s/step";
+  endProgressLine();
+  std::fprintf(stderr, "%s  loss %.6g (mean of %lld)  %s  elapsed %s  left %s\n", where.c_str(),
+               lossSum_ / double(lossCount_), (long long)lossCount_, rate.c_str(),
+               durationText(elapsed).c_str(),
+               durationText(elapsed / double(done) * double(totalSteps_ - step)).c_str());
+  std::fflush(stderr);
+  intervalStart_ = now;
+  intervalStep_ = step;
+  intervalTrainSeconds_ = trainSeconds;
+  lossSum_ = 0;
+  lossCount_ = 0;
+}
 
 void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> &results,
                           double trainSeconds, int64_t nonFiniteSteps) {
-  if (!active_ || (step % program_.options.logEvery != 0 && step != totalSteps_))
+  if (!active_)
+    return;
+  const DriverOptions &options = program_.options;
+  lossSum_ += results[0].floats()[0];
+  ++lossCount_;
+  const bool logs =
+      step == totalSteps_ ||
+      (options.logIntervalInSteps
+           ? (step - firstStep_) % int64_t(std::ceil(options.logInterval)) == 0
+           : std::chrono::duration<double>(std::chrono::steady_clock::now() - intervalStart_)
+                     .count() >= options.logInterval);
+  if (logs)
+    logProgress(step, epoch, trainSeconds);
+  if (step % options.logEvery != 0 && step != totalSteps_)
     return;
   const double seconds = trainSeconds - loggedSeconds_;
   const int64_t steps = step - loggedStep_;

@@ -8,6 +8,7 @@
 #include "driver_eval.h"
 #include "driver_modes.h"
 
+#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -39,6 +40,9 @@ public:
 
 private:
   void endProgressLine();
+  /// The line logged every --log-interval: where the run is, the mean loss since the
+  /// last such line, the rate, the time spent and the time left.
+  void logProgress(int64_t step, int64_t epoch, double trainSeconds);
 
   const Program &program_;
   std::FILE *metrics_;
@@ -49,6 +53,13 @@ private:
   double loggedSeconds_ = 0; // and the train seconds then
   bool evaluated_ = false;
   Evaluation last_;
+  // The interval log: when the run started, when and at which step the last line was,
+  // and the losses since.
+  const std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point intervalStart_;
+  int64_t intervalStep_;
+  double intervalTrainSeconds_ = 0, lossSum_ = 0;
+  int64_t lossCount_ = 0;
 };
 
 } // namespace shardrt
