@@ -6,10 +6,14 @@
 //    input arguments (by their `shardc.role`), and of every intermediate
 //    tensor (an upper bound: no buffer reuse).
 // 2. Every collective, with its kind, mesh axes, local element count and
-//    bytes, the source line of the op that needed it and the arguments among
-//    that op's operands (the sharded operands that made it necessary).
-//    Collectives with the same kind, axes, shape and cause are counted
-//    together: an unrolled scan gives one line per block, times its layers.
+//    bytes, the source line of the op that needed it and its cause: the
+//    parameter whose gradient it carries (when its result flows into the
+//    update of that one parameter alone), or else the arguments among the
+//    operands of the op that needed it (the sharded operands that made it
+//    necessary). Collectives with the same kind, axes, shape and cause are
+//    counted together: an unrolled scan gives one line per block, times its
+//    layers. Traffic counts what moves between ranks: an all_slice (each rank
+//    keeps its part) and a collective over mesh axes of size 1 move nothing.
 // 3. Reshards (all_gather, all_to_all, all_slice) at no location in the
 //    module's `shardc.requested_layouts` (the constraints and the outputs'
 //    shardings), which --strict turns into errors.
@@ -93,10 +97,16 @@ Mesh meshOf(ModuleOp module) {
 }
 
 struct Collective {
-  std::string kind, axes, dtype, shape, cause, loc;
+  std::string kind, axes, dtype, shape, loc;
+  std::string cause;    // the arguments among the operands of the op that needed it
+  std::string gradient; // the parameter whose gradient it carries, if one
   int64_t elements = 0, bytes = 0, count = 0;
   bool reshard = false;
+  bool moves = true; // false: no byte leaves a rank
   Operation *first = nullptr; // where --strict reports it
+
+  /// What the report says made it: the gradient it carries, or the operands.
+  std::string label() const { return gradient.empty() ? cause : "gradient of " + gradient; }
 };
 
 /// The arguments among the operands of the op that produced `value`, or
@@ -114,6 +124,46 @@ std::string causeOf(Value value, func::FuncOp fn) {
       names.push_back(name.str());
   }
   return llvm::join(names, ", ");
+}
+
+/// The parameter whose gradient `value` is part of: the one parameter whose
+/// updated value (a result of `fn` named like it) or optimizer state
+/// ("mu/NAME") the value flows into, if it flows into one alone.
+std::optional<std::string> gradientOf(Value value, func::FuncOp fn) {
+  std::set<std::string> paramNames;
+  for (BlockArgument arg : fn.getArguments()) {
+    auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kRoleAttr);
+    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+    if (role && name && role.getValue() == kParameterRole)
+      paramNames.insert(name.str());
+  }
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  llvm::SmallVector<Value> work{value};
+  std::set<std::string> reached;
+  while (!work.empty() && reached.size() < 2) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (!isa<func::ReturnOp>(user)) {
+        if (seen.insert(user).second)
+          llvm::append_range(work, user->getResults());
+        continue;
+      }
+      auto name = fn.getResultAttrOfType<StringAttr>(use.getOperandNumber(), kNameAttr);
+      if (!name)
+        continue;
+      // A parameter's new value, or its state ("mu/NAME"); the loss and the
+      // metrics are no parameter's.
+      std::string param = name.str();
+      if (!paramNames.count(param) && name.getValue().contains('/'))
+        param = name.getValue().split('/').second.str();
+      if (paramNames.count(param))
+        reached.insert(param);
+    }
+  }
+  if (reached.size() != 1)
+    return std::nullopt;
+  return *reached.begin();
 }
 
 /// The collective `op` is, without its count; nothing for any other op.
@@ -157,7 +207,11 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
   c.elements = type.getNumElements();
   c.bytes = tensorBytes(type);
   c.loc = describeLoc(op->getLoc());
-  c.cause = causeOf(input, op->getParentOfType<func::FuncOp>());
+  auto fn = op->getParentOfType<func::FuncOp>();
+  c.gradient = gradientOf(op->getResult(0), fn).value_or("");
+  c.cause = causeOf(input, fn);
+  c.moves = !isa<shard::AllSliceOp>(op) &&
+            llvm::any_of(axes, [&](int16_t axis) { return mesh.axes[axis].second > 1; });
   c.first = op;
   return c;
 }
@@ -239,7 +293,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     c->reshard = c->reshard && !requested.count(c->loc);
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
-          seen.loc == c->loc && seen.cause == c->cause) {
+          seen.loc == c->loc && seen.label() == c->label()) {
         ++seen.count;
         return;
       }
@@ -247,8 +301,12 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     collectives.push_back(*c);
   });
 
-  int64_t totalBytes = 0, totalCount = 0;
+  int64_t totalBytes = 0, totalCount = 0, localCount = 0;
   for (const Collective &c : collectives) {
+    if (!c.moves) {
+      localCount += c.count;
+      continue;
+    }
     totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
     totalCount += c.count;
   }
@@ -261,7 +319,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
         emitError(c.first->getLoc())
             << "--strict: the partitioner inserted a reshard (" << c.kind << " over " << c.axes
             << ", " << c.dtype << c.shape << ")"
-            << (c.cause.empty() ? "" : " for the use of " + c.cause)
+            << (!c.gradient.empty() ? " for the gradient of " + c.gradient
+                : c.cause.empty()   ? ""
+                                    : " for the use of " + c.cause)
             << " that no rule or constraint asked for; add a sharding constraint or change the "
                "rules so that the layouts agree";
         strictFailed = true;
@@ -293,7 +353,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"count", c.count},
                       {"source", c.loc},
                       {"parameters", c.cause},
-                      {"reshard", c.reshard}});
+                      {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
+                      {"reshard", c.reshard},
+                      {"traffic", c.moves}});
     report["collectives_per_step"] = list;
     report["collective_bytes_per_step"] = totalBytes;
     return report.dump(2) + "\n";
@@ -310,14 +372,19 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "  activations  " << llvm::right_justify(formatBytes(memory.activations), 12)
      << "  (every intermediate tensor, no buffer reuse)\n\n";
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
-     << " per rank\n";
+     << " per rank";
+  if (localCount)
+    os << " (and " << localCount << " local, moving nothing)";
+  os << "\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
                         c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
-    if (!c.cause.empty())
-      os << "  (" << c.cause << ")";
+    if (!c.label().empty())
+      os << "  (" << c.label() << ")";
     if (c.reshard)
       os << "  [reshard]";
+    if (!c.moves)
+      os << "  [local: no traffic]";
     os << "\n";
   }
   return text;
