@@ -36,13 +36,15 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // shardc-decompose-reshards first: shard-partition does a reshard in one step
 // only, and silently gets a longer one wrong. cse after it merges the
 // identical reshards it makes for each use of a value, so that the report
-// counts what runs.
+// counts what runs, and so that shardc-fuse-reduce-scatter sees one slice of
+// each reduced value.
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
   function.addPass(shard::createPartition());
   function.addPass(createCanonicalizerPass());
   function.addPass(createCSEPass());
+  function.addPass(createFuseReduceScatterPass());
 }
 
 // Why each pass sits where it does:

@@ -1,7 +1,8 @@
 //===- Passes.h - shardc's passes around upstream's partitioner -*- C++ -*-===//
 //
 // Declarations generated from Passes.td: createReplicateUnshardedPass(),
-// createDecomposeReshardsPass() and registerShardcShardPasses().
+// createDecomposeReshardsPass(), createFuseReduceScatterPass() and
+// registerShardcShardPasses().
 //
 //===----------------------------------------------------------------------===//
 

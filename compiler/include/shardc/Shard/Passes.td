@@ -82,4 +82,37 @@ def DecomposeReshardsPass : Pass<"shardc-decompose-reshards"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def FuseReduceScatterPass
+    : Pass<"shardc-fuse-reduce-scatter", "::mlir::func::FuncOp"> {
+  let summary = "Turn an all_reduce whose only use is an all_slice over the "
+                "same mesh axes into one reduce_scatter";
+  let description = [{
+    MLIR 22's shard-partition reduces a partial value whole and then slices
+    it when its user wants it split: under FSDP rules every gradient is
+    all-reduced over `data` (N ranks each send and receive the whole
+    gradient) and then each rank keeps its 1/N block. A reduce_scatter over
+    the same axes gives each rank exactly that block of the sum, and moves
+    half the bytes of an all-reduce: ZeRO-3's gradient communication.
+
+    The pass runs after shard-partition and cse (which merge the slices of
+    one value). It rewrites each shard.all_slice whose input is a
+    shard.all_reduce with no other use, on the same grid and over the same
+    grid axes in the same order (so that the block a rank keeps is the block
+    reduce_scatter gives it), into one shard.reduce_scatter with the
+    all_reduce's reduction and the slice's axis.
+
+    ```mlir
+    %sum = shard.all_reduce %grad on @mesh grid_axes = [0] : tensor<1024x1024xf32> -> tensor<1024x1024xf32>
+    %mine = shard.all_slice %sum on @mesh grid_axes = [0] slice_axis = 0 : tensor<1024x1024xf32> -> tensor<512x1024xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %mine = shard.reduce_scatter %grad on @mesh grid_axes = [0] scatter_axis = 0 : tensor<1024x1024xf32> -> tensor<512x1024xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 #endif // SHARDC_SHARD_PASSES
