@@ -13,7 +13,7 @@
 // CHECK: parameters 128 B
 // CHECK: optimizer 128 B
 // CHECK: inputs 64 B
-// CHECK: collectives per train step: 4, 448 B per rank
+// CHECK: collectives per train step: 4, 448 B per rank; each rank sends 832 B by ring algorithms
 // CHECK-NEXT: 2 x all_reduce sum over data f32[8, 4] 32 elements 128 B tiny.shard:3:5 (w)
 // CHECK-NEXT: 1 x all_gather dim 0 over model f32[2, 8] 16 elements 64 B tiny.shard:4:7 (x){{$}}
 // CHECK-NEXT: 1 x all_gather dim 1 over model f32[8, 4] 32 elements 128 B {{.*}}comm-plan.mlir:{{[0-9]+}}:{{[0-9]+}} (w) [reshard]
@@ -24,6 +24,7 @@
 // JSON-NEXT: "model": 4
 // JSON: "ranks": 8,
 // JSON-NEXT: "rules": "tiny.rules",
+// JSON-NEXT: "sent_bytes_per_rank_per_step": 832,
 // JSON-NEXT: "step": "train"
 
 module @Tiny attributes {shardc.rules = "tiny.rules",

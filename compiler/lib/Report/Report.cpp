@@ -101,6 +101,7 @@ struct Collective {
   std::string cause;    // the arguments among the operands of the op that needed it
   std::string gradient; // the parameter whose gradient it carries, if one
   int64_t elements = 0, bytes = 0, count = 0;
+  int64_t sent = 0; // bytes each rank sends, by the ring algorithms
   bool reshard = false;
   bool moves = true; // false: no byte leaves a rank
   Operation *first = nullptr; // where --strict reports it
@@ -166,6 +167,19 @@ std::optional<std::string> gradientOf(Value value, func::FuncOp fn) {
   return *reached.begin();
 }
 
+/// The bytes each of the n ranks of a collective sends, when it runs as a ring
+/// (as the runtime's large ones do, and MPI's in bandwidth terms): an
+/// all_reduce is a reduce-scatter and an all-gather of its n blocks, 2(n-1)/n
+/// of its bytes; a reduce_scatter or all_to_all sends all blocks but its own,
+/// (n-1)/n; an all_gather forwards its block and n-2 others, (n-1) times its
+/// input.
+int64_t sentPerRank(Operation *op, int64_t bytes, int64_t n) {
+  if (isa<shard::AllGatherOp>(op))
+    return mulSaturating(bytes, n - 1);
+  int64_t share = mulSaturating(bytes, n - 1) / n;
+  return isa<shard::AllReduceOp>(op) ? mulSaturating(share, 2) : share;
+}
+
 /// The collective `op` is, without its count; nothing for any other op.
 std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
   Collective c;
@@ -210,8 +224,11 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
   auto fn = op->getParentOfType<func::FuncOp>();
   c.gradient = gradientOf(op->getResult(0), fn).value_or("");
   c.cause = causeOf(input, fn);
-  c.moves = !isa<shard::AllSliceOp>(op) &&
-            llvm::any_of(axes, [&](int16_t axis) { return mesh.axes[axis].second > 1; });
+  int64_t ranks = 1;
+  for (int16_t axis : axes)
+    ranks *= mesh.axes[axis].second;
+  c.moves = !isa<shard::AllSliceOp>(op) && ranks > 1;
+  c.sent = c.moves ? sentPerRank(op, c.bytes, ranks) : 0;
   c.first = op;
   return c;
 }
@@ -301,13 +318,14 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     collectives.push_back(*c);
   });
 
-  int64_t totalBytes = 0, totalCount = 0, localCount = 0;
+  int64_t totalBytes = 0, totalSent = 0, totalCount = 0, localCount = 0;
   for (const Collective &c : collectives) {
     if (!c.moves) {
       localCount += c.count;
       continue;
     }
     totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
+    totalSent = addSaturating(totalSent, mulSaturating(c.sent, c.count));
     totalCount += c.count;
   }
 
@@ -355,9 +373,11 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"parameters", c.cause},
                       {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
                       {"reshard", c.reshard},
-                      {"traffic", c.moves}});
+                      {"traffic", c.moves},
+                      {"sent_bytes", c.sent}});
     report["collectives_per_step"] = list;
     report["collective_bytes_per_step"] = totalBytes;
+    report["sent_bytes_per_rank_per_step"] = totalSent;
     return report.dump(2) + "\n";
   }
 
@@ -375,7 +395,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
      << " per rank";
   if (localCount)
     os << " (and " << localCount << " local, moving nothing)";
-  os << "\n";
+  os << "; each rank sends " << formatBytes(totalSent) << " by ring algorithms\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
                         c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
