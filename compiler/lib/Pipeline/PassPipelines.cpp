@@ -37,13 +37,15 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // only, and silently gets a longer one wrong. cse after it merges the
 // identical reshards it makes for each use of a value, so that the report
 // counts what runs, and so that shardc-fuse-reduce-scatter sees one slice of
-// each reduced value.
+// each reduced value. shardc-drop-unit-axes before the fusion, which wants the
+// reduction's and the slice's axes alike.
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
   function.addPass(shard::createPartition());
   function.addPass(createCanonicalizerPass());
   function.addPass(createCSEPass());
+  function.addPass(createDropUnitAxesPass());
   function.addPass(createFuseReduceScatterPass());
 }
 

@@ -1,7 +1,8 @@
 //===- Passes.h - shardc's passes around upstream's partitioner -*- C++ -*-===//
 //
 // Declarations generated from Passes.td: createReplicateUnshardedPass(),
-// createDecomposeReshardsPass(), createFuseReduceScatterPass() and
+// createDecomposeReshardsPass(), createDropUnitAxesPass(),
+// createFuseReduceScatterPass() and
 // registerShardcShardPasses().
 //
 //===----------------------------------------------------------------------===//

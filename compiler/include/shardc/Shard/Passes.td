@@ -82,6 +82,37 @@ def DecomposeReshardsPass : Pass<"shardc-decompose-reshards"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def DropUnitAxesPass : Pass<"shardc-drop-unit-axes", "::mlir::func::FuncOp"> {
+  let summary = "Take mesh axes of size 1 out of collectives, and collectives "
+                "over nothing but such axes out of the program";
+  let description = [{
+    A rule that maps a logical axis to a mesh axis of size 1 (`mesh (data = 8,
+    model = 1)`, `hidden -> model`) splits nothing, but shard-partition still
+    emits the collectives that axis would need: an all_reduce over `model` of
+    a value every rank holds whole, which costs a call and a copy per step and
+    shows in the report. Over an axis of size 1 every collective is the
+    identity, and leaving such an axis out of a collective over several axes
+    changes no rank's block (its coordinate there is always 0).
+
+    The pass runs after shard-partition: it drops the size-1 axes from each
+    collective's grid_axes and replaces a collective left with none by its
+    input.
+
+    ```mlir
+    shard.grid @mesh(shape = 8x1)
+    %0 = shard.all_reduce %x on @mesh grid_axes = [1] : tensor<1x1024xf32> -> tensor<1x1024xf32>
+    %1 = shard.all_reduce %y on @mesh grid_axes = [0, 1] : tensor<4xf32> -> tensor<4xf32>
+    ```
+
+    becomes (%0's uses take %x)
+
+    ```mlir
+    %1 = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def FuseReduceScatterPass
     : Pass<"shardc-fuse-reduce-scatter", "::mlir::func::FuncOp"> {
   let summary = "Turn an all_reduce whose only use is an all_slice over the "
