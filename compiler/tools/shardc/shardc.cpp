@@ -235,8 +235,15 @@ int compile() {
     auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
     if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
       program.reset();
-    if (program && stage == Emit::Typed)
+    if (program && stage == Emit::Typed) {
       printTypedProgram(*program, diags, os);
+      // The plan (no --emit, no -o) is a promise that the layout compiles:
+      // partition it too, so that a layout the partitioner rejects fails here
+      // as it would with -o.
+      if (!emit.getNumOccurrences() && !reference &&
+          !lower(*program, Emit::SPMD, /*printStage=*/false, diags, llvm::nulls()))
+        return reportErrors(diags, 1);
+    }
     else if (program && !lower(*program, stage, printStage, diags, os))
       return reportErrors(diags, 1);
     else if (program && stage == Emit::Executable)
