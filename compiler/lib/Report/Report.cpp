@@ -127,17 +127,23 @@ std::string causeOf(Value value, func::FuncOp fn) {
   return llvm::join(names, ", ");
 }
 
-/// The parameter whose gradient `value` is part of: the one parameter whose
-/// updated value (a result of `fn` named like it) or optimizer state
-/// ("mu/NAME") the value flows into, if it flows into one alone.
-std::optional<std::string> gradientOf(Value value, func::FuncOp fn) {
-  std::set<std::string> paramNames;
+/// The names of `fn`'s parameter arguments.
+std::set<std::string> parameterNames(func::FuncOp fn) {
+  std::set<std::string> names;
   for (BlockArgument arg : fn.getArguments()) {
     auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kRoleAttr);
     auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
     if (role && name && role.getValue() == kParameterRole)
-      paramNames.insert(name.str());
+      names.insert(name.str());
   }
+  return names;
+}
+
+/// The parameter whose gradient `value` is part of: the one parameter whose
+/// updated value (a result of `fn` named like it) or optimizer state
+/// ("mu/NAME") the value flows into, if it flows into one alone.
+std::optional<std::string> gradientOf(Value value, func::FuncOp fn,
+                                      const std::set<std::string> &paramNames) {
   llvm::SmallPtrSet<Operation *, 16> seen;
   llvm::SmallVector<Value> work{value};
   std::set<std::string> reached;
@@ -181,7 +187,8 @@ int64_t sentPerRank(Operation *op, int64_t bytes, int64_t n) {
 }
 
 /// The collective `op` is, without its count; nothing for any other op.
-std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
+std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
+                                            const std::set<std::string> &paramNames) {
   Collective c;
   Value input;
   ArrayRef<int16_t> axes;
@@ -222,7 +229,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh) {
   c.bytes = tensorBytes(type);
   c.loc = describeLoc(op->getLoc());
   auto fn = op->getParentOfType<func::FuncOp>();
-  c.gradient = gradientOf(op->getResult(0), fn).value_or("");
+  c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
   c.cause = causeOf(input, fn);
   int64_t ranks = 1;
   for (int16_t axis : axes)
@@ -303,8 +310,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
         requested.insert(d);
 
   std::vector<Collective> collectives;
+  const std::set<std::string> paramNames = parameterNames(fn);
   fn.walk([&](Operation *op) {
-    std::optional<Collective> c = describeCollective(op, mesh);
+    std::optional<Collective> c = describeCollective(op, mesh, paramNames);
     if (!c)
       return;
     c->reshard = c->reshard && !requested.count(c->loc);

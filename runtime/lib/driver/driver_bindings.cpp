@@ -187,12 +187,11 @@ private:
       if (image && (input.shape.size() != 4 || (input.shape[3] != 1 && input.shape[3] != 3)))
         throw BindingError(bound.what + ": images feed an input [batch, height, width, 1 or 3], "
                                         "not " + typeText(input.dtype, input.shape));
-      const int64_t h = image ? input.shape[1] : 1, w = image ? input.shape[2] : 1,
-                    c = image ? input.shape[3] : 1;
-      data::ImageFolderPlan folder = data::openImageFolder(binding.path, h, w, c);
+      const std::string size = image ? shapeText(input.shape) : "";
+      const data::ImageFolderPlan &folder = imageFolder(binding.path, size, input.shape);
       bound.array = image ? folder.images : folder.labels;
-      bound.arrayKey = "images:" + binding.path + "#" + field + ":" + std::to_string(h) + "x" +
-                       std::to_string(w) + "x" + std::to_string(c);
+      // Labels are the same whatever size the images are decoded to.
+      bound.arrayKey = "images:" + binding.path + "#" + field + size;
     } else if (tokens) {
       const std::string field = binding.field.empty() ? "inputs" : binding.field;
       if (field != "inputs" && field != "targets")
@@ -224,6 +223,21 @@ private:
     const int64_t total = examplesIn(bound, input);
     applySlice(binding.slice, total, bound.first, bound.count, bound.what);
     return bound;
+  }
+
+  /// The folder at `path` opened for images of `shape`'s [height, width, channels]
+  /// (`size`, its text), listed once however many inputs read it; `size` empty: for
+  /// its labels, from any listing of it.
+  const data::ImageFolderPlan &imageFolder(const std::string &path, const std::string &size,
+                                           const Shape &shape) {
+    auto listed = folders_.lower_bound(path + "@");
+    if (size.empty() && listed != folders_.end() && listed->first.rfind(path + "@", 0) == 0)
+      return listed->second;
+    auto [at, added] = folders_.try_emplace(path + "@" + size);
+    if (added)
+      at->second = size.empty() ? data::openImageFolder(path, 1, 1, 1)
+                                : data::openImageFolder(path, shape[1], shape[2], shape[3]);
+    return at->second;
   }
 
   void checkShape(const BoundInput &bound, const TensorSpec &input) {
@@ -273,6 +287,7 @@ private:
 
   const Manifest &manifest_;
   std::vector<std::string> names_;
+  std::map<std::string, data::ImageFolderPlan> folders_; // by "PATH@[...shape]"
 };
 
 /// The inputs of one split agree on their number of examples.

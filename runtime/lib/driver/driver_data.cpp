@@ -55,8 +55,7 @@ void unlinkShared(const std::string &name) {
 /// Maps `length` bytes of a data file (`shared` empty) or of a produced array from
 /// `offset`, read-only; returns element 0.
 const uint8_t *mapFile(const std::string &path, const std::string &shared, uint64_t offset,
-                       size_t length, std::vector<void *> &addresses,
-                       std::vector<size_t> &lengths) {
+                       size_t length, std::vector<DataArrays::Mapping> &mappings) {
   const std::string &what = shared.empty() ? path : shared;
   const int fd = shared.empty() ? open(path.c_str(), O_RDONLY) : openShared(shared, O_RDONLY);
   if (fd < 0)
@@ -68,8 +67,7 @@ const uint8_t *mapFile(const std::string &path, const std::string &shared, uint6
   close(fd);
   if (address == MAP_FAILED)
     throw DataError("'" + what + "': cannot map it: " + std::strerror(error));
-  addresses.push_back(address);
-  lengths.push_back(span);
+  mappings.push_back({address, span});
   return static_cast<const uint8_t *>(address) + (offset - start);
 }
 
@@ -210,46 +208,45 @@ bool loadData(const DataPlan &plan, DataArrays &arrays) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   // The distinct arrays, in plan order: several inputs may read one (a token file's
   // inputs and targets).
-  std::vector<const BoundInput *> arrays_;
+  std::vector<const BoundInput *> distinct;
   for (const BoundInput *bound : boundInputs(plan))
-    if (std::none_of(arrays_.begin(), arrays_.end(),
+    if (std::none_of(distinct.begin(), distinct.end(),
                      [&](const BoundInput *seen) { return seen->arrayKey == bound->arrayKey; }))
-      arrays_.push_back(bound);
+      distinct.push_back(bound);
 
-  std::vector<void *> addresses;
-  std::vector<size_t> lengths;
-  std::string error, names; // names: one line per array, the shm name or "" when raw
-  auto mapAll = [&](const std::vector<std::string> &shared) {
-    for (size_t i = 0; i < arrays_.size(); ++i) {
-      const data::ArrayPlan &array = arrays_[i]->array;
-      arrays.base_[arrays_[i]->arrayKey] =
+  std::string error;
+  std::vector<std::string> shared; // per array, its shared file's name, or "" when raw
+  auto mapAll = [&] {
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      const data::ArrayPlan &array = distinct[i]->array;
+      arrays.base_[distinct[i]->arrayKey] =
           mapFile(array.path, shared[i], shared[i].empty() ? array.offset : 0, array.bytes(),
-                  addresses, lengths);
+                  arrays.mappings_);
     }
   };
-  std::vector<std::string> shared;
+  int hostFailed = 0;
+  std::string names; // the host's first rank's `shared`, a line each
   if (hostRank == 0) {
     try {
-      for (size_t i = 0; i < arrays_.size(); ++i)
-        shared.push_back(arrays_[i]->array.produce ? produceShared(*arrays_[i], int(i)) : "");
-      mapAll(shared);
+      for (size_t i = 0; i < distinct.size(); ++i)
+        shared.push_back(distinct[i]->array.produce ? produceShared(*distinct[i], int(i)) : "");
+      mapAll();
       for (const BoundInput *bound : boundInputs(plan))
         checkIntegers(*bound, arrays.find(bound->arrayKey));
     } catch (const DataError &failure) {
       error = failure.what();
+      hostFailed = 1;
     }
     for (const std::string &name : shared)
       names += name + "\n";
   }
-  // The host's verdict and the names.
-  std::string verdict = error.empty() ? "" : "failed";
-  broadcastText(verdict, host);
+  MPI_Bcast(&hostFailed, 1, MPI_INT, 0, host);
   broadcastText(names, host);
-  if (hostRank != 0 && verdict.empty()) {
+  if (hostRank != 0 && !hostFailed) {
     for (size_t at = 0, end; (end = names.find('\n', at)) != std::string::npos; at = end + 1)
       shared.push_back(names.substr(at, end - at));
     try {
-      mapAll(shared);
+      mapAll();
     } catch (const DataError &failure) {
       error = failure.what();
     }
@@ -261,8 +258,6 @@ bool loadData(const DataPlan &plan, DataArrays &arrays) {
     for (const std::string &name : shared)
       if (!name.empty())
         unlinkShared(name);
-  for (size_t i = 0; i < addresses.size(); ++i)
-    arrays.mappings_.push_back({addresses[i], lengths[i]});
 
   int firstFailed = error.empty() ? INT_MAX : rank;
   watchedWorld("all_reduce of the data's verdict", [&](MPI_Request *request) {
@@ -360,8 +355,9 @@ void fillBatch(const std::vector<Block> &blocks, const DataSplit &split, const D
 
 TrainBatches::TrainBatches(const DataPlan &plan, const DataArrays &arrays,
                            const std::vector<Block> &inputs, const Placement &place, uint64_t seed,
-                           int64_t stepsPerEpoch, bool prefetch)
-    : plan_(plan), arrays_(arrays), inputs_(inputs), seed_(seed), stepsPerEpoch_(stepsPerEpoch) {
+                           int64_t stepsPerEpoch, int64_t lastStep, bool prefetch)
+    : plan_(plan), arrays_(arrays), inputs_(inputs), seed_(seed), stepsPerEpoch_(stepsPerEpoch),
+      lastStep_(lastStep) {
   if (!prefetch)
     return;
   staged_.resize(inputs.size());
@@ -422,8 +418,10 @@ void TrainBatches::load(int64_t step) {
     const Block &from = staged_[bound.input], &to = inputs_[bound.input];
     std::memcpy(to.data(), from.data(), size_t(to.count()) * 4);
   }
-  wanted_ = step + 1;
-  changed_.notify_all();
+  if (step < lastStep_) {
+    wanted_ = step + 1;
+    changed_.notify_all();
+  }
 }
 
 } // namespace shardrt

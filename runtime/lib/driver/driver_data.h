@@ -32,12 +32,14 @@ public:
 
   const uint8_t *find(const std::string &key) const { return base_.at(key); }
 
-private:
-  friend bool loadData(const DataPlan &plan, DataArrays &arrays);
+  /// A region this object unmaps when it goes.
   struct Mapping {
     void *address;
     size_t length;
   };
+
+private:
+  friend bool loadData(const DataPlan &plan, DataArrays &arrays);
   std::map<std::string, const uint8_t *> base_;
   std::vector<Mapping> mappings_;
 };
@@ -64,11 +66,14 @@ void fillBatch(const std::vector<Block> &blocks, const DataSplit &split, const D
 /// copies it in; without, load() fills the inputs itself.
 class TrainBatches {
 public:
+  /// Steps run up to `lastStep`; with `prefetch`, a thread fills the next one's batch.
   TrainBatches(const DataPlan &plan, const DataArrays &arrays, const std::vector<Block> &inputs,
-               const Placement &place, uint64_t seed, int64_t stepsPerEpoch, bool prefetch);
+               const Placement &place, uint64_t seed, int64_t stepsPerEpoch, int64_t lastStep,
+               bool prefetch);
   ~TrainBatches();
 
-  /// Puts the batch of step `step` into the inputs, then starts on the next.
+  /// Puts the batch of step `step` into the inputs, then starts on the next (up to
+  /// the last step).
   void load(int64_t step);
   /// Seconds load() waited for the prefetch thread, in all.
   double waitedSeconds() const { return waited_; }
@@ -81,7 +86,7 @@ private:
   const DataArrays &arrays_;
   const std::vector<Block> &inputs_;
   const uint64_t seed_;
-  const int64_t stepsPerEpoch_;
+  const int64_t stepsPerEpoch_, lastStep_;
   std::vector<int32_t> order_;
   int64_t orderEpoch_ = -1;
   double waited_ = 0;

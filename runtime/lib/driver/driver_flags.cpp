@@ -428,13 +428,14 @@ DriverOptions parseSettings(int argc, char **argv) {
     given.emplace_back(flag, value);
   }
   DriverOptions options;
+  const Flag *config = findFlag("--config");
   for (const auto &[flag, value] : given)
-    if (std::string(flag->name) == "--config")
+    if (flag == config)
       flag->apply(options, flag->name, value);
   if (!options.config.empty())
     applyConfig(options, options.config);
   for (const auto &[flag, value] : given)
-    if (std::string(flag->name) != "--config")
+    if (flag != config)
       flag->apply(options, flag->name, value);
   for (const Flag &flag : kFlags)
     if (flag.inConfig)

@@ -63,13 +63,15 @@ void TrainingReport::logProgress(int64_t step, int64_t epoch, double trainSecond
   std::string where = "step " + integer(step) + "/" + integer(totalSteps_);
   if (stepsPerEpoch_)
     where += " (epoch " + integer(epoch) + ")";
-  const std::string rate =
-      batch_ ? jsonNumber(double(batch_ * (step - intervalStep_)) / trainTime, "%.0f") +
-                   " examples/s"
-             : jsonNumber(trainTime / double(step - intervalStep_), "%.3g") + " s/step";
+  char rate[48];
+  const double steps = double(step - intervalStep_);
+  if (batch_)
+    std::snprintf(rate, sizeof rate, "%.0f examples/s", double(batch_) * steps / trainTime);
+  else
+    std::snprintf(rate, sizeof rate, "%.3g s/step", trainTime / steps);
   endProgressLine();
   std::fprintf(stderr, "%s  loss %.6g (mean of %lld)  %s  elapsed %s  left %s\n", where.c_str(),
-               lossSum_ / double(lossCount_), (long long)lossCount_, rate.c_str(),
+               lossSum_ / double(lossCount_), (long long)lossCount_, rate,
                durationText(elapsed).c_str(),
                durationText(elapsed / double(done) * double(totalSteps_ - step)).c_str());
   std::fflush(stderr);

@@ -148,7 +148,7 @@ int runTraining(const Program &program) {
   std::unique_ptr<TrainBatches> batches;
   if (readsData)
     batches = std::make_unique<TrainBatches>(program.data, arrays, inputs, place, options.seed,
-                                             stepsPerEpoch, options.prefetch);
+                                             stepsPerEpoch, totalSteps, options.prefetch);
   int current = 0;
   int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
