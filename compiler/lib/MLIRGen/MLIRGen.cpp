@@ -551,12 +551,14 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   case OpKind::softmax:
     return logSoftmax(operand(0), at, node.op == OpKind::softmax);
   case OpKind::softmax_cross_entropy: {
-    // -sum(labels * log_softmax(logits)) over the class dim.
+    // -sum(labels * log_softmax(logits)) over the class dim, accumulated by
+    // addf of the negated term (exactly `acc - term`): an add is a combiner
+    // the partitioner can split over ranks, a sub is not.
     Value logProbs = logSoftmax(operand(0), at, false);
     return reduceLast({operand(1), logProbs}, b.getF32FloatAttr(0), at,
                       [](OpBuilder &n, Location l, ValueRange a) -> Value {
                         Value term = arith::MulFOp::create(n, l, a[0], a[1]);
-                        return arith::SubFOp::create(n, l, a[2], term);
+                        return arith::AddFOp::create(n, l, a[2], arith::NegFOp::create(n, l, term));
                       });
   }
   case OpKind::one_hot: {
