@@ -38,7 +38,9 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // identical reshards it makes for each use of a value, so that the report
 // counts what runs, and so that shardc-fuse-reduce-scatter sees one slice of
 // each reduced value. shardc-drop-unit-axes before the fusion, which wants the
-// reduction's and the slice's axes alike.
+// reduction's and the slice's axes alike; shardc-slice-early before it too
+// (a slice it lifts may land on an all_reduce), then cse merges the slices it
+// makes of one value.
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
@@ -46,6 +48,8 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCanonicalizerPass());
   function.addPass(createCSEPass());
   function.addPass(createDropUnitAxesPass());
+  function.addPass(createSliceEarlyPass());
+  function.addPass(createCSEPass());
   function.addPass(createFuseReduceScatterPass());
 }
 

@@ -2,7 +2,7 @@
 //
 // Declarations generated from Passes.td: createReplicateUnshardedPass(),
 // createDecomposeReshardsPass(), createDropUnitAxesPass(),
-// createFuseReduceScatterPass() and
+// createSliceEarlyPass(), createFuseReduceScatterPass() and
 // registerShardcShardPasses().
 //
 //===----------------------------------------------------------------------===//

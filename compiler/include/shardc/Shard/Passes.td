@@ -146,4 +146,52 @@ def FuseReduceScatterPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
+  let summary = "Slice the operands of a computation instead of its result, "
+                "so that each rank computes only the block it keeps";
+  let description = [{
+    MLIR 22's shard-partition computes an op on the sharding of its operands
+    and then reshards the result for its user: when the operands are
+    replicated along an axis and the user wants the result split there, every
+    rank computes the whole result and keeps 1/N of it (an all_slice). Under
+    `maps2 -> model` on W2 that is the avg_pool backward, computed on all 64
+    channels on each rank and then sliced to 32.
+
+    The pass runs after shard-partition and moves each shard.all_slice above
+    the op that made its input, when that op's result has no other use and
+    its block is computed from blocks of the operands:
+    - a linalg op (elementwise, pooling, convolution gradients, ...) whose
+      sliced result dimension is a parallel loop that every indexing map uses
+      as a plain dimension and whose body does not read that loop's index:
+      each operand indexed by the loop is sliced on that dimension;
+    - tensor.pad with no padding on the sliced dimension;
+    - tensor.collapse_shape: the blocks of a collapsed dimension are the
+      blocks of the outermost source dimension of size > 1 in its group,
+      when the number of blocks divides it;
+    - shard.all_reduce over mesh axes the slice does not use: the blocks
+      are reduced (1/N of the bytes move);
+    - scf.if with one result (the init of a split reduction): each branch
+      yields its block;
+    - a splat constant or tensor.empty: a smaller one.
+    Repeated, the slice rises as far as such ops go; what is left is one
+    all_slice (a local copy) of a value every rank already holds.
+
+    ```mlir
+    %full = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<8x64xf32>) outs(%init : tensor<8x64xf32>) { ... }
+    %mine = shard.all_slice %full on @mesh grid_axes = [0] slice_axis = 1 : tensor<8x64xf32> -> tensor<8x32xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %xs = shard.all_slice %x on @mesh grid_axes = [0] slice_axis = 1 : tensor<8x64xf32> -> tensor<8x32xf32>
+    %mine = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%xs : tensor<8x32xf32>) outs(%init_block : tensor<8x32xf32>) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SHARDC_SHARD_PASSES
