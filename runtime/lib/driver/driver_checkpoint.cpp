@@ -285,9 +285,14 @@ bool Checkpointer::prepare() {
     return true;
   bool ok = true;
   if (program_.rank == 0) {
+    struct stat existing {};
     if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) {
       std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot create '%s': %s\n",
                    folder.c_str(), std::strerror(errno));
+      ok = false;
+    } else if (::stat(folder.c_str(), &existing) == 0 && !S_ISDIR(existing.st_mode)) {
+      std::fprintf(stderr, "shardrt: error: --checkpoint-dir: '%s' is a file, not a folder\n",
+                   folder.c_str());
       ok = false;
     } else {
       ok = lockFolder(folder, lockFd_);
