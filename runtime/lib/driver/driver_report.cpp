@@ -7,6 +7,7 @@
 // time left is the wall time so far, evaluations included, per step, times the steps
 // left.
 #include "driver_report.h"
+#include "driver_stop.h"
 #include "driver_json.h"
 #include "driver_output.h"
 #include "../host.h"
@@ -152,7 +153,7 @@ void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &e
 
 void TrainingReport::finish(double trainSeconds, double prefetchWait, float finalLoss,
                             const Checkpointer &checkpointer, int64_t nonFiniteSteps,
-                            int64_t stoppedAt) {
+                            const EarlyStop &stop) {
   const ResidentMemory mine = residentMemory();
   int64_t memory[4] = {mine.peak, mine.anonymous, mine.file, mine.shared};
   watchedWorld("all_reduce of the resident memory", [&](MPI_Request *request) {
@@ -163,7 +164,7 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   endProgressLine();
   const Manifest &manifest = program_.manifest;
   // Where the run ends, and the rates of the steps this process ran.
-  const int64_t lastStep = stoppedAt ? stoppedAt : totalSteps_;
+  const int64_t lastStep = stop.step ? stop.step : totalSteps_;
   const double epochs = double(lastStep) / double(stepsPerEpoch_);
   const double steps = double(lastStep - firstStep_);
   const double secondsPerEpoch = trainSeconds * double(stepsPerEpoch_) / steps;
@@ -197,7 +198,9 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   summary.add("images_per_second", ifData(jsonNumber(perSecond)));
   summary.add("final_train_loss", jsonNumber(finalLoss));
   summary.add("nonfinite_steps", integer(nonFiniteSteps));
-  summary.add("stopped_at_nonfinite_step", stoppedAt ? integer(stoppedAt) : "null");
+  summary.add("stopped_at_nonfinite_step", stop.nonFinite ? integer(stop.step) : "null");
+  summary.add("stopped_by_signal",
+              stop.signal ? jsonString(stopSignalName(stop.signal)) : "null");
   summary.add("checkpoints", integer(checkpointer.written()));
   summary.add("checkpoint_seconds", jsonNumber(checkpointer.seconds()));
   summary.add("resume_from", checkpointer.newest().empty() ? "null"

@@ -14,6 +14,13 @@
 
 namespace shardrt {
 
+/// Where a run that ended before its last step stopped, and why.
+struct EarlyStop {
+  int64_t step = 0;       // 0: the run reached its last step
+  bool nonFinite = false; // a non-finite step stopped it (driver_health.h)
+  int signal = 0;         // or SIGINT or SIGTERM did (driver_stop.h)
+};
+
 /// Every rank may call it; only rank 0 writes.
 class TrainingReport {
 public:
@@ -30,13 +37,13 @@ public:
 
   void evaluation(int64_t step, int64_t epoch, const Evaluation &evaluation);
 
-  /// The summary, after the last step, or after step `stoppedAt` (> 0) when a
-  /// non-finite step stopped the run: the checkpoints written and the newest, which a
-  /// run resumes from, and the non-finite steps.
-  /// `prefetchWait`: seconds the steps waited for their batch. Collective: the resident
-  /// memory reported is the most of any rank.
+  /// The summary, after the last step or where `stop` says the run ended: the
+  /// checkpoints written and the newest, which a run resumes from, and the non-finite
+  /// steps. `prefetchWait`: seconds the steps waited for their batch. Collective: the
+  /// resident memory reported is the most of any rank.
   void finish(double trainSeconds, double prefetchWait, float finalLoss,
-              const Checkpointer &checkpointer, int64_t nonFiniteSteps, int64_t stoppedAt);
+              const Checkpointer &checkpointer, int64_t nonFiniteSteps,
+              const EarlyStop &stop = {});
 
 private:
   void endProgressLine();

@@ -15,7 +15,9 @@
 //     with --on-nonfinite stop (the default) the run ends there with exit 3, naming
 //     what went first and the checkpoint to resume from; with skip its update is
 //     dropped (the sets do not swap) until --max-skips steps in a row were.
-//  6. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
+//  6. SIGINT or SIGTERM ends the run after the step in progress, with a checkpoint of
+//     it when checkpoints are on, and exit 128 + the signal (driver_stop.h).
+//  7. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
 #include "driver_checkpoint.h"
@@ -25,6 +27,7 @@
 #include "driver_modes.h"
 #include "driver_output.h"
 #include "driver_report.h"
+#include "driver_stop.h"
 #include "../watchdog.h"
 
 #include <mpi.h>
@@ -80,6 +83,20 @@ void explainNonFinite(const Program &program, int64_t step, int health,
                (long long)step, what.c_str(), where.c_str(), why.c_str(), resume.c_str());
 }
 
+/// Rank 0 says where a stop signal ended the run, and how to go on.
+void explainStop(const Program &program, int signal, int64_t step, int64_t totalSteps,
+                 const std::string &newestCheckpoint) {
+  if (program.rank != 0)
+    return;
+  const std::string &folder = program.options.checkpointDir;
+  const std::string saved =
+      folder.empty() ? "nothing was saved (no --checkpoint-dir)"
+                     : "checkpoint '" + newestCheckpoint + "' written; go on with --resume " +
+                           folder;
+  std::fprintf(stderr, "shardrt: %s: stopped after step %lld of %lld; %s\n",
+               stopSignalName(signal), (long long)step, (long long)totalSteps, saved.c_str());
+}
+
 } // namespace
 
 int runTraining(const Program &program) {
@@ -95,6 +112,7 @@ int runTraining(const Program &program) {
                    (long long)options.epochs);
     return 2;
   }
+  catchStopSignals();
   // The folder's lock first: a second run on it stops before touching any file.
   Checkpointer checkpointer(program, stepsPerEpoch);
   if (!checkpointer.prepare())
@@ -182,7 +200,8 @@ int runTraining(const Program &program) {
       explainNonFinite(program, s, health, params[current], params[1 - current],
                        state[1 - current], inputs, skippedInARow, checkpointer.newest());
       report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
-                    trainResults[0].floats()[0], checkpointer, nonFiniteSteps, s);
+                    trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
+                    {s, /*nonFinite=*/true, 0});
       return closeOnRank0(metrics, options.metrics) ? 3 : 1;
     }
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
@@ -194,15 +213,21 @@ int runTraining(const Program &program) {
           evaluate(program, evalBuffers[current].data(), inputs, evalResults, arrays);
       report.evaluation(s, epoch, evaluation);
     }
+    const int signal = stopSignal();
     setWatchedPhase("checkpoint after step", s);
-    if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps,
+    if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps || signal,
                                 params[current], state[current],
                                 evaluates ? &evaluation : nullptr))
       return 1;
+    if (signal && s < totalSteps) {
+      report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
+                    trainResults[0].floats()[0], checkpointer, nonFiniteSteps, {s, false, signal});
+      explainStop(program, signal, s, totalSteps, checkpointer.newest());
+      return closeOnRank0(metrics, options.metrics) ? 128 + signal : 1;
+    }
   }
   report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
-                trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
-                /*stoppedAt=*/0);
+                trainResults[0].floats()[0], checkpointer, nonFiniteSteps);
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;
 }
 

@@ -1,0 +1,45 @@
+// See driver_stop.h.
+#include "driver_stop.h"
+#include "../watchdog.h"
+
+#include <mpi.h>
+
+#include <csignal>
+
+namespace shardrt {
+namespace {
+
+volatile std::sig_atomic_t received = 0;
+
+extern "C" void recordStop(int signal) {
+  if (received) {
+    // Asked twice: the user wants it gone now.
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  received = signal;
+}
+
+} // namespace
+
+void catchStopSignals() {
+  struct sigaction action {};
+  action.sa_handler = recordStop;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART; // system calls in progress (MPI's polls, writes) go on
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+int stopSignal() {
+  int local = received, agreed = 0;
+  watchedWorld("stop signal", [&](MPI_Request *request) {
+    MPI_Iallreduce(&local, &agreed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, request);
+  });
+  return agreed;
+}
+
+const char *stopSignalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+} // namespace shardrt

@@ -1,0 +1,27 @@
+// Clean stops: SIGINT or SIGTERM (Ctrl-C, `kill`, or mpirun passing either on to its
+// ranks) ends a training run between two steps, after the checkpoint of the last step
+// finished, instead of killing it inside one.
+//
+// mpirun sends each rank SIGTERM when it is interrupted, and SIGKILL a second later
+// (OpenMPI's odls_base_sigkill_timeout, 1 s by default): the step in progress, one
+// all-reduce and the checkpoint must fit in that second, or the run loses only what
+// a kill loses (the newest checkpoint written stays whole).
+#ifndef SHARDRT_LIB_DRIVER_STOP_H
+#define SHARDRT_LIB_DRIVER_STOP_H
+
+namespace shardrt {
+
+/// From here on, the first SIGINT or SIGTERM is recorded for stopSignal; a second one
+/// ends the process as the signal would have.
+void catchStopSignals();
+
+/// The stop signal any rank has received (the highest number), or 0. Collective over
+/// every rank, so that all of them stop after the same step.
+int stopSignal();
+
+/// "SIGINT" or "SIGTERM".
+const char *stopSignalName(int signal);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_DRIVER_STOP_H
