@@ -79,6 +79,10 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
   if (options.mode == Mode::Train && !manifest.batch && !options.steps)
     return {2, model + " reads no data (its inputs are synthetic), so it has no epochs: give "
                        "--steps N"};
+  if (options.mode == Mode::Evaluate && (!options.eval || !manifest.batch))
+    return {2, "--evaluate needs the eval data (\"data\": {\"eval\": ...} or --eval-data)"};
+  if (options.poll > 0 && options.mode != Mode::Evaluate)
+    return {2, "--poll goes with --evaluate"};
   const bool checkpoints = !options.checkpointDir.empty();
   if (options.mode != Mode::Train && (checkpoints || !options.resume.empty()))
     return {2, "--checkpoint-dir and --resume go with training, not --forward or "
@@ -160,9 +164,10 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   DataPlan data;
   // A program without an optimizer does not train: checkProgram says so, rather than
   // asking for the data of a run that cannot happen.
-  if (options.mode == Mode::Train && manifest.hasOptimizer) {
+  const bool evaluates = options.mode == Mode::Evaluate;
+  if ((options.mode == Mode::Train && manifest.hasOptimizer) || evaluates) {
     try {
-      data = planData(manifest, options.data, options.eval);
+      data = planData(manifest, options.data, options.eval || evaluates);
     } catch (const BindingError &error) {
       if (rank == 0)
         std::fprintf(stderr, "shardrt: error: %s\n", error.what());
@@ -212,7 +217,8 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
                         rank,
                         {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
                         out};
-  int status = options.mode == Mode::Forward          ? runForward(program)
+  int status = options.mode == Mode::Evaluate         ? runEvaluation(program)
+               : options.mode == Mode::Forward        ? runForward(program)
                : options.mode == Mode::CheckGradients ? runGradientCheck(program)
                                                       : runTraining(program);
   if (rank == 0 && !closeOnRank0(out, options.output) && status == 0)

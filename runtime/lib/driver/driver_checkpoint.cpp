@@ -202,6 +202,15 @@ std::string checkpointPath(const std::string &folder, const std::string &prefix,
   return folder + "/" + prefix + "-" + std::to_string(step) + ".safetensors";
 }
 
+bool isFolder(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+CheckpointError noCheckpointIn(const std::string &folder) {
+  return CheckpointError("'" + folder + "' holds no checkpoint (ckpt-STEP.safetensors)");
+}
+
 } // namespace
 
 int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
@@ -209,11 +218,10 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
   bool ok = true;
   if (rank == 0) {
     try {
-      struct stat info;
-      if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      if (isFolder(path)) {
         std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path, "ckpt");
         if (found.empty())
-          throw CheckpointError("'" + path + "' holds no checkpoint (ckpt-STEP.safetensors)");
+          throw noCheckpointIn(path);
         path = found.back().second;
       }
       CheckpointReader reader(path);
@@ -230,6 +238,32 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
   broadcast(seed);
   options.resume = path;
   options.seed = std::stoull(seed);
+  return 0;
+}
+
+int findCheckpointToEvaluate(const Manifest &manifest, const DriverOptions &options, int rank,
+                             int64_t after, std::string &path) {
+  path.clear();
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      path = options.evaluate;
+      if (isFolder(path)) {
+        std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path, "ckpt");
+        if (found.empty() && options.poll <= 0)
+          throw noCheckpointIn(path);
+        path = !found.empty() && found.back().first > after ? found.back().second : "";
+      }
+      if (!path.empty())
+        vetCheckpoint(CheckpointReader(path), manifest, options);
+    } catch (const CheckpointError &error) {
+      std::fprintf(stderr, "shardrt: error: --evaluate: %s\n", error.what());
+      ok = false;
+    }
+  }
+  if (!rank0Verdict(ok))
+    return 1;
+  broadcast(path);
   return 0;
 }
 
@@ -302,12 +336,12 @@ bool Checkpointer::prepare() {
   return rank0Verdict(ok);
 }
 
-RunPosition Checkpointer::restore(const std::vector<Block> &params,
-                                  const std::vector<Block> &state) {
+RunPosition Checkpointer::restore(const std::string &path, const std::vector<Block> &params,
+                                  const std::vector<Block> &state, bool resuming) {
   RunPosition position;
-  newest_ = program_.options.resume; // until this run writes one
+  newest_ = path; // until this run writes one
   try {
-    CheckpointReader reader(program_.options.resume);
+    CheckpointReader reader(path);
     position = {metadataInt(reader, "step"), metadataInt(reader, "epoch"),
                 metadataInt(reader, "examples_in_epoch")};
     const std::map<std::string, std::string> &meta = reader.metadata();
@@ -347,8 +381,9 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
     }
     if (program_.rank == 0) {
       const std::string writtenMesh = meta.count("mesh") ? meta.at("mesh") : "?";
-      std::fprintf(stderr, "resuming after step %lld (epoch %lld) from '%s'\n",
-                   (long long)position.step, (long long)position.epoch, reader.path().c_str());
+      std::fprintf(stderr, "%s step %lld (epoch %lld) from '%s'\n",
+                   resuming ? "resuming after" : "evaluating", (long long)position.step,
+                   (long long)position.epoch, reader.path().c_str());
       if (meta.count("blas") && meta.at("blas") != blasConfig())
         std::fprintf(stderr,
                      "shardrt: warning: the checkpoint was written with %s, this run uses %s: "
@@ -382,7 +417,7 @@ RunPosition Checkpointer::restore(const std::vector<Block> &params,
     }
   } catch (const std::exception &error) {
     // checkResume read this file a moment ago: it changed under us.
-    fatal("--resume: %s", error.what());
+    fatal("%s: %s", resuming ? "--resume" : "--evaluate", error.what());
   }
   lastSaveStep_ = position.step;
   return position;

@@ -95,7 +95,7 @@ void parseBestMetric(DriverOptions &options, const char *flag, const std::string
 
 void setMode(DriverOptions &options, Mode mode) {
   if (options.mode != Mode::Train && options.mode != mode)
-    throw UsageError("--forward and --check-gradients are two modes; give one");
+    throw UsageError("--evaluate, --forward and --check-gradients are modes; give one");
   options.mode = mode;
 }
 
@@ -187,6 +187,27 @@ const Flag kFlags[] = {
     {"--no-eval", nullptr, Kind::Switch, true, "skip the evaluation after each epoch",
      [](DriverOptions &o, const char *, const std::string &) { o.eval = false; },
      [](const DriverOptions &o) { return json(!o.eval); }},
+    {"--eval-every", "N", Kind::Integer, true,
+     "also evaluate every N steps (default: after each epoch only)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.evalEvery = parsePositive(flag, v);
+     },
+     [](const DriverOptions &o) { return o.evalEvery ? json(o.evalEvery) : json(nullptr); }},
+    {"--evaluate", "PATH", Kind::Text, true,
+     "an eval job: evaluate the checkpoint PATH, or the newest in the folder PATH, on this "
+     "program's mesh, without training",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       setMode(o, Mode::Evaluate);
+       o.evaluate = parsePath(flag, v);
+     },
+     [](const DriverOptions &o) { return optionalText(o.evaluate); }},
+    {"--poll", "S", Kind::Real, true,
+     "--evaluate on a folder: then wait for newer checkpoints, looking every S seconds, "
+     "until the one of the run's last step (--epochs, --steps) or a stop signal",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.poll = parseReal(flag, v, true);
+     },
+     [](const DriverOptions &o) { return o.poll > 0 ? json(o.poll) : json(nullptr); }},
     {"--checkpoint-dir", "DIR", Kind::Text, true,
      "write checkpoints to DIR (ckpt-STEP.safetensors, best-STEP...)",
      [](DriverOptions &o, const char *flag, const std::string &v) {

@@ -16,9 +16,9 @@
 
 namespace shardrt {
 
-/// What the program runs: the training loop, the forward pass once, or the
-/// finite-difference check of its gradients.
-enum class Mode { Train, Forward, CheckGradients };
+/// What the program runs: the training loop, evaluations of checkpoints (an eval job),
+/// the forward pass once, or the finite-difference check of its gradients.
+enum class Mode { Train, Evaluate, Forward, CheckGradients };
 
 /// Where an input's numbers come from, as the configuration or a flag says it:
 /// "synthetic", or a file or folder with what to take from it (driver_bindings.h
@@ -57,6 +57,7 @@ struct DriverOptions {
   double logInterval = 10;
   bool logIntervalInSteps = false;
   bool eval = true;
+  int64_t evalEvery = 0; // also evaluate every N steps; 0: after each epoch only
 
   // Checkpoints (driver_checkpoint.h).
   std::string checkpointDir;        // empty: no checkpoints
@@ -72,6 +73,11 @@ struct DriverOptions {
   int64_t maxSkips = 10;            // skip: consecutive skipped steps before stopping
   bool checkMemory = true;          // refuse to start when a rank needs more than the host offers
   double collectiveTimeout = 600;   // seconds a collective may wait (watchdog.h); 0: for ever
+
+  // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every
+  // `poll` seconds when poll > 0).
+  std::string evaluate;
+  double poll = 0;
 
   // --forward.
   int64_t values = 8; // leading values printed per result

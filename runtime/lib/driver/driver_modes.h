@@ -1,5 +1,6 @@
-// The three runs of shardrt_main, one file each: training (driver_train.cpp), the
-// forward pass (driver_forward.cpp) and the gradient check (driver_gradcheck.cpp).
+// The four runs of shardrt_main, one file each: training (driver_train.cpp), the eval
+// job (driver_evaljob.cpp), the forward pass (driver_forward.cpp) and the gradient
+// check (driver_gradcheck.cpp).
 #ifndef SHARDRT_LIB_DRIVER_MODES_H
 #define SHARDRT_LIB_DRIVER_MODES_H
 
@@ -28,6 +29,7 @@ struct Program {
 /// Each returns the exit status, the same on every rank: errors that every rank sees
 /// alike are printed once, by rank 0.
 int runTraining(const Program &program);
+int runEvaluation(const Program &program);
 int runForward(const Program &program);
 int runGradientCheck(const Program &program);
 

@@ -126,11 +126,12 @@ void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64
   std::fwrite(text.data(), 1, text.size(), out);
 }
 
-std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok) {
+std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok,
+                       const char *mode) {
   std::FILE *file = nullptr;
   bool opened = true;
   if (rank == 0) {
-    file = path.empty() ? fallback : std::fopen(path.c_str(), "w");
+    file = path.empty() ? fallback : std::fopen(path.c_str(), mode);
     if (!file && !path.empty()) {
       std::fprintf(stderr, "shardrt: error: cannot write '%s': %s\n", path.c_str(),
                    std::strerror(errno));

@@ -32,10 +32,11 @@ void writeResults(std::FILE *out, const Manifest &manifest, uint64_t seed, int64
 /// The mesh as a JSON object: {"data": 2, "model": 4}.
 std::string meshJson(const Manifest &manifest);
 
-/// Rank 0 opens `path` for writing (`fallback` when the path is empty), so that a bad
-/// path fails before the run; every rank learns whether it could, so all leave together.
-/// Returns the file on rank 0, nullptr elsewhere.
-std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok);
+/// Rank 0 opens `path` for writing (`fallback` when the path is empty; `mode` "a"
+/// appends), so that a bad path fails before the run; every rank learns whether it
+/// could, so all leave together. Returns the file on rank 0, nullptr elsewhere.
+std::FILE *openOnRank0(const std::string &path, std::FILE *fallback, int rank, bool &ok,
+                       const char *mode = "w");
 
 /// Flushes and closes what openOnRank0 opened (stdout is only flushed); false, after
 /// an error message, when something could not be written.

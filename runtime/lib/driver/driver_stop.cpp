@@ -32,6 +32,8 @@ void catchStopSignals() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+bool stopReceived() { return received != 0; }
+
 int stopSignal() {
   int local = received, agreed = 0;
   watchedWorld("stop signal", [&](MPI_Request *request) {

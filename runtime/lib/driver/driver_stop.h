@@ -15,6 +15,9 @@ namespace shardrt {
 /// ends the process as the signal would have.
 void catchStopSignals();
 
+/// Whether this process has received one (no collective: to cut a wait short).
+bool stopReceived();
+
 /// The stop signal any rank has received (the highest number), or 0. Collective over
 /// every rank, so that all of them stop after the same step.
 int stopSignal();

@@ -9,8 +9,8 @@
 //  3. Each step: this rank's rows of the batch (prefetched while the step before ran),
 //     new synthetic inputs, the 1-based step number, the train entry. Only that is
 //     timed.
-//  4. After each epoch (and after the last step, inside an epoch or not) the eval entry
-//     runs on the test set.
+//  4. After each epoch (and after the last step, inside an epoch or not, and every
+//     --eval-every steps) the eval entry runs on the test set.
 //  5. A step whose loss or new parameters and state are not finite is never kept:
 //     with --on-nonfinite stop (the default) the run ends there with exit 3, naming
 //     what went first and the checkpoint to resume from; with skip its update is
@@ -145,7 +145,7 @@ int runTraining(const Program &program) {
   if (options.resume.empty())
     fillParams(params[0], options.seed);
   else
-    resumed = checkpointer.restore(params[0], state[0]);
+    resumed = checkpointer.restore(options.resume, params[0], state[0], /*resuming=*/true);
   if (resumed.step >= totalSteps) {
     if (program.rank == 0)
       std::fprintf(stderr,
@@ -206,7 +206,9 @@ int runTraining(const Program &program) {
     }
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
     Evaluation evaluation;
-    const bool evaluates = readsData && options.eval && epochEnds;
+    const bool evaluates =
+        readsData && options.eval &&
+        (epochEnds || (options.evalEvery && s % options.evalEvery == 0));
     if (evaluates) {
       setWatchedPhase("evaluation after step", s);
       evaluation =
