@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 
 namespace shardrt {
@@ -113,11 +114,6 @@ nlohmann::json layoutsOf(const Manifest &manifest, const std::vector<SavedTensor
 /// The layout: the mesh and every tensor's layout. Another one means a reshard.
 std::string layoutFingerprint(const nlohmann::json &layouts) {
   return hex64(fnv1a64((describeMesh() + "\n" + layouts.dump()).c_str()));
-}
-
-/// Reads a metadata number that checkResume has vetted.
-int64_t metadataInt(const CheckpointReader &reader, const char *key) {
-  return std::stoll(reader.metadata().at(key));
 }
 
 /// Pads `text` with spaces to `width`.
@@ -338,13 +334,22 @@ bool Checkpointer::prepare() {
 
 RunPosition Checkpointer::restore(const std::string &path, const std::vector<Block> &params,
                                   const std::vector<Block> &state, bool resuming) {
-  RunPosition position;
+  // Rank 0 reads the file and sends each tensor to every rank, which keeps its blocks:
+  // ranks on other hosts need not see the file (no shared file system).
+  const bool root = program_.rank == 0;
   newest_ = path; // until this run writes one
+  std::unique_ptr<CheckpointReader> reader;
+  std::string metadataText;
   try {
-    CheckpointReader reader(path);
-    position = {metadataInt(reader, "step"), metadataInt(reader, "epoch"),
-                metadataInt(reader, "examples_in_epoch")};
-    const std::map<std::string, std::string> &meta = reader.metadata();
+    if (root) {
+      reader = std::make_unique<CheckpointReader>(path);
+      metadataText = nlohmann::json(reader->metadata()).dump();
+    }
+    broadcast(metadataText);
+    const auto meta = nlohmann::json::parse(metadataText).get<std::map<std::string, std::string>>();
+    // Numbers checkResume (or findCheckpointToEvaluate) has vetted.
+    auto number = [&](const char *key) { return int64_t(std::stoll(meta.at(key))); };
+    const RunPosition position{number("step"), number("epoch"), number("examples_in_epoch")};
     const nlohmann::json written = nlohmann::json::parse(meta.at("layouts"));
     if (meta.count("best") && !program_.options.bestMetric.empty()) {
       // The series goes on from its record, if it is of the same metric.
@@ -361,7 +366,12 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
     };
     std::vector<Move> moves;
     for (const SavedTensor &tensor : tensors_) {
-      const std::vector<uint32_t> whole = reader.read(*reader.find(tensor.name));
+      std::vector<uint32_t> whole(numElements(tensor.shape));
+      if (root)
+        whole = reader->read(*reader->find(tensor.name));
+      watchedWorld("broadcast of a checkpoint's tensor", [&](MPI_Request *request) {
+        MPI_Ibcast(whole.data(), int(whole.size()), MPI_UINT32_T, 0, MPI_COMM_WORLD, request);
+      });
       int64_t perRank = 0;
       for (size_t layer = 0; layer < tensor.layers.size(); ++layer) {
         const Block &block = blockOf(tensor, layer, params, state);
@@ -379,11 +389,11 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
         moves.push_back({tensor.name, dtypeName(tensor.dtype) + shapeText(tensor.shape), from, to,
                          int64_t(whole.size()) * 4, perRank});
     }
-    if (program_.rank == 0) {
+    if (root) {
       const std::string writtenMesh = meta.count("mesh") ? meta.at("mesh") : "?";
       std::fprintf(stderr, "%s step %lld (epoch %lld) from '%s'\n",
                    resuming ? "resuming after" : "evaluating", (long long)position.step,
-                   (long long)position.epoch, reader.path().c_str());
+                   (long long)position.epoch, path.c_str());
       if (meta.count("blas") && meta.at("blas") != blasConfig())
         std::fprintf(stderr,
                      "shardrt: warning: the checkpoint was written with %s, this run uses %s: "
@@ -404,8 +414,8 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
           widths[3] = std::max(widths[3], move.to.size());
         }
         std::fprintf(stderr,
-                     "reshard plan, mesh %s -> %s: %zu of %zu tensors change layout, %s; each "
-                     "rank reads its blocks of the whole tensors\n",
+                     "reshard plan, mesh %s -> %s: %zu of %zu tensors change layout, %s; rank 0 "
+                     "reads the whole tensors and sends them, each rank keeps its blocks\n",
                      writtenMesh.c_str(), describeMesh().c_str(), moves.size(), tensors_.size(),
                      bytesText(total).c_str());
         for (const Move &move : moves)
@@ -415,13 +425,15 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
                        bytesText(move.bytes).c_str(), bytesText(move.perRank).c_str());
       }
     }
+    lastSaveStep_ = position.step;
+    return position;
   } catch (const std::exception &error) {
-    // checkResume read this file a moment ago: it changed under us.
+    // checkResume read this file a moment ago: it changed under us. Rank 0 says so and
+    // ends the job (the others wait in a broadcast).
     fatal("%s: %s", resuming ? "--resume" : "--evaluate", error.what());
   }
-  lastSaveStep_ = position.step;
-  return position;
 }
+
 
 bool Checkpointer::afterStep(const RunPosition &position, bool lastStep,
                              const std::vector<Block> &params, const std::vector<Block> &state,
