@@ -3,7 +3,8 @@
 // (shardc/MLIRGen/Attributes.h). The step's arguments count towards memory
 // by their role (the step number not at all); the reshard at a requested
 // layout is no [reshard], the other one is, and --strict makes it an error
-// on the collective.
+// on the collective. Each collective names what made it: the constraint at
+// its requested layout, else the rules that split tensors over its mesh axes.
 //
 // RUN: %shardc-opt %s --shardc-print-comm-plan -o /dev/null | FileCheck %s
 // RUN: %shardc-opt %s --shardc-print-comm-plan=json=true -o /dev/null | FileCheck %s --check-prefix=JSON
@@ -14,11 +15,14 @@
 // CHECK: optimizer 128 B
 // CHECK: inputs 64 B
 // CHECK: collectives per train step: 4, 448 B per rank; each rank sends 832 B by ring algorithms
-// CHECK-NEXT: 2 x all_reduce sum over data f32[8, 4] 32 elements 128 B tiny.shard:3:5 (w)
-// CHECK-NEXT: 1 x all_gather dim 0 over model f32[2, 8] 16 elements 64 B tiny.shard:4:7 (x){{$}}
-// CHECK-NEXT: 1 x all_gather dim 1 over model f32[8, 4] 32 elements 128 B {{.*}}comm-plan.mlir:{{[0-9]+}}:{{[0-9]+}} (w) [reshard]
+// CHECK-NEXT: 2 x all_reduce sum over data f32[8, 4] 32 elements 128 B tiny.shard:3:5 (w) by batch -> data (tiny.rules:3:3){{$}}
+// CHECK-NEXT: 1 x all_gather dim 0 over model f32[2, 8] 16 elements 64 B tiny.shard:4:7 (x) by constraint{{$}}
+// CHECK-NEXT: 1 x all_gather dim 1 over model f32[8, 4] 32 elements 128 B {{.*}}comm-plan.mlir:{{[0-9]+}}:{{[0-9]+}} (w) by hidden -> model (tiny.rules:4:3); override "w" (tiny.rules:5:3) [reshard]
 
 // JSON: "collective_bytes_per_step": 448
+// JSON: "caused_by": [
+// JSON-NEXT: "batch -> data (tiny.rules:3:3)"
+// JSON-NEXT: ],
 // JSON: "mesh": {
 // JSON-NEXT: "data": 2,
 // JSON-NEXT: "model": 4
@@ -28,7 +32,10 @@
 // JSON-NEXT: "step": "train"
 
 module @Tiny attributes {shardc.rules = "tiny.rules",
-                         shardc.requested_layouts = [loc("tiny.shard":4:7)]} {
+                         shardc.requested_layouts = [loc("tiny.shard":4:7)],
+                         shardc.axis_rules = [{axis = "data", rule = "rule batch -> data", at = loc("tiny.rules":3:3)},
+                                              {axis = "model", rule = "rule hidden -> model", at = loc("tiny.rules":4:3)},
+                                              {axis = "model", rule = "override \"w\"", at = loc("tiny.rules":5:3)}]} {
   shard.grid @mesh(shape = 2x4) {shardc.axis_names = ["data", "model"]}
   func.func @train_step(
       %w: tensor<8x4xf32> {shardc.name = "w", shardc.role = "parameter"},

@@ -29,6 +29,8 @@
 #include "mlir/IR/Verifier.h"
 
 #include <limits>
+#include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace shardc;
@@ -88,6 +90,26 @@ Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) 
   Value spec = shard::ShardingOp::create(b, at, FlatSymbolRefAttr::get(b.getContext(), kGridName),
                                          split);
   return shard::ShardOp::create(b, at, value, spec);
+}
+
+/// Each rule or override that split a parameter, input or constrained value over
+/// a mesh axis, once per axis (kAxisRulesAttr).
+ArrayAttr MLIRGenImpl::axisRules() {
+  SmallVector<mlir::Attribute> rules;
+  std::set<std::tuple<std::string, std::string, const char *>> seen;
+  auto add = [&](const ShardedTensor &tensor) {
+    for (const DimSharding &dim : tensor.sharding.dims)
+      for (const std::string &axis : dim.meshAxes)
+        if (dim.cause.isValid() &&
+            seen.insert({axis, dim.reason, dim.cause.Start.getPointer()}).second)
+          rules.push_back(b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr(axis)),
+                                               b.getNamedAttr("rule", b.getStringAttr(dim.reason)),
+                                               b.getNamedAttr("at", loc(dim.cause))}));
+  };
+  llvm::for_each(program.params, add);
+  llvm::for_each(program.inputs, add);
+  llvm::for_each(program.constraints, add);
+  return b.getArrayAttr(rules);
 }
 
 /// A sharding constraint holds for the value itself, so every user reads the
@@ -734,6 +756,7 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   for (const Output &o : program.outputs)
     requested.push_back(loc(o.loc));
   (*module)->setAttr(kRequestedLayoutsAttr, b.getArrayAttr(requested));
+  (*module)->setAttr(kAxisRulesAttr, axisRules());
   b.setInsertionPointToEnd(module->getBody());
   if (!options.reference) {
     SmallVector<int64_t> shape;

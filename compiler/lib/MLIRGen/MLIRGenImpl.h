@@ -48,6 +48,7 @@ private:
   void error(SMRange range, const llvm::Twine &message);
 
   mlir::Value annotate(mlir::Value value, const Sharding &sharding, mlir::Location at);
+  mlir::ArrayAttr axisRules();
   mlir::Value constrain(mlir::Value value, const Sharding &sharding, mlir::Location at);
 
   // Functions.

@@ -98,6 +98,8 @@ Mesh meshOf(ModuleOp module) {
 
 struct Collective {
   std::string kind, axes, dtype, shape, loc;
+  std::vector<std::string> axisNames;
+  std::vector<std::string> causes; // the rules over its axes, or "constraint"
   std::string cause;    // the arguments among the operands of the op that needed it
   std::string gradient; // the parameter whose gradient it carries, if one
   int64_t elements = 0, bytes = 0, count = 0;
@@ -109,6 +111,26 @@ struct Collective {
   /// What the report says made it: the gradient it carries, or the operands.
   std::string label() const { return gradient.empty() ? cause : "gradient of " + gradient; }
 };
+
+/// For each mesh axis, the rules and overrides that split something over it
+/// (kAxisRulesAttr), as the report names them: "hidden -> model (tp.rules:4:3)".
+std::map<std::string, std::vector<std::string>> axisRulesOf(ModuleOp module) {
+  std::map<std::string, std::vector<std::string>> rules;
+  auto list = module->getAttrOfType<ArrayAttr>(kAxisRulesAttr);
+  if (!list)
+    return rules;
+  for (auto entry : list.getAsRange<DictionaryAttr>()) {
+    auto axis = entry.getAs<StringAttr>("axis");
+    auto reason = entry.getAs<StringAttr>("rule");
+    auto at = entry.getAs<LocationAttr>("at");
+    if (!axis || !reason || !at)
+      continue;
+    StringRef text = reason.getValue();
+    text.consume_front("rule ");
+    rules[axis.str()].push_back(text.str() + " (" + describeLoc(at) + ")");
+  }
+  return rules;
+}
 
 /// The arguments among the operands of the op that produced `value`, or
 /// `value` itself if it is one: the sharded inputs that made the collective
@@ -222,6 +244,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   for (int16_t axis : axes)
     names.push_back(mesh.axes[axis].first);
   c.axes = llvm::join(names, ", ");
+  c.axisNames = names;
   auto type = cast<RankedTensorType>(input.getType());
   c.shape = shapeText(type);
   llvm::raw_string_ostream(c.dtype) << type.getElementType();
@@ -311,11 +334,23 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
 
   std::vector<Collective> collectives;
   const std::set<std::string> paramNames = parameterNames(fn);
+  const std::map<std::string, std::vector<std::string>> axisRules = axisRulesOf(module);
   fn.walk([&](Operation *op) {
     std::optional<Collective> c = describeCollective(op, mesh, paramNames);
     if (!c)
       return;
-    c->reshard = c->reshard && !requested.count(c->loc);
+    // A reshard where a constraint (or an output's layout) asks for one is its doing;
+    // anything else follows from the rules that split tensors over its mesh axes.
+    const bool asked = c->reshard && requested.count(c->loc);
+    c->reshard = c->reshard && !asked;
+    if (asked)
+      c->causes.push_back("constraint");
+    else
+      for (const std::string &axis : c->axisNames)
+        for (const std::string &rule : axisRules.count(axis) ? axisRules.at(axis)
+                                                             : std::vector<std::string>{})
+          if (!llvm::is_contained(c->causes, rule))
+            c->causes.push_back(rule);
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
           seen.loc == c->loc && seen.label() == c->label()) {
@@ -380,6 +415,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"source", c.loc},
                       {"parameters", c.cause},
                       {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
+                      {"caused_by", c.causes},
                       {"reshard", c.reshard},
                       {"traffic", c.moves},
                       {"sent_bytes", c.sent}});
@@ -409,6 +445,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                         c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
     if (!c.label().empty())
       os << "  (" << c.label() << ")";
+    if (!c.causes.empty())
+      os << "  by " << llvm::join(c.causes, "; ");
     if (c.reshard)
       os << "  [reshard]";
     if (!c.moves)

@@ -38,6 +38,10 @@ inline constexpr const char *kRulesAttr = "shardc.rules";
 /// On the module: the source locations of the sharding constraints and of
 /// the outputs' shardings, where a reshard is asked for.
 inline constexpr const char *kRequestedLayoutsAttr = "shardc.requested_layouts";
+/// On the module: for each mesh axis, the rules (and overrides) that split some
+/// parameter, input or constrained value over it, for the report to name what
+/// made a collective: dictionaries {axis, rule ("rule hidden -> model"), at}.
+inline constexpr const char *kAxisRulesAttr = "shardc.axis_rules";
 /// On the grid: the names of its axes, as the rules file writes them.
 inline constexpr const char *kAxisNamesAttr = "shardc.axis_names";
 
