@@ -12,6 +12,7 @@ packages=(
   libopenblas-dev libopenblas0-openmp
   dataset-fashion-mnist
   python3 python3-numpy python3-pil
+  chromium-headless-shell  # the report page is checked in a real browser (test/Runtime/report-page.test)
 )
 
 missing=()

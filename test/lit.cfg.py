@@ -31,3 +31,11 @@ config.environment["PATH"] = os.pathsep.join(
 if shutil.which("ip") and subprocess.run(["unshare", "--net", "--uts", "--mount", "true"],
                                          capture_output=True).returncode == 0:
     config.available_features.add("netns")
+
+# The report page is checked in a real browser: Debian's headless Chromium
+# (chromium-headless-shell, installed by scripts/setup.sh).
+for browser in ("chromium-headless-shell", "chromium"):
+    if shutil.which(browser):
+        config.available_features.add("chromium")
+        config.substitutions.append(("%chromium", browser + " --headless --no-sandbox --disable-gpu"))
+        break

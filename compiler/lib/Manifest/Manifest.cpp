@@ -69,7 +69,8 @@ void describeFill(json &input, const TypedProgram &program, const Input &declare
 } // namespace
 
 std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
-                                  bool reference, const MemoryPerRank &memory) {
+                                  bool reference, const MemoryPerRank &memory,
+                                  const std::string &plan) {
   const Graph &graph = steps.graph;
   auto describe = [&](const FunctionValue &v) {
     const TensorType &type = graph.nodes[v.node].type;
@@ -152,5 +153,6 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                               {kInputs, memory.inputs},
                               {kActivations, memory.activations},
                               {kTotal, memory.total()}};
+  manifest[kPlan] = json::parse(plan);
   return manifest.dump();
 }

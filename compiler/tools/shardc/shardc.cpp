@@ -16,6 +16,7 @@
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Parse/Parser.h"
 #include "shardc/Report/Report.h"
+#include "shardc/Sema/LayoutPrinter.h"
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
 
@@ -38,7 +39,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { AST, Typed, MLIR, Sharded, SPMD, LLVM, Executable };
+enum class Emit { AST, Typed, Layout, MLIR, Sharded, SPMD, LLVM, Executable };
 
 cl::OptionCategory category("shardc options");
 cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.shard>"), cl::Required,
@@ -51,6 +52,8 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Typed, "typed",
                           "typed program with a sharding for every parameter, input and "
                           "constrained value (the rule linter)"),
+               clEnumValN(Emit::Layout, "layout",
+                          "which rank holds which block of every parameter and input"),
                clEnumValN(Emit::MLIR, "mlir",
                           "the step functions (train, eval, grad) in upstream dialects "
                           "with shard annotations"),
@@ -168,7 +171,10 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
     return false;
   const MemoryPerRank memory = memoryPerRank(*module);
   warnAboveMemoryLimit(memory, diags);
-  std::string manifest = buildManifest(program, *steps, reference, memory);
+  mlir::FailureOr<std::string> plan = buildReport(*module, memory, /*asJson=*/true, /*strict=*/false);
+  if (mlir::failed(plan))
+    return false;
+  std::string manifest = buildManifest(program, *steps, reference, memory, *plan);
   if (report != ReportFormat::None || strict) {
     auto text = buildReport(*module, memory, report == ReportFormat::JSON, strict);
     if (mlir::failed(text))
@@ -216,7 +222,7 @@ int compile() {
     if (rules)
       printAST(*rules, sourceMgr, os);
   } else {
-    if (rulesFile.empty() && !(reference && stage != Emit::Typed)) {
+    if (rulesFile.empty() && !(reference && stage != Emit::Typed && stage != Emit::Layout)) {
       diags.toolError(reference ? "--emit=typed prints the rules' plan and needs --rules "
                                   "FILE.rules; --reference alone goes with --emit=mlir and later "
                                   "stages"
@@ -235,7 +241,9 @@ int compile() {
     auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
     if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
       program.reset();
-    if (program && stage == Emit::Typed) {
+    if (program && stage == Emit::Layout)
+      printLayouts(*program, os);
+    else if (program && stage == Emit::Typed) {
       printTypedProgram(*program, diags, os);
       // The plan (no --emit, no -o) is a promise that the layout compiles:
       // partition it too, so that a layout the partitioner rejects fails here

@@ -18,6 +18,8 @@ inline constexpr const char *kInputs = "inputs";
 inline constexpr const char *kTrain = "train";
 inline constexpr const char *kEval = "eval";
 inline constexpr const char *kMemoryPerRank = "memory_per_rank";
+/* The communication plan, as shardc --report=json prints it (for the report page). */
+inline constexpr const char *kPlan = "plan";
 
 /* mesh: axis names and sizes, in the order collectives number the axes. */
 inline constexpr const char *kAxes = "axes";

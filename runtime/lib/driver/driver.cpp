@@ -17,6 +17,7 @@
 #include "driver_layout.h"
 #include "driver_manifest.h"
 #include "driver_modes.h"
+#include "driver_page.h"
 #include "driver_output.h"
 #include "../host.h"
 #include "../mesh.h"
@@ -161,6 +162,15 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
       std::fprintf(stderr, "shardrt: error: %s\n", error.what());
     return 1;
   }
+  if (options.mode == Mode::Page) {
+    if (options.reportPage.empty()) {
+      if (rank == 0)
+        std::fprintf(stderr, "shardrt: error: --from-metrics makes the page --report-page FILE names\n");
+      return 2;
+    }
+    return rank == 0 ? writeReportPageFromMetrics(options.reportPage, manifest, options.fromMetrics)
+                     : 0;
+  }
   DataPlan data;
   // A program without an optimizer does not train: checkProgram says so, rather than
   // asking for the data of a run that cannot happen.
@@ -203,6 +213,10 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   }
   bool opened = false;
   std::FILE *out = openOnRank0(options.output, stdout, rank, opened);
+  // The page is written at the end: a path that cannot be written fails now.
+  if (opened && !options.reportPage.empty())
+    if (std::FILE *page = openOnRank0(options.reportPage, nullptr, rank, opened, "a"))
+      std::fclose(page);
   if (!opened) {
     shardrt_finalize();
     return 1;

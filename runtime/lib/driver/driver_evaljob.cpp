@@ -83,6 +83,7 @@ int runEvaluation(const Program &program) {
     summary.add("eval", eval.str());
     summary.add("stopped_by_signal", signal ? jsonString(stopSignalName(signal)) : "null");
     std::fprintf(program.out, "%s\n", summary.str().c_str());
+    report.writePage(summary.str());
   }
   if (!closeOnRank0(metrics, options.metrics))
     return 1;

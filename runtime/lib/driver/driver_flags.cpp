@@ -95,7 +95,8 @@ void parseBestMetric(DriverOptions &options, const char *flag, const std::string
 
 void setMode(DriverOptions &options, Mode mode) {
   if (options.mode != Mode::Train && options.mode != mode)
-    throw UsageError("--evaluate, --forward and --check-gradients are modes; give one");
+    throw UsageError("--evaluate, --forward, --check-gradients and --from-metrics are modes; "
+                     "give one");
   options.mode = mode;
 }
 
@@ -164,6 +165,20 @@ const Flag kFlags[] = {
        o.metrics = parsePath(flag, v);
      },
      [](const DriverOptions &o) { return optionalText(o.metrics); }},
+    {"--report-page", "FILE", Kind::Text, true,
+     "write the run's report page to FILE: curves, plan, memory, each parameter's layout "
+     "(HTML, self-contained)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.reportPage = parsePath(flag, v);
+     },
+     [](const DriverOptions &o) { return optionalText(o.reportPage); }},
+    {"--from-metrics", "FILE", Kind::Text, false,
+     "--report-page: make the page from the metrics file FILE, without running",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       setMode(o, Mode::Page);
+       o.fromMetrics = parsePath(flag, v);
+     },
+     nullptr},
     {"--log-every", "N", Kind::Integer, true,
      "metrics line and progress every N steps and the last (default 1)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
@@ -472,9 +487,10 @@ std::string usageText(const char *program) {
       "<mesh size>). Every input is bound to its data: a file or folder for training\n"
       "(--data, or \"data\": {\"train\": ...} in the configuration) and for the evaluation\n"
       "after each epoch (--eval-data, \"data\": {\"eval\": ...}), or synthetic numbers.\n"
-      "Progress goes to stderr, a JSON summary to stdout. --forward and --check-gradients\n"
-      "run the program once on synthetic inputs instead. A configuration key is a flag\n"
-      "without its dashes, '-' as '_' (\"log_every\": 10).\n\n"
+      "Progress goes to stderr, a JSON summary to stdout. --evaluate evaluates checkpoints\n"
+      "instead (an eval job); --forward and --check-gradients run the program once on\n"
+      "synthetic inputs; --from-metrics makes the report page of a finished run. A\n"
+      "configuration key is a flag without its dashes, '-' as '_' (\"log_every\": 10).\n\n"
       "flags:\n";
   for (const Flag &flag : kFlags) {
     std::string left = std::string("  ") + flag.name;

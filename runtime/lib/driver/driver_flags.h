@@ -17,8 +17,9 @@
 namespace shardrt {
 
 /// What the program runs: the training loop, evaluations of checkpoints (an eval job),
-/// the forward pass once, or the finite-difference check of its gradients.
-enum class Mode { Train, Evaluate, Forward, CheckGradients };
+/// the forward pass once, the finite-difference check of its gradients, or the report
+/// page from a metrics file.
+enum class Mode { Train, Evaluate, Forward, CheckGradients, Page };
 
 /// Where an input's numbers come from, as the configuration or a flag says it:
 /// "synthetic", or a file or folder with what to take from it (driver_bindings.h
@@ -51,6 +52,8 @@ struct DriverOptions {
   int64_t epochs = 1;
   int64_t steps = 0;   // 0: `epochs` epochs
   std::string metrics; // JSON lines; empty for none
+  std::string reportPage;  // the run's HTML report page (driver_page.h); empty for none
+  std::string fromMetrics; // --from-metrics: make the page from this metrics file instead
   int64_t logEvery = 1;
   // A progress line on stderr every logInterval seconds, or steps (JAXline's
   // log_train_data_interval and interval_type), and after the last step.

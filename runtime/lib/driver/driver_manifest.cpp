@@ -394,7 +394,7 @@ Manifest parseManifest(const char *text) {
   }
   requireObject(root, "");
   allowKeys(root, "",
-            {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank});
+            {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", kModel), kModel);
@@ -427,6 +427,11 @@ Manifest parseManifest(const char *text) {
     requireObject(*memory, kMemoryPerRank);
     manifest.memoryPerRank = getInt(member(*memory, kMemoryPerRank, kTotal),
                                     join(kMemoryPerRank, kTotal), 0, INT64_MAX);
+  }
+  auto plan = root.find(kPlan);
+  if (plan != root.end()) {
+    requireObject(*plan, kPlan);
+    manifest.plan = plan->dump();
   }
   return manifest;
 }

@@ -72,6 +72,7 @@ struct Manifest {
   // What a rank needs in all, as shardc's --report counts it (parameters and state
   // twice, inputs, every intermediate without reuse); 0 when the manifest does not say.
   int64_t memoryPerRank = 0;
+  std::string plan; // shardc's --report=json of the program, for the report page; may be empty
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the

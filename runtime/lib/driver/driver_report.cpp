@@ -7,6 +7,7 @@
 // time left is the wall time so far, evaluations included, per step, times the steps
 // left.
 #include "driver_report.h"
+#include "driver_page.h"
 #include "driver_stop.h"
 #include "driver_json.h"
 #include "driver_output.h"
@@ -106,17 +107,14 @@ void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> 
   loggedStep_ = step;
   loggedSeconds_ = trainSeconds;
   const float loss = results[0].floats()[0];
-  if (metrics_) {
-    JsonObject line(JsonObject::Compact);
-    line.add("kind", "\"train\"").add("step", integer(step));
-    line.add("epoch", stepsPerEpoch_ ? integer(epoch) : "null").add("loss", jsonNumber(loss));
-    for (size_t i = 1; i < results.size(); ++i)
-      line.add(results[i].spec->name, jsonNumber(results[i].floats()[0]));
-    line.add("images_per_second", batch_ ? jsonNumber(perSecond) : "null");
-    line.add("nonfinite_steps", integer(nonFiniteSteps));
-    std::fprintf(metrics_, "%s\n", line.str().c_str());
-    std::fflush(metrics_);
-  }
+  JsonObject line(JsonObject::Compact);
+  line.add("kind", "\"train\"").add("step", integer(step));
+  line.add("epoch", stepsPerEpoch_ ? integer(epoch) : "null").add("loss", jsonNumber(loss));
+  for (size_t i = 1; i < results.size(); ++i)
+    line.add(results[i].spec->name, jsonNumber(results[i].floats()[0]));
+  line.add("images_per_second", batch_ ? jsonNumber(perSecond) : "null");
+  line.add("nonfinite_steps", integer(nonFiniteSteps));
+  record(line.str());
   if (terminal_) {
     char text[200];
     if (stepsPerEpoch_)
@@ -137,15 +135,12 @@ void TrainingReport::evaluation(int64_t step, int64_t epoch, const Evaluation &e
     return;
   evaluated_ = true;
   last_ = evaluation;
-  if (metrics_) {
-    JsonObject line(JsonObject::Compact);
-    line.add("kind", "\"eval\"").add("epoch", integer(epoch)).add("step", integer(step));
-    line.add("examples", integer(evaluation.examples));
-    for (const auto &[name, mean] : evaluation.means)
-      line.add(name, jsonNumber(mean));
-    std::fprintf(metrics_, "%s\n", line.str().c_str());
-    std::fflush(metrics_);
-  }
+  JsonObject line(JsonObject::Compact);
+  line.add("kind", "\"eval\"").add("epoch", integer(epoch)).add("step", integer(step));
+  line.add("examples", integer(evaluation.examples));
+  for (const auto &[name, mean] : evaluation.means)
+    line.add(name, jsonNumber(mean));
+  record(line.str());
   endProgressLine();
   std::fprintf(stderr, "epoch %lld, step %lld: test %s\n", (long long)epoch, (long long)step,
                describe(evaluation).c_str());
@@ -223,6 +218,21 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
     summary.add("eval", "null");
   }
   std::fprintf(program_.out, "%s\n", summary.str().c_str());
+  writePage(summary.str());
+}
+
+void TrainingReport::record(const std::string &line) {
+  if (metrics_) {
+    std::fprintf(metrics_, "%s\n", line.c_str());
+    std::fflush(metrics_);
+  }
+  if (!program_.options.reportPage.empty())
+    records_.push_back(line);
+}
+
+void TrainingReport::writePage(const std::string &summary) const {
+  if (active_ && !program_.options.reportPage.empty())
+    writeReportPage(program_.options.reportPage, program_.manifest, records_, summary);
 }
 
 void TrainingReport::endProgressLine() {

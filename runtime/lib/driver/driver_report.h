@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace shardrt {
@@ -45,7 +46,13 @@ public:
               const Checkpointer &checkpointer, int64_t nonFiniteSteps,
               const EarlyStop &stop = {});
 
+  /// With --report-page, rank 0 writes the page: the metrics so far, the program's
+  /// plan and layouts, and `summary` (a JSON object; may be empty).
+  void writePage(const std::string &summary) const;
+
 private:
+  /// A metrics line: to the metrics file, and kept for the report page.
+  void record(const std::string &line);
   void endProgressLine();
   /// The line logged every --log-interval: where the run is, the mean loss since the
   /// last such line, the rate, the time spent and the time left.
@@ -67,6 +74,7 @@ private:
   int64_t intervalStep_;
   double intervalTrainSeconds_ = 0, lossSum_ = 0;
   int64_t lossCount_ = 0;
+  std::vector<std::string> records_; // the metrics lines, with --report-page
 };
 
 } // namespace shardrt

@@ -19,9 +19,10 @@ namespace shardc {
 /// The program description the runtime's driver reads (runtime/README.md):
 /// mesh, parameters with their initialisers, optimizer, inputs with their
 /// fills or dataset fields, the steps' results, each with its split over the
-/// mesh, and the memory per rank.
+/// mesh, the memory per rank, and `plan`, the communication plan as
+/// --report=json prints it (for the run's report page).
 std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference,
-                          const MemoryPerRank &memory);
+                          const MemoryPerRank &memory, const std::string &plan);
 
 } // namespace shardc
 
