@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: set up, build, compile the W2 CNN example for 8 data-parallel
 # ranks, print its communication plan, train it on Fashion-MNIST on 8 local
-# ranks and print the test accuracy.
+# ranks, print the test accuracy and write the run's report page
+# (build/example/report.html: curves, plan, layouts).
 #   run-example.sh [MODEL RULES RANKS EPOCHS]
 # The run configuration beside the model (run.json: data bindings, seed, ...) is
 # used when there is one; EPOCHS overrides its epochs.
@@ -18,7 +19,8 @@ mkdir -p "$out"
 config=()
 [ -f "$(dirname "$model")/run.json" ] && config=(--config "$(dirname "$model")/run.json")
 mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$out/program" "${config[@]}" \
-  --epochs "$epochs" --metrics "$out/metrics.jsonl" --output "$out/summary.json"
+  --epochs "$epochs" --metrics "$out/metrics.jsonl" --output "$out/summary.json" \
+  --report-page "$out/report.html"
 python3 - "$out/summary.json" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))
