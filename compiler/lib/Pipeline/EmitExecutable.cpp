@@ -85,6 +85,9 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   llvm::SmallVector<llvm::StringRef> args = {*cc,        object,     "-o",       output,
                                              libFlag,    rpath,      mlirLibFlag, mlirRpath,
                                              "-lshardrt", "-lmlir_c_runner_utils", "-lm"};
+#ifdef SHARDC_SANITIZE_LINK
+  args.push_back(SHARDC_SANITIZE_LINK);
+#endif
   std::string message;
   if (int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
     return fail("linking '" + output + "' failed (" + *cc + " exited with " +
