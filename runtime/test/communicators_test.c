@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
 
   /* Interleaved collectives over data, model, the whole mesh and no axis: one more
    * communicator each for data and the whole mesh, none for the empty subset. */
-  float gathered[32], scattered[2], in[8];
+  float gathered[32], scattered[4], in[8]; /* scattered: 8 / |data| = 4 */
   const int64_t shape[1] = {8};
   for (int i = 0; i < 8; ++i)
     in[i] = (float)(rank * 8 + i);
