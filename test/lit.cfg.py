@@ -39,3 +39,8 @@ for browser in ("chromium-headless-shell", "chromium"):
         config.available_features.add("chromium")
         config.substitutions.append(("%chromium", browser + " --headless --no-sandbox --disable-gpu"))
         break
+
+# Built with -DSHARDC_SANITIZE=ON (scripts/test-sanitized.sh): AddressSanitizer
+# reserves terabytes of shadow address space, so tests under `ulimit -v` cannot run.
+if getattr(config, "sanitize", False):
+    config.available_features.add("sanitized")
