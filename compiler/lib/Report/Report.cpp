@@ -347,10 +347,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
       c->causes.push_back("constraint");
     else
       for (const std::string &axis : c->axisNames)
-        for (const std::string &rule : axisRules.count(axis) ? axisRules.at(axis)
-                                                             : std::vector<std::string>{})
-          if (!llvm::is_contained(c->causes, rule))
-            c->causes.push_back(rule);
+        if (auto rules = axisRules.find(axis); rules != axisRules.end())
+          for (const std::string &rule : rules->second)
+            if (!llvm::is_contained(c->causes, rule))
+              c->causes.push_back(rule);
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
           seen.loc == c->loc && seen.label() == c->label()) {

@@ -366,6 +366,8 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
     };
     std::vector<Move> moves;
     for (const SavedTensor &tensor : tensors_) {
+      if (tensor.kind >= 0 && state.empty())
+        continue; // an evaluation restores the parameters only
       std::vector<uint32_t> whole(numElements(tensor.shape));
       if (root)
         whole = reader->read(*reader->find(tensor.name));

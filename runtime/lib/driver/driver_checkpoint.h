@@ -66,8 +66,8 @@ public:
   /// rank 0 said why) when it cannot. Collective.
   bool prepare();
 
-  /// Restores `params` and `state` (state kind-major, as the train entry takes it)
-  /// from the checkpoint file `path`, prints the reshard plan on rank 0 and returns
+  /// Restores `params` and `state` (state kind-major, as the train entry takes it;
+  /// empty: the parameters alone) from the checkpoint file `path`, prints the reshard plan on rank 0 and returns
   /// its position: the one to continue after when `resuming`, else the one evaluated.
   /// checkResume (or findCheckpointToEvaluate) has passed; a file that changed since
   /// stops the job. Collective.

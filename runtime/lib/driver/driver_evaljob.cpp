@@ -34,10 +34,7 @@ int runEvaluation(const Program &program) {
     return 1;
 
   const Placement &place = program.place;
-  std::vector<Block> params = allocateBlocks(manifest.params, place), state;
-  for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
-    for (const TensorSpec &param : manifest.params)
-      state.push_back(allocateBlock(param, place)); // restored, then unused
+  std::vector<Block> params = allocateBlocks(manifest.params, place);
   std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
   std::vector<Block> results = allocateBlocks(manifest.evalResults, place);
   std::vector<void *> buffers = pointersOf({&params, &inputs, &results});
@@ -55,7 +52,7 @@ int runEvaluation(const Program &program) {
       return status;
     if (!path.empty()) {
       Checkpointer checkpointer(program, stepsPerEpoch);
-      const RunPosition at = checkpointer.restore(path, params, state, /*resuming=*/false);
+      const RunPosition at = checkpointer.restore(path, params, /*state=*/{}, /*resuming=*/false);
       last = evaluate(program, buffers.data(), inputs, results, arrays);
       report.evaluation(at.step, at.epoch, last);
       evaluatedStep = at.step;

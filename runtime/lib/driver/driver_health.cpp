@@ -4,6 +4,7 @@
 // step: a pass over memory the step has just written, much cheaper than the step.
 // Finding the culprit costs a grad run, and only happens when the run stops.
 #include "driver_health.h"
+#include "driver_stop.h"
 #include "../watchdog.h"
 
 #include <mpi.h>
@@ -32,16 +33,18 @@ std::string nameOf(const TensorSpec &spec) {
 
 } // namespace
 
-int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state) {
-  int health = std::isfinite(loss) ? kFinite : kLossNonFinite;
+int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state,
+               int &stopSignal) {
+  int verdict[2] = {std::isfinite(loss) ? kFinite : kLossNonFinite, stopBits()};
   for (const std::vector<Block> *blocks : {&params, &state})
     for (const Block &block : *blocks)
-      if (!(health & kStateNonFinite) && !finite(block))
-        health |= kStateNonFinite;
+      if (!(verdict[0] & kStateNonFinite) && !finite(block))
+        verdict[0] |= kStateNonFinite;
   watchedWorld("all_reduce of the step's health", [&](MPI_Request *request) {
-    MPI_Iallreduce(MPI_IN_PLACE, &health, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD, request);
+    MPI_Iallreduce(MPI_IN_PLACE, verdict, 2, MPI_INT, MPI_BOR, MPI_COMM_WORLD, request);
   });
-  return health;
+  stopSignal = stopSignalOf(verdict[1]);
+  return verdict[0];
 }
 
 std::string firstNonFiniteBlock(const std::vector<Block> &blocks) {

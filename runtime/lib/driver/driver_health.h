@@ -16,8 +16,11 @@ namespace shardrt {
 enum StepHealth : int { kFinite = 0, kLossNonFinite = 1, kStateNonFinite = 2 };
 
 /// The verdict on a step from its loss (replicated) and this rank's blocks of the new
-/// parameters and state, the same on every rank. Collective: one MPI_Allreduce of an int.
-int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state);
+/// parameters and state, the same on every rank; `stopSignal` gets the SIGINT or
+/// SIGTERM any rank has received, or 0 (driver_stop.h). Collective: one MPI_Allreduce
+/// of two ints, so that a stop costs the steps no collective of its own.
+int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state,
+               int &stopSignal);
 
 /// After a non-finite step, from the parameters it started from and its inputs (both
 /// still held: the train entry wrote the other set): the first parameter, in the

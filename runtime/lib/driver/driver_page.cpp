@@ -1,5 +1,6 @@
 // See driver_page.h. Everything is drawn here, as static HTML and SVG.
 #include "driver_page.h"
+#include "driver_layout.h"
 
 #include "shardrt/layout_grid.h"
 
@@ -157,14 +158,6 @@ std::string table(const std::string &id, const std::vector<std::string> &header,
   return html + "</table>\n";
 }
 
-std::string bytesText(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4)
-    bytes /= 1024, ++unit;
-  return unit ? number(bytes, "%.2f") + " " + units[unit] : number(bytes, "%.0f") + " B";
-}
-
 std::string planSections(const std::string &planText) {
   if (planText.empty())
     return "<p>The program carries no communication plan.</p>\n";
@@ -172,7 +165,7 @@ std::string planSections(const std::string &planText) {
   std::vector<std::vector<std::string>> memory;
   const json memoryPerRank = plan.value("memory_per_rank", json::object());
   for (const auto &[what, bytes] : memoryPerRank.items())
-    memory.push_back({what, bytes.is_number() ? bytesText(bytes.get<double>()) : cellText(bytes)});
+    memory.push_back({what, bytes.is_number() ? bytesText(bytes.get<int64_t>()) : cellText(bytes)});
   std::vector<std::vector<std::string>> collectives;
   for (const json &c : plan.value("collectives_per_step", json::array())) {
     std::string what = c.value("gradient_of", json()).is_string()
@@ -183,16 +176,16 @@ std::string planSections(const std::string &planText) {
       causes += (causes.empty() ? "" : "; ") + cellText(cause);
     collectives.push_back({cellText(c.value("count", json())), cellText(c.value("kind", json())),
                            cellText(c.value("mesh_axes", json())), cellText(c.value("shape", json())),
-                           bytesText(c.value("bytes", 0.0)), cellText(c.value("source", json())),
+                           bytesText(c.value("bytes", int64_t(0))), cellText(c.value("source", json())),
                            what, causes,
-                           c.value("traffic", true) ? bytesText(c.value("sent_bytes", 0.0))
+                           c.value("traffic", true) ? bytesText(c.value("sent_bytes", int64_t(0)))
                                                     : "local: no traffic"});
   }
   std::string html = "<h2>Memory per rank</h2>\n" + table("memory", {"what", "bytes"}, memory);
   html += "<h2>Communication plan</h2>\n<p>" + escape(cellText(plan.value("step", json()))) +
-          " step: " + escape(bytesText(plan.value("collective_bytes_per_step", 0.0))) +
+          " step: " + escape(bytesText(plan.value("collective_bytes_per_step", int64_t(0)))) +
           " of collectives per rank; each rank sends " +
-          escape(bytesText(plan.value("sent_bytes_per_rank_per_step", 0.0))) +
+          escape(bytesText(plan.value("sent_bytes_per_rank_per_step", int64_t(0)))) +
           " by ring algorithms.</p>\n";
   html += table("plan",
                 {"count", "collective", "over", "shape", "bytes", "source", "carries", "made by",

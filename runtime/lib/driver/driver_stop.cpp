@@ -34,12 +34,16 @@ void catchStopSignals() {
 
 bool stopReceived() { return received != 0; }
 
+int stopBits() { return received == SIGINT ? 1 : received == SIGTERM ? 2 : 0; }
+
+int stopSignalOf(int bits) { return bits & 2 ? SIGTERM : bits & 1 ? SIGINT : 0; }
+
 int stopSignal() {
-  int local = received, agreed = 0;
-  watchedWorld("stop signal", [&](MPI_Request *request) {
-    MPI_Iallreduce(&local, &agreed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, request);
+  int bits = stopBits();
+  watchedWorld("all_reduce of the stop signal", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &bits, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD, request);
   });
-  return agreed;
+  return stopSignalOf(bits);
 }
 
 const char *stopSignalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }

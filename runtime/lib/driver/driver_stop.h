@@ -18,9 +18,13 @@ void catchStopSignals();
 /// Whether this process has received one (no collective: to cut a wait short).
 bool stopReceived();
 
-/// The stop signal any rank has received (the highest number), or 0. Collective over
-/// every rank, so that all of them stop after the same step.
+/// The stop signal any rank has received (SIGTERM before SIGINT), or 0. Collective
+/// over every rank, so that all of them stop after the same step. Training agrees on
+/// it in the step's health all-reduce instead (driver_health.h): this process's
+/// signal as bits to OR over the ranks, and the signal they mean.
 int stopSignal();
+int stopBits();
+int stopSignalOf(int bits);
 
 /// "SIGINT" or "SIGTERM".
 const char *stopSignalName(int signal);

@@ -15,8 +15,9 @@
 //     with --on-nonfinite stop (the default) the run ends there with exit 3, naming
 //     what went first and the checkpoint to resume from; with skip its update is
 //     dropped (the sets do not swap) until --max-skips steps in a row were.
-//  6. SIGINT or SIGTERM ends the run after the step in progress, with a checkpoint of
-//     it when checkpoints are on, and exit 128 + the signal (driver_stop.h).
+//  6. SIGINT or SIGTERM ends the run after the step in progress (the ranks agree on it
+//     in the step's health all-reduce), with a checkpoint of it when checkpoints are
+//     on, and exit 128 + the signal (driver_stop.h).
 //  7. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
@@ -185,8 +186,9 @@ int runTraining(const Program &program) {
     step[0].floats()[0] = float(s);
     setWatchedPhase("train step", s);
     program.train(trainBuffers[current].data());
+    int signal = 0;
     const int health = stepHealth(trainResults[0].floats()[0], params[1 - current],
-                                  state[1 - current]);
+                                  state[1 - current], signal);
     if (health == kFinite) {
       current = 1 - current;
       skippedInARow = 0;
@@ -215,7 +217,6 @@ int runTraining(const Program &program) {
           evaluate(program, evalBuffers[current].data(), inputs, evalResults, arrays);
       report.evaluation(s, epoch, evaluation);
     }
-    const int signal = stopSignal();
     setWatchedPhase("checkpoint after step", s);
     if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps || signal,
                                 params[current], state[current],
