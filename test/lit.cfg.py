@@ -44,3 +44,11 @@ for browser in ("chromium-headless-shell", "chromium"):
 # reserves terabytes of shadow address space, so tests under `ulimit -v` cannot run.
 if getattr(config, "sanitize", False):
     config.available_features.add("sanitized")
+
+# The libFuzzer targets (fuzz/), built into build/fuzz when clang-22's libFuzzer is
+# installed: test/Fuzz runs each briefly through scripts/fuzz.sh.
+fuzzers = getattr(config, "fuzzers_dir", "")
+if fuzzers and os.path.exists(os.path.join(fuzzers, "shardc-fuzz-frontend")):
+    config.available_features.add("fuzzers")
+    config.substitutions.append(("%fuzzers", fuzzers))
+    config.substitutions.append(("%fuzz_sh", os.path.join(config.shardc_src_root, "scripts", "fuzz.sh")))

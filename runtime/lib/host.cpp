@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <vector>
 
 namespace shardrt {
 
@@ -24,10 +25,44 @@ void keepFreedMemory() {
   mallopt(M_TRIM_THRESHOLD, -1);
 }
 
-void useOneBlasThread() {
+namespace {
+bool environmentSetsBlasThreads() {
   for (const char *name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
     if (std::getenv(name))
-      return;
+      return true;
+  return false;
+}
+} // namespace
+
+void restartWithOneBlasThread(char **argv) {
+  if (environmentSetsBlasThreads())
+    return;
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  execv("/proc/self/exe", argv);
+}
+
+int64_t blasWorkBufferBytes() {
+  // OpenBLAS 0.3.21's BUFFER_SIZE on x86-64 (32 << 22) and a page: the size of the
+  // allocation its first sgemm retried forever under ulimit -v (seen in gdb).
+  return (int64_t(32) << 22) + 4096;
+}
+
+bool claimBlasWorkBuffer() {
+  void *room = std::malloc(size_t(blasWorkBufferBytes()));
+  if (!room)
+    return false;
+  std::free(room);
+  // Large enough for OpenBLAS's ordinary path (small matrices may skip the buffer).
+  constexpr int n = 128;
+  std::vector<float> a(n * n, 0.0f), c(n * n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, a.data(),
+              n, 0.0f, c.data(), n);
+  return true;
+}
+
+void useOneBlasThread() {
+  if (environmentSetsBlasThreads())
+    return;
   // OpenBLAS would start a thread per core. Measured on the 2-core machine: alone,
   // sgemm 1024^3 runs at 215 GFLOP/s with 2 threads against 108 with 1, and W2's conv2
   // at 175 against 96 (bench/kernels); but W2's reference (1 rank) trains an epoch in
@@ -44,24 +79,27 @@ std::string blasConfig() {
          (threads == 1 ? " thread" : " threads");
 }
 
+int64_t addressSpaceLeft() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return -1;
+  // The limit counts the address space already mapped: libraries, MPI's buffers.
+  long long mappedPages = 0;
+  if (std::FILE *statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%lld", &mappedPages) != 1)
+      mappedPages = 0;
+    std::fclose(statm);
+  }
+  const int64_t mapped = int64_t(mappedPages) * sysconf(_SC_PAGESIZE);
+  const int64_t cap = int64_t(limit.rlim_cur);
+  return cap > mapped ? cap - mapped : 0;
+}
+
 MemoryOffer memoryOffer(int localRanks) {
   MemoryOffer offer;
-  const long pageBytes = sysconf(_SC_PAGESIZE);
-  offer.physical = int64_t(sysconf(_SC_PHYS_PAGES)) * pageBytes;
+  offer.physical = int64_t(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   offer.share = offer.physical / (localRanks > 0 ? localRanks : 1);
-  rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-    // The limit counts the address space already mapped: libraries, MPI's buffers.
-    long long mappedPages = 0;
-    if (std::FILE *statm = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(statm, "%lld", &mappedPages) != 1)
-        mappedPages = 0;
-      std::fclose(statm);
-    }
-    const int64_t mapped = int64_t(mappedPages) * pageBytes;
-    const int64_t cap = int64_t(limit.rlim_cur);
-    offer.addressSpaceLeft = cap > mapped ? cap - mapped : 0;
-  }
+  offer.addressSpaceLeft = addressSpaceLeft();
   return offer;
 }
 

@@ -2,6 +2,7 @@
 #ifndef SHARDRT_LIB_HOST_H
 #define SHARDRT_LIB_HOST_H
 
+#include <cstdint>
 #include <string>
 
 namespace shardrt {
@@ -10,6 +11,22 @@ namespace shardrt {
 /// kernel: generated code allocates and frees its temporaries every step, and on the
 /// machines shardc targets the first touch of a fresh page costs about 10 us per 4 KiB.
 void keepFreedMemory();
+
+/// OpenBLAS's pthread build starts a worker thread per core in its library
+/// constructor, before main, and each maps a 128 MiB work buffer, retrying forever
+/// while the address-space limit refuses it: under `ulimit -v` a program hung in
+/// MPI_Init's fork, which waits for those threads. The driver computes with one BLAS
+/// thread per rank anyway, so when the environment sets no thread count this starts
+/// the program again (execv, same arguments) with OPENBLAS_NUM_THREADS=1, and no
+/// worker is started. Returns only when the environment already set one (or the
+/// restart failed). Call it first thing in main.
+void restartWithOneBlasThread(char **argv);
+
+/// Has OpenBLAS allocate its work buffer now, while the address space has room for
+/// it: once its first call finds no room for the buffer, OpenBLAS retries forever.
+/// False (and nothing done) when `blasWorkBufferBytes()` cannot be allocated.
+bool claimBlasWorkBuffer();
+int64_t blasWorkBufferBytes();
 
 /// Runs OpenBLAS on this rank's thread alone, unless the environment sets
 /// OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS.
@@ -31,6 +48,10 @@ struct MemoryOffer {
   }
 };
 MemoryOffer memoryOffer(int localRanks);
+
+/// What the address-space limit (ulimit -v) leaves this process now, in bytes; -1
+/// without a limit.
+int64_t addressSpaceLeft();
 
 /// This process's resident memory as the kernel counts it (/proc/self/status), in
 /// bytes: the peak (VmHWM), and now, what is its own (anonymous) and what it shares with

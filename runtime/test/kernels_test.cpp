@@ -6,7 +6,8 @@
 // convolutions with strides 1 and 2, dilation (forward), non-square images and
 // kernels, one channel, batches large enough to take several im2col chunks, and empty
 // dimensions. The input gradient is also checked as the adjoint of the forward
-// convolution, with dy dilated and padded as the compiler does. Prints a line per
+// convolution, with dy dilated and padded as the compiler does. memrefCopy, the strided
+// copy of generated code, is checked against a copy element by element. Prints a line per
 // kernel and `kernels: N checks passed`; exits non-zero on any failure.
 #include "shardrt/shardrt.h"
 
@@ -172,6 +173,73 @@ void checkInputGradIsAdjoint(const Conv &p) {
               "input grad is the adjoint of conv2d " + p.name());
 }
 
+/// A view of `buffer` as MLIR describes a memref: offset, sizes and strides in
+/// elements of `elementBytes`.
+struct View {
+  std::vector<unsigned char> &buffer;
+  int64_t offset;
+  std::vector<int64_t> sizes, strides;
+};
+
+/// memrefCopy between two views, against a copy element by element: bytes outside
+/// the target view stay as they were.
+void checkMemrefCopy(int64_t elementBytes, View from, View to, const std::string &what) {
+  ++checks;
+  for (size_t i = 0; i < from.buffer.size(); ++i)
+    from.buffer[i] = (unsigned char)(i * 7 + 3);
+  for (size_t i = 0; i < to.buffer.size(); ++i)
+    to.buffer[i] = (unsigned char)(i * 13 + 1);
+  std::vector<unsigned char> want = to.buffer;
+  const size_t rank = from.sizes.size();
+  int64_t count = 1;
+  for (int64_t size : from.sizes)
+    count *= size;
+  for (int64_t linear = 0; linear < count; ++linear) {
+    int64_t rest = linear, read = from.offset, write = to.offset;
+    for (size_t axis = rank; axis-- > 0;) {
+      const int64_t index = rest % from.sizes[axis];
+      rest /= from.sizes[axis];
+      read += index * from.strides[axis];
+      write += index * to.strides[axis];
+    }
+    for (int64_t byte = 0; byte < elementBytes; ++byte)
+      want[write * elementBytes + byte] = from.buffer[read * elementBytes + byte];
+  }
+  auto descriptor = [&](View &view) {
+    std::vector<int64_t> words(3 + 2 * rank);
+    words[0] = words[1] = int64_t(reinterpret_cast<intptr_t>(view.buffer.data()));
+    words[2] = view.offset;
+    for (size_t axis = 0; axis < rank; ++axis) {
+      words[3 + axis] = view.sizes[axis];
+      words[3 + rank + axis] = view.strides[axis];
+    }
+    return words;
+  };
+  std::vector<int64_t> source = descriptor(from), target = descriptor(to);
+  shardrt_unranked_memref unrankedSource{int64_t(rank), source.data()};
+  shardrt_unranked_memref unrankedTarget{int64_t(rank), target.data()};
+  memrefCopy(elementBytes, &unrankedSource, &unrankedTarget);
+  if (to.buffer != want) {
+    ++failures;
+    std::fprintf(stderr, "FAILED: memrefCopy: %s\n", what.c_str());
+  }
+}
+
+void checkMemrefCopies() {
+  std::vector<unsigned char> a(4 * 200), b(4 * 200), c(8 * 200);
+  checkMemrefCopy(4, {a, 5, {}, {}}, {b, 7, {}, {}}, "rank 0");
+  checkMemrefCopy(4, {a, 0, {6, 8}, {8, 1}}, {b, 0, {6, 8}, {8, 1}}, "contiguous");
+  checkMemrefCopy(4, {a, 0, {6, 8}, {1, 6}}, {b, 0, {6, 8}, {8, 1}}, "transposed source");
+  // A pad's interior: 6x8 into the middle of 8x10.
+  checkMemrefCopy(4, {a, 0, {6, 8}, {8, 1}}, {b, 11, {6, 8}, {10, 1}}, "into a pad's interior");
+  checkMemrefCopy(4, {a, 3, {2, 3, 4, 5}, {60, 20, 5, 1}}, {b, 1, {2, 3, 4, 5}, {90, 30, 6, 1}},
+                  "rank 4, runs of the two inner axes on one side");
+  checkMemrefCopy(4, {a, 0, {3, 4}, {4, 1}}, {b, 0, {3, 4}, {1, 3}}, "transposed target");
+  checkMemrefCopy(8, {c, 2, {5, 3}, {7, 2}}, {c, 100, {5, 3}, {3, 1}}, "8-byte elements, strided");
+  checkMemrefCopy(4, {a, 0, {4, 0, 3}, {0, 3, 1}}, {b, 0, {4, 0, 3}, {0, 3, 1}}, "empty");
+  checkMemrefCopy(4, {a, 0, {1, 6, 1}, {6, 1, 1}}, {b, 4, {1, 6, 1}, {1, 1, 9}}, "unit axes");
+}
+
 } // namespace
 
 int main() {
@@ -203,6 +271,9 @@ int main() {
   checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
   std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
               "non-square, chunked, empty)\n");
+
+  checkMemrefCopies();
+  std::printf("kernels: memrefCopy checked (rank 0 to 4, strided and transposed, empty)\n");
 
   if (failures) {
     std::printf("kernels: %d of %d checks failed\n", failures, checks);

@@ -78,13 +78,11 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     return fail("no C compiler driver 'cc' on PATH to link with (install gcc or clang)");
-  // libmlir_c_runner_utils has memrefCopy, which strided copies lower to.
+  // libshardrt has everything the generated code calls, memrefCopy included: the
+  // program needs neither libMLIR nor libLLVM.
   std::string libFlag = ("-L" + runtimeLibDir).str(), rpath = ("-Wl,-rpath," + runtimeLibDir).str();
-  std::string mlirLibFlag = "-L" MLIR_RUNNER_UTILS_DIR,
-              mlirRpath = "-Wl,-rpath," MLIR_RUNNER_UTILS_DIR;
-  llvm::SmallVector<llvm::StringRef> args = {*cc,        object,     "-o",       output,
-                                             libFlag,    rpath,      mlirLibFlag, mlirRpath,
-                                             "-lshardrt", "-lmlir_c_runner_utils", "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {*cc,     object, "-o",        output,
+                                             libFlag, rpath,  "-lshardrt", "-lm"};
 #ifdef SHARDC_SANITIZE_LINK
   args.push_back(SHARDC_SANITIZE_LINK);
 #endif

@@ -41,10 +41,10 @@ void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
   // Without a place in a file, the tool speaks: `shardc: error: ...`.
   if (!range.Start.isValid()) {
     llvm::raw_ostream &os = kind == llvm::SourceMgr::DK_Error
-                                ? llvm::WithColor::error(llvm::errs(), "shardc")
+                                ? llvm::WithColor::error(out, "shardc")
                             : kind == llvm::SourceMgr::DK_Warning
-                                ? llvm::WithColor::warning(llvm::errs(), "shardc")
-                                : llvm::WithColor::note(llvm::errs(), "shardc");
+                                ? llvm::WithColor::warning(out, "shardc")
+                                : llvm::WithColor::note(out, "shardc");
     os << message << "\n";
     return;
   }
@@ -52,7 +52,7 @@ void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
   llvm::SmallVector<SMRange, 1> ranges;
   if (range.End.isValid())
     ranges.push_back(range);
-  sourceMgr.PrintMessage(llvm::errs(), range.Start, kind, message, ranges);
+  sourceMgr.PrintMessage(out, range.Start, kind, message, ranges);
 }
 
 void DiagnosticEngine::error(SMRange range, const llvm::Twine &message) {
@@ -68,7 +68,7 @@ void DiagnosticEngine::note(SMRange range, const llvm::Twine &message) {
 void DiagnosticEngine::fileError(llvm::StringRef path, const llvm::Twine &message) {
   ++numErrors;
   llvm::SMDiagnostic(path, llvm::SourceMgr::DK_Error, message.str())
-      .print(/*ProgName=*/nullptr, llvm::errs());
+      .print(/*ProgName=*/nullptr, out);
 }
 
 void DiagnosticEngine::toolError(const llvm::Twine &message) {

@@ -229,6 +229,17 @@ void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 
+/* What memref.copy between views that are not both contiguous becomes: MLIR's
+ * memrefCopy (libmlir_c_runner_utils, which would pull libMLIR and libLLVM into every
+ * program), with the same contract: `elem_size` bytes per element, source and target
+ * of the same rank and sizes, any strides. */
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} shardrt_unranked_memref;
+void memrefCopy(int64_t elem_size, shardrt_unranked_memref *source,
+                shardrt_unranked_memref *target);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -110,23 +110,33 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
   return {};
 }
 
-/// Whether every rank's host offers it what the program needs (the manifest's memory
-/// per rank); the first rank short of it says both figures. Collective.
-bool memoryFits(const Manifest &manifest) {
+/// Whether every rank's host offers it what the program needs: room for OpenBLAS's
+/// work buffer, claimed now, and (when `checkNeed`) the manifest's memory per rank. The
+/// first rank short of it says both figures. Collective.
+bool memoryFits(const Manifest &manifest, bool checkNeed) {
   const int localRanks = ranksOnThisHost();
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const bool blasReady = claimBlasWorkBuffer();
   const MemoryOffer offer = memoryOffer(localRanks);
   const int64_t need = manifest.memoryPerRank;
-  int firstShort = need > offer.bytes() ? rank : INT_MAX;
+  int firstShort = !blasReady || (checkNeed && need > offer.bytes()) ? rank : INT_MAX;
   watchedWorld("all_reduce of the memory check", [&](MPI_Request *request) {
     MPI_Iallreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, request);
   });
-  if (firstShort == rank) {
-    std::string limit = offer.addressSpaceLeft < 0
-                            ? ""
-                            : "; the address-space limit (ulimit -v) leaves it " +
-                                  bytesText(offer.addressSpaceLeft);
+  if (firstShort != rank)
+    return firstShort == INT_MAX;
+  const std::string limit = offer.addressSpaceLeft < 0
+                                ? ""
+                                : "; the address-space limit (ulimit -v) leaves it " +
+                                      bytesText(offer.addressSpaceLeft);
+  if (!blasReady)
+    std::fprintf(stderr,
+                 "shardrt: error: rank %d cannot allocate OpenBLAS's work buffer of %s (%s of "
+                 "memory shared by %d ranks%s): raise the limit\n",
+                 rank, bytesText(blasWorkBufferBytes()).c_str(), bytesText(offer.physical).c_str(),
+                 localRanks, limit.c_str());
+  else
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state twice, "
                  "inputs, and every intermediate without buffer reuse, as shardc's --report "
@@ -136,8 +146,7 @@ bool memoryFits(const Manifest &manifest) {
                  manifest.model.c_str(), bytesText(need).c_str(), rank,
                  bytesText(offer.bytes()).c_str(), bytesText(offer.physical).c_str(), localRanks,
                  limit.c_str());
-  }
-  return firstShort == INT_MAX;
+  return false;
 }
 
 int run(int argc, char **argv, const char *manifestJson, Entries entries, int rank) {
@@ -207,7 +216,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   shardrt_init(&argc, &argv, static_cast<int>(manifest.axisSizes.size()), manifest.axisSizes.data(),
                axisNames.data());
   setCollectiveTimeout(options.collectiveTimeout);
-  if (options.checkMemory && !memoryFits(manifest)) {
+  if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;
   }
@@ -241,13 +250,35 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   return status;
 }
 
+/// Whether the address-space limit leaves room to start: OpenMPI 4.1.4's MPI_Init maps
+/// about 200 MiB here (170 MiB under mpirun, 200 MiB as a singleton; measured with
+/// /proc/self/statm around it) and fails, crashes in PMIx or aborts when it cannot,
+/// with messages that do not say so. Said before MPI_Init, by every process.
+bool roomToStart() {
+  constexpr int64_t mpiInitBytes = int64_t(256) << 20;
+  const int64_t left = addressSpaceLeft();
+  const int64_t need = mpiInitBytes + blasWorkBufferBytes();
+  if (left < 0 || left >= need)
+    return true;
+  std::fprintf(stderr,
+               "shardrt: error: the address-space limit (ulimit -v) leaves this process %s, "
+               "and starting takes %s (MPI_Init maps about %s, OpenBLAS's work buffer is %s) "
+               "before the program's own memory: raise the limit\n",
+               bytesText(left).c_str(), bytesText(need).c_str(), bytesText(mpiInitBytes).c_str(),
+               bytesText(blasWorkBufferBytes()).c_str());
+  return false;
+}
+
 } // namespace
 } // namespace shardrt
 
 extern "C" int shardrt_main(int argc, char **argv, const char *manifest_json,
                             shardrt_entry_fn train, shardrt_entry_fn eval, shardrt_entry_fn grad) {
+  shardrt::restartWithOneBlasThread(argv);
   int initialised = 0;
   MPI_Initialized(&initialised);
+  if (!initialised && !shardrt::roomToStart())
+    return 1;
   if (!initialised)
     MPI_Init(&argc, &argv);
   int rank = 0;

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
@@ -22,7 +23,9 @@ using llvm::SMRange;
 
 class DiagnosticEngine {
 public:
-  explicit DiagnosticEngine(llvm::SourceMgr &sourceMgr) : sourceMgr(sourceMgr) {}
+  /// Diagnostics print to `out` (a fuzzer passes llvm::nulls()).
+  explicit DiagnosticEngine(llvm::SourceMgr &sourceMgr, llvm::raw_ostream &out = llvm::errs())
+      : sourceMgr(sourceMgr), out(out) {}
 
   /// Reads `path` into the source manager. Returns the buffer id, or 0 with
   /// an error (reported at `includedFrom` if given) when it cannot be read.
@@ -46,6 +49,7 @@ private:
   void emit(SMRange range, llvm::SourceMgr::DiagKind kind, const llvm::Twine &message);
 
   llvm::SourceMgr &sourceMgr;
+  llvm::raw_ostream &out;
   unsigned numErrors = 0;
 };
 
