@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <initializer_list>
 #include <vector>
 
@@ -34,11 +35,23 @@ bool environmentSetsBlasThreads() {
 }
 } // namespace
 
-void restartWithOneBlasThread(char **argv) {
+void restartWithOneBlasThread() {
   if (environmentSetsBlasThreads())
     return;
+  // The process's own arguments: a caller of shardrt_main may have taken some away.
+  std::ifstream file("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> arguments;
+  for (std::string argument; std::getline(file, argument, '\0');)
+    arguments.push_back(argument);
+  if (arguments.empty())
+    return;
+  std::vector<char *> argv;
+  for (std::string &argument : arguments)
+    argv.push_back(argument.data());
+  argv.push_back(nullptr);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  execv("/proc/self/exe", argv);
+  execv("/proc/self/exe", argv.data());
+  unsetenv("OPENBLAS_NUM_THREADS");
 }
 
 int64_t blasWorkBufferBytes() {

@@ -17,10 +17,10 @@ void keepFreedMemory();
 /// while the address-space limit refuses it: under `ulimit -v` a program hung in
 /// MPI_Init's fork, which waits for those threads. The driver computes with one BLAS
 /// thread per rank anyway, so when the environment sets no thread count this starts
-/// the program again (execv, same arguments) with OPENBLAS_NUM_THREADS=1, and no
-/// worker is started. Returns only when the environment already set one (or the
-/// restart failed). Call it first thing in main.
-void restartWithOneBlasThread(char **argv);
+/// the program again (execv, the arguments of /proc/self/cmdline) with
+/// OPENBLAS_NUM_THREADS=1, and no worker is started. Returns only when the environment
+/// already set one (or the restart failed). Call it first thing in main.
+void restartWithOneBlasThread();
 
 /// Has OpenBLAS allocate its work buffer now, while the address space has room for
 /// it: once its first call finds no room for the buffer, OpenBLAS retries forever.

@@ -3,7 +3,7 @@
 // One emit function per kind of node, as in the Toy tutorial's MLIRGen. Every
 // op is a linalg structured op (or a tensor reshape/pad) so that upstream's
 // sharding propagation, or the project's models in lib/Shard, can place it:
-//   elementwise ops        linalg.generic, broadcasting by trailing axes
+//   elementwise ops        linalg.generic, broadcasting by axis names
 //   matmul                 linalg.matmul (2-D) or a contraction linalg.generic
 //   sum/mean/max/argmax    reduction linalg.generic
 //   conv2d / avg_pool      tensor.pad (SAME) + linalg.conv_2d_nhwc_hwcf /
@@ -175,8 +175,9 @@ Value MLIRGenImpl::generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Val
   return op.getResult(0);
 }
 
-/// Over the result's dims; each operand maps to the trailing dims (numpy
-/// broadcasting); scalar constants become constants in the body.
+/// Over the result's dims; each operand maps to the result's dims of its axis
+/// names (sema checked that they are there, in order); scalar constants become
+/// constants in the body.
 Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> values,
                                const shardc::TensorType &resultType, Location at,
                                BodyBuilder body) {
@@ -189,10 +190,9 @@ Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> valu
     const Node &operand = graph.nodes[id];
     if (operand.op == OpKind::constant)
       continue;
-    unsigned operandRank = operand.type.dims.size();
     SmallVector<AffineExpr> exprs;
-    for (unsigned d = rank - operandRank; d < rank; ++d)
-      exprs.push_back(b.getAffineDimExpr(d));
+    for (const Dim &d : operand.type.dims)
+      exprs.push_back(b.getAffineDimExpr(resultType.axisIndex(d.axis)));
     maps.push_back(AffineMap::get(rank, 0, exprs, b.getContext()));
     inputs.push_back(values[id]);
   }
@@ -291,6 +291,13 @@ Value MLIRGenImpl::sumLast(Value x, Location at) {
   });
 }
 
+Value MLIRGenImpl::geluTanhArgument(OpBuilder &n, Location at, Value x) {
+  Value cube = arith::MulFOp::create(n, at, x, arith::MulFOp::create(n, at, x, x));
+  Value inner = arith::AddFOp::create(
+      n, at, x, arith::MulFOp::create(n, at, cube, scalar(n.getF32Type(), kGeluCubic, at)));
+  return arith::MulFOp::create(n, at, inner, scalar(n.getF32Type(), kGeluScale, at));
+}
+
 Value MLIRGenImpl::padded(Value x, ArrayRef<int64_t> low, ArrayRef<int64_t> high, Location at) {
   if (llvm::all_of(low, [](int64_t v) { return v == 0; }) &&
       llvm::all_of(high, [](int64_t v) { return v == 0; }))
@@ -346,6 +353,25 @@ Value MLIRGenImpl::matmul(Value lhs, Value rhs, RankedTensorType result, Locatio
   lDims.push_back(k);
   llvm::append_range(rDims, llvm::seq<unsigned>(lFree, k));
   return contract(lhs, rhs, {loopMap(lDims, k + 1), loopMap(rDims, k + 1)}, result, at);
+}
+
+/// Sums lhs * rhs into `result` by axis names: loops are the result's axes, then the
+/// operands' axes it lacks (reduced), in the order the operands name them.
+Value MLIRGenImpl::contractByName(Value lhs, Value rhs, const shardc::TensorType &lhsType,
+                                  const shardc::TensorType &rhsType,
+                                  const shardc::TensorType &resultType, Location at) {
+  std::vector<std::string> loops;
+  for (const shardc::TensorType *type : {&resultType, &lhsType, &rhsType})
+    for (const Dim &d : type->dims)
+      if (!llvm::is_contained(loops, d.axis))
+        loops.push_back(d.axis);
+  auto dimsOf = [&](const shardc::TensorType &type) {
+    SmallVector<unsigned> dims;
+    for (const Dim &d : type.dims)
+      dims.push_back(unsigned(llvm::find(loops, d.axis) - loops.begin()));
+    return loopMap(dims, loops.size());
+  };
+  return contract(lhs, rhs, {dimsOf(lhsType), dimsOf(rhsType)}, tensorType(resultType), at);
 }
 
 /// log_softmax (or softmax) over the last dim, stabilised by the maximum.
@@ -567,8 +593,37 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
       Value e = math::ExpOp::create(n, l, arith::NegFOp::create(n, l, a[0]));
       return arith::DivFOp::create(n, l, one, arith::AddFOp::create(n, l, one, e));
     });
+  case OpKind::sqrt:
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::SqrtOp::create(n, l, a[0]); });
+  case OpKind::rsqrt: // as 1 / sqrt: math.rsqrt lowers to a libm rsqrtf that glibc lacks
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return arith::DivFOp::create(n, l, scalar(n.getF32Type(), 1, l), math::SqrtOp::create(n, l, a[0]));
+    });
+  case OpKind::gelu:
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value half = arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), 0.5, l));
+      Value t = math::TanhOp::create(n, l, geluTanhArgument(n, l, a[0]));
+      return arith::MulFOp::create(n, l, half,
+                                   arith::AddFOp::create(n, l, t, scalar(n.getF32Type(), 1, l)));
+    });
   case OpKind::matmul:
     return matmul(operand(0), operand(1), tensorType(node.type), at);
+  case OpKind::contract:
+    return contractByName(operand(0), operand(1), graph.nodes[node.operands[0]].type,
+                          graph.nodes[node.operands[1]].type, node.type, at);
+  case OpKind::rename: // names live in sema's types only
+    return operand(0);
+  case OpKind::causal_mask: {
+    int64_t query = node.type.axisIndex(std::get<std::string>(node.attrs.at("query")));
+    int64_t key = node.type.axisIndex(std::get<std::string>(node.attrs.at("key")));
+    double fill = std::get<double>(node.attrs.at("fill"));
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value kept = arith::CmpIOp::create(n, l, arith::CmpIPredicate::sle,
+                                         linalg::IndexOp::create(n, l, key),
+                                         linalg::IndexOp::create(n, l, query));
+      return arith::SelectOp::create(n, l, kept, a[0], scalar(n.getF32Type(), fill, l));
+    });
+  }
   case OpKind::log_softmax:
   case OpKind::softmax:
     return logSoftmax(operand(0), at, node.op == OpKind::softmax);

@@ -138,14 +138,6 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
   RankedTensorType type = tensorType(node.type);
 
   switch (node.op) {
-  case OpKind::unbroadcast: {
-    SmallVector<bool> reduced(cast<RankedTensorType>(operand(0).getType()).getRank(), false);
-    std::fill_n(reduced.begin(), std::get<int64_t>(node.attrs.at("leading")), true);
-    return reduce(operand(0), reduced, b.getF32FloatAttr(0), at,
-                  [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                    return arith::AddFOp::create(n, l, a[1], a[0]);
-                  });
-  }
   case OpKind::broadcast_over: {
     const auto &over = std::get<std::vector<std::string>>(node.attrs.at("over"));
     SmallVector<bool> missing;
@@ -164,6 +156,21 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       Value zero = f32(n, 0, l);
       Value positive = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OGT, a[0], zero);
       return arith::SelectOp::create(n, l, positive, a[1], zero);
+    });
+  case OpKind::gelu_grad: // dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), t = tanh(u)
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value x = a[0], t = math::TanhOp::create(n, l, geluTanhArgument(n, l, x));
+      Value x2 = arith::MulFOp::create(n, l, x, x);
+      Value du = arith::MulFOp::create(
+          n, l, f32(n, kGeluScale, l),
+          arith::AddFOp::create(n, l, f32(n, 1, l),
+                                arith::MulFOp::create(n, l, x2, f32(n, 3 * kGeluCubic, l))));
+      Value onePlusT = arith::AddFOp::create(n, l, f32(n, 1, l), t);
+      Value sech2 = arith::SubFOp::create(n, l, f32(n, 1, l), arith::MulFOp::create(n, l, t, t));
+      Value slope = arith::AddFOp::create(
+          n, l, onePlusT, arith::MulFOp::create(n, l, x, arith::MulFOp::create(n, l, sech2, du)));
+      return arith::MulFOp::create(n, l, a[1],
+                                   arith::MulFOp::create(n, l, f32(n, 0.5, l), slope));
     });
   case OpKind::matmul_grad_lhs: { // dy[m..., n...] . b[k, n...] -> [m..., k]
     unsigned lFree = type.getRank() - 1;

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <array>
 
@@ -79,6 +80,11 @@ private:
   mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<bool> missing,
                           mlir::RankedTensorType to, mlir::Location at, BodyBuilder body);
   mlir::Value sumLast(mlir::Value x, mlir::Location at);
+  /// GPT-2's gelu: 0.5 x (1 + tanh(u)), u = kGeluScale (x + kGeluCubic x^3).
+  static constexpr double kGeluScale = llvm::numbers::sqrt2 * llvm::numbers::inv_sqrtpi;
+  static constexpr double kGeluCubic = 0.044715;
+  /// u, in a body.
+  mlir::Value geluTanhArgument(mlir::OpBuilder &n, mlir::Location at, mlir::Value x);
   mlir::Value padded(mlir::Value x, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high,
                      mlir::Location at);
 
@@ -88,6 +94,9 @@ private:
                        mlir::RankedTensorType result, mlir::Location at);
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, mlir::RankedTensorType result,
                      mlir::Location at);
+  mlir::Value contractByName(mlir::Value lhs, mlir::Value rhs, const TensorType &lhsType,
+                             const TensorType &rhsType, const TensorType &resultType,
+                             mlir::Location at);
   mlir::Value logSoftmax(mlir::Value x, mlir::Location at, bool softmax);
   mlir::Value argmax(mlir::Value x, mlir::Location at);
   mlir::Value conv2d(mlir::Value x, mlir::Value w, const Node &node, mlir::Location at);

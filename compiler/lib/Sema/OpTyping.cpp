@@ -7,6 +7,8 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace shardc;
 
 namespace {
@@ -167,6 +169,71 @@ std::optional<TypedOp> reshape(Checker &c, llvm::ArrayRef<OpArg> a) {
   return r;
 }
 
+std::optional<TypedOp> contract(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &lhs = a[0], &rhs = a[1], &over = a[2];
+  if (!c.isFloat(lhs, "the first operand") || !c.isFloat(rhs, "the second operand"))
+    return std::nullopt;
+  std::vector<std::string> summed;
+  for (const Dim &d : over.shape) {
+    if (lhs.tensor.axisIndex(d.axis) < 0 || rhs.tensor.axisIndex(d.axis) < 0) {
+      c.fail(over.range, "axis '" + d.axis + "' is not an axis of both " + lhs.tensor.str() +
+                             " and " + rhs.tensor.str());
+      return std::nullopt;
+    }
+    summed.push_back(d.axis);
+  }
+  for (const Dim &d : lhs.tensor.dims) {
+    int other = rhs.tensor.axisIndex(d.axis);
+    if (other >= 0 && rhs.tensor.dims[other].size != d.size) {
+      c.fail(rhs.range, "axis '" + d.axis + "' has size " + std::to_string(d.size) + " in " +
+                            lhs.tensor.str() + " and " +
+                            std::to_string(rhs.tensor.dims[other].size) + " in " +
+                            rhs.tensor.str());
+      return std::nullopt;
+    }
+  }
+  TypedOp r;
+  for (const Dim &d : lhs.tensor.dims)
+    if (!llvm::is_contained(summed, d.axis))
+      r.type.dims.push_back(d);
+  for (const Dim &d : rhs.tensor.dims)
+    if (lhs.tensor.axisIndex(d.axis) < 0)
+      r.type.dims.push_back(d);
+  r.attrs["over"] = summed;
+  return r;
+}
+
+std::optional<TypedOp> rename(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &from = a[1], &to = a[2];
+  int index = x.tensor.axisIndex(from.stringValue);
+  if (index < 0) {
+    c.fail(from.range, "axis '" + from.stringValue + "' is not an axis of " + x.tensor.str());
+    return std::nullopt;
+  }
+  TypedOp r{x.tensor, {{"from", from.stringValue}, {"to", to.stringValue}}};
+  r.type.dims[index].axis = to.stringValue;
+  return r;
+}
+
+std::optional<TypedOp> causalMask(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &query = a[1], &key = a[2];
+  if (!c.isFloat(x, "the argument"))
+    return std::nullopt;
+  for (const OpArg *axis : {&query, &key})
+    if (x.tensor.axisIndex(axis->stringValue) < 0) {
+      c.fail(axis->range, "axis '" + axis->stringValue + "' is not an axis of " + x.tensor.str());
+      return std::nullopt;
+    }
+  if (query.stringValue == key.stringValue) {
+    c.fail(key.range, "the query and key axes must differ, got '" + key.stringValue + "' twice");
+    return std::nullopt;
+  }
+  return TypedOp{x.tensor,
+                 {{"query", query.stringValue},
+                  {"key", key.stringValue},
+                  {"fill", -std::numeric_limits<double>::infinity()}}};
+}
+
 std::optional<TypedOp> reduce(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
   const OpArg &x = a[0], &over = a[1];
   TypedOp r;
@@ -206,6 +273,9 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
   case OpKind::log:
   case OpKind::tanh:
   case OpKind::sigmoid:
+  case OpKind::sqrt:
+  case OpKind::rsqrt:
+  case OpKind::gelu:
     return plain(elementwise(c, args[0]));
   case OpKind::log_softmax:
   case OpKind::softmax:
@@ -214,6 +284,12 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
     return plain(elementwise(c, args[0]));
   case OpKind::matmul:
     return plain(typeBinaryOp(BinaryOp::MatMul, call, args[0].tensor, args[1].tensor, diags));
+  case OpKind::contract:
+    return contract(c, args);
+  case OpKind::rename:
+    return rename(c, args);
+  case OpKind::causal_mask:
+    return causalMask(c, args);
   case OpKind::conv2d:
     return conv2d(c, args);
   case OpKind::avg_pool:
@@ -326,17 +402,23 @@ std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where,
                            lhs.str() + " and " + rhs.str());
     return std::nullopt;
   }
-  // Broadcasting: the shorter shape must be the trailing part of the longer.
+  // Broadcasting by axis name: the smaller operand's axes are axes of the larger one,
+  // in the same order and of the same sizes (a [batch, seq] mean against
+  // [batch, seq, embed]; a bias [out] against [batch, out]).
   const TensorType &big = lhs.dims.size() >= rhs.dims.size() ? lhs : rhs;
   const TensorType &small = &big == &lhs ? rhs : lhs;
-  size_t offset = big.dims.size() - small.dims.size();
-  for (size_t i = 0; i < small.dims.size(); ++i)
-    if (!(small.dims[i] == big.dims[offset + i])) {
+  auto next = big.dims.begin();
+  for (const Dim &d : small.dims) {
+    next = std::find_if(next, big.dims.end(), [&](const Dim &b) { return b.axis == d.axis; });
+    if (next == big.dims.end() || !(*next == d)) {
       diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " +
                              rhs.str() +
-                             "; shapes must be equal, or one the trailing part of the other");
+                             "; shapes must be equal, or the axes of one axes of the other, "
+                             "in the same order and of the same sizes");
       return std::nullopt;
     }
+    ++next;
+  }
   TensorType result = big;
   if (compare)
     result.dtype = DType::Bool;

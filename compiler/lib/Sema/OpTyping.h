@@ -38,7 +38,7 @@ std::optional<TypedOp> typeBuiltinOp(OpKind op, SMRange call,
                                      llvm::ArrayRef<OpArg> args, DiagnosticEngine &diags);
 
 /// Types `lhs op rhs` for tensors: contraction for `@`, broadcasting for
-/// the others (equal shapes, or one a trailing part of the other).
+/// the others (equal shapes, or the axes of one axes of the other, in order).
 std::optional<TensorType> typeBinaryOp(BinaryOp op, SMRange where, const TensorType &lhs,
                                        const TensorType &rhs, DiagnosticEngine &diags);
 

@@ -7,9 +7,9 @@
 // same code; the few that have no forward counterpart are internal ops that
 // MLIRGen lowers (MLIRGenGradients.cpp):
 //
-//   unbroadcast(dy)                 sum over the leading dims an operand lacked
 //   broadcast_over(dy)              sum/mean's gradient: dy repeated over `over`
 //   relu_grad(x, dy)                dy where x > 0
+//   gelu_grad(x, dy)                dy * gelu'(x)
 //   matmul_grad_lhs(dy, b)          dy @ b^T over b's free dims
 //   matmul_grad_rhs(a, dy)          a^T @ dy over a's free dims
 //   log_softmax_grad(y, dy)         dy - exp(y) * sum(dy)
@@ -96,15 +96,28 @@ private:
         make(OpKind::add, {static_cast<unsigned>(adjoint[id]), grad}, typeOf(id), graph.nodes[id].loc));
   }
 
-  /// Elementwise operands broadcast by trailing dims: the gradient of a
-  /// smaller operand sums over the leading dims it lacks.
+  /// Elementwise operands broadcast by axis name: the gradient of a smaller
+  /// operand is summed over the axes it lacks.
   void accumulateUnbroadcast(unsigned id, unsigned grad, SMRange loc) {
     if (!active[id])
       return;
-    size_t lacking = typeOf(grad).dims.size() - typeOf(id).dims.size();
-    if (lacking)
-      grad = make(OpKind::unbroadcast, {grad}, typeOf(id), loc, {{"leading", int64_t(lacking)}});
+    std::vector<std::string> lacking;
+    for (const Dim &d : typeOf(grad).dims)
+      if (typeOf(id).axisIndex(d.axis) < 0)
+        lacking.push_back(d.axis);
+    if (!lacking.empty())
+      grad = make(OpKind::sum, {grad}, typeOf(id), loc, {{"over", lacking}});
     accumulate(id, grad);
+  }
+
+  /// contract(a, b) into `type`, summing over the axes of a and b it lacks.
+  unsigned contractTo(unsigned a, unsigned b, const TensorType &type, SMRange loc) {
+    std::vector<std::string> over;
+    for (unsigned operand : {a, b})
+      for (const Dim &d : typeOf(operand).dims)
+        if (type.axisIndex(d.axis) < 0 && !llvm::is_contained(over, d.axis))
+          over.push_back(d.axis);
+    return make(OpKind::contract, {a, b}, type, loc, {{"over", over}});
   }
 
   bool backward(const Node &node, unsigned dy) {
@@ -158,6 +171,37 @@ private:
       return unaryTimes(make(OpKind::mul,
                              {node.id, make(OpKind::sub, {constant(1.0, at), node.id}, type, at)},
                              type, at));
+    case OpKind::sqrt: // 1 / (2 y)
+      accumulate(x(0), make(OpKind::div, {dy, make(OpKind::mul, {constant(2.0, at), node.id}, type, at)},
+                            type, at));
+      return true;
+    case OpKind::rsqrt: // -y^3 / 2
+      return unaryTimes(make(
+          OpKind::mul,
+          {constant(-0.5, at),
+           make(OpKind::mul, {node.id, make(OpKind::mul, {node.id, node.id}, type, at)}, type, at)},
+          type, at));
+    case OpKind::gelu:
+      accumulate(x(0), make(OpKind::gelu_grad, {x(0), dy}, type, at));
+      return true;
+    case OpKind::contract: // each operand's gradient contracts dy with the other
+      if (active[x(0)])
+        accumulate(x(0), contractTo(dy, x(1), typeOf(x(0)), at));
+      if (active[x(1)])
+        accumulate(x(1), contractTo(x(0), dy, typeOf(x(1)), at));
+      return true;
+    case OpKind::rename: {
+      std::map<std::string, Attribute> back{{"from", node.attrs.at("to")},
+                                            {"to", node.attrs.at("from")}};
+      accumulate(x(0), make(OpKind::rename, {dy}, typeOf(x(0)), at, back));
+      return true;
+    }
+    case OpKind::causal_mask: { // dy where kept, 0 elsewhere
+      std::map<std::string, Attribute> attrs = node.attrs;
+      attrs["fill"] = 0.0;
+      accumulate(x(0), make(OpKind::causal_mask, {dy}, type, at, attrs));
+      return true;
+    }
     case OpKind::matmul:
       if (active[x(0)])
         accumulate(x(0), make(OpKind::matmul_grad_lhs, {dy, x(1)}, typeOf(x(0)), at));

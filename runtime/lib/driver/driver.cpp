@@ -274,7 +274,7 @@ bool roomToStart() {
 
 extern "C" int shardrt_main(int argc, char **argv, const char *manifest_json,
                             shardrt_entry_fn train, shardrt_entry_fn eval, shardrt_entry_fn grad) {
-  shardrt::restartWithOneBlasThread(argv);
+  shardrt::restartWithOneBlasThread();
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised && !shardrt::roomToStart())

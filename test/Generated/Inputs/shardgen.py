@@ -9,8 +9,9 @@ writes OUTDIR/p.shard, OUTDIR/p.rules (and OUTDIR/genlib.shard when the program
 imports it). mutate.py derives invalid programs from these; checkprog.py checks both.
 
 What a program draws from: inputs (a 2-D batch of features, NHWC images, i32 labels);
-lets through every builtin (matmul and '@', relu exp log tanh sigmoid, + - * / and
-negation with broadcasting and numbers, conv2d with square and rectangular kernels and
+lets through every builtin (matmul and '@', relu exp log tanh sigmoid sqrt rsqrt gelu,
++ - * / and negation with broadcasting by name and numbers, contract over shared axes,
+rename, causal_mask before a softmax, conv2d with square and rectangular kernels and
 strides 1-3 under SAME/VALID,
 avg_pool with any window/stride/padding, flatten, reshape, log_softmax, softmax,
 softmax_cross_entropy on one_hot labels, sum/mean over axes, argmax, comparisons,
@@ -36,6 +37,12 @@ import random
 import sys
 
 SPATIAL = {"h", "w"}
+
+
+def in_order(small, big):
+    """Whether the dims `small` are dims of `big` in the same order."""
+    rest = iter(big)
+    return all(d in rest for d in small)
 
 
 class Value:
@@ -139,17 +146,21 @@ class Program:
     # ---- ops; each returns a new value or None when it does not apply
     def op_unary(self):
         v = self.pick(lambda v: v.dtype == "f32")
-        kind = self.r.choice(["relu", "tanh", "sigmoid", "exp", "log", "neg"])
+        kind = self.r.choice(["relu", "tanh", "sigmoid", "exp", "log", "neg", "sqrt", "rsqrt",
+                              "gelu"])
         expr = {"relu": f"relu({v.name})", "tanh": f"tanh({v.name})",
                 "sigmoid": f"sigmoid({v.name})", "exp": f"exp(tanh({v.name}))",
-                "log": f"log({self.safe(v)} + 1.0)", "neg": f"-{v.name}"}[kind]
+                "log": f"log({self.safe(v)} + 1.0)", "neg": f"-{v.name}",
+                "sqrt": f"sqrt({self.safe(v)} + 1.0)", "rsqrt": f"rsqrt({self.safe(v)} + 1.0)",
+                "gelu": f"gelu({v.name})"}[kind]
         return self.let(expr, v.dims)
 
     def op_binary(self):
         v = self.pick(lambda v: v.dtype == "f32")
-        # A partner of the same axes, or of its trailing axes (broadcast), or a number.
+        # A partner of the same axes, or of some of them in order (broadcast by name), or
+        # a number.
         partners = [u for u in self.values if u.dtype == "f32" and u is not v and
-                    len(u.dims) <= len(v.dims) and u.dims == v.dims[len(v.dims) - len(u.dims):]]
+                    len(u.dims) <= len(v.dims) and in_order(u.dims, v.dims)]
         op = self.r.choice(["+", "-", "*", "/"])
         if partners and self.r.random() < 0.7:
             u = self.r.choice(partners)
@@ -164,6 +175,43 @@ class Program:
             expr = f"{v.name} {op} {number}" if self.r.random() < 0.5 or op == "/" else \
                 f"{number} {op} {v.name}"
         return self.let(expr, v.dims)
+
+    def op_contract(self):
+        """contract over some shared axes (the others shared are batch axes); a value's
+        first axis (the batch, which blocks expect first) is never summed."""
+        v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) >= 2)
+        if not v:
+            return None
+        partners = [u for u in self.values if u.dtype == "f32" and set(u.dims) & set(v.dims[1:])]
+        if not partners:
+            return None
+        u = self.r.choice(partners)
+        shared = [d for d in v.dims[1:] if d in u.dims]
+        over = self.r.sample(shared, self.r.randrange(1, len(shared) + 1))
+        dims = [d for d in v.dims if d not in over] + [d for d in u.dims if d[0] not in v.axes()]
+        if not 1 <= len(dims) <= 4:
+            return None
+        return self.let(f"contract({v.name}, {u.name}, over = [{', '.join(a for a, _ in over)}])",
+                        dims)
+
+    def op_rename(self):
+        v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) >= 2)
+        if not v:
+            return None
+        old, size = self.r.choice(v.dims[1:])  # the batch stays first
+        new = self.axis("r", size, splittable=old not in self.unsplittable)
+        dims = [(new, size) if a == old else (a, s) for a, s in v.dims]
+        return self.let(f"rename({v.name}, from = {old}, to = {new})", dims)
+
+    def op_causal(self):
+        """A causal mask over two axes, then the softmax over the key (the last) axis."""
+        v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) >= 2)
+        if not v:
+            return None
+        key = v.dims[-1][0]
+        query = self.r.choice(v.dims[:-1])[0]
+        self.unsplittable.add(key)
+        return self.let(f"softmax(causal_mask({v.name}, query = {query}, key = {key}))", v.dims)
 
     def op_dense(self):
         v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) == 2)
@@ -397,7 +445,8 @@ class Program:
             self.inputs.append("  input labels: i32[batch]")
         ops = [self.op_unary, self.op_binary, self.op_dense, self.op_dense, self.op_reduce,
                self.op_softmax, self.op_dropout, self.op_reshape, self.op_flatten, self.op_conv,
-               self.op_conv, self.op_pool, self.op_scan, self.op_compare, self.op_scalars]
+               self.op_conv, self.op_pool, self.op_scan, self.op_compare, self.op_scalars,
+               self.op_contract, self.op_rename, self.op_causal]
         for _ in range(r.randrange(2, 9)):
             for _attempt in range(5):
                 if r.choice(ops)() is not None:

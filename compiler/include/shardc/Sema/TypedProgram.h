@@ -52,6 +52,13 @@ struct TensorType {
   /// The product of the sizes, or INT64_MAX when that overflows.
   int64_t numElements() const;
   int64_t elementBytes() const { return dtype == DType::Bool ? 1 : 4; }
+  /// The position of the dimension named `axis`, or -1.
+  int axisIndex(llvm::StringRef axis) const {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i].axis == axis)
+        return int(i);
+    return -1;
+  }
   bool operator==(const TensorType &o) const { return dtype == o.dtype && dims == o.dims; }
   bool operator!=(const TensorType &o) const { return !(*this == o); }
   /// `f32[batch=8, embed=1024]`
