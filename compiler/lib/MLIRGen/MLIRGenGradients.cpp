@@ -241,10 +241,37 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     });
 
   // The optimizers.
+  case OpKind::learning_rate: // optax's warmup_cosine_decay_schedule at update step - 1
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      double peak = number(node, "peak"), warmup = number(node, "warmup"),
+             decaySteps = number(node, "decay_steps"), end = number(node, "end");
+      Value count = arith::SubFOp::create(n, l, a[0], f32(n, 1, l));
+      Value rising = arith::MulFOp::create(
+          n, l, count, f32(n, warmup > 0 ? peak / warmup : 0, l));
+      Value lr = f32(n, peak, l);
+      if (decaySteps > warmup) { // end + (peak - end) (1 + cos(pi min(t, T) / T)) / 2
+        double span = decaySteps - warmup;
+        Value t = arith::MinimumFOp::create(
+            n, l, arith::SubFOp::create(n, l, count, f32(n, warmup, l)), f32(n, span, l));
+        Value cosine = math::CosOp::create(
+            n, l, arith::MulFOp::create(n, l, t, f32(n, llvm::numbers::pi / span, l)));
+        Value half = arith::MulFOp::create(
+            n, l, arith::AddFOp::create(n, l, cosine, f32(n, 1, l)), f32(n, 0.5 * (peak - end), l));
+        lr = arith::AddFOp::create(n, l, half, f32(n, end, l));
+      }
+      Value warming = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OLT, count,
+                                            f32(n, warmup, l));
+      return arith::SelectOp::create(n, l, warming, rising, lr);
+    });
+  case OpKind::clip_scale: // clip / max(sqrt(sum of squares), clip)
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value clip = f32(n, number(node, "clip"), l);
+      Value norm = math::SqrtOp::create(n, l, a[0]);
+      return arith::DivFOp::create(n, l, clip, arith::MaximumFOp::create(n, l, norm, clip));
+    });
   case OpKind::sgd_update: // p - lr g
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
-      Value step = arith::MulFOp::create(n, l, a[1], f32(n, number(node, "lr"), l));
-      return arith::SubFOp::create(n, l, a[0], step);
+      return arith::SubFOp::create(n, l, a[0], arith::MulFOp::create(n, l, a[1], a[2]));
     });
   case OpKind::momentum_trace: // g + beta t
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
@@ -265,15 +292,17 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       Value power = math::PowFOp::create(n, l, f32(n, number(node, "beta"), l), a[0]);
       return arith::SubFOp::create(n, l, f32(n, 1, l), power);
     });
-  case OpKind::adam_update: // p - lr (mu / c1) / (sqrt(nu / c2) + eps)
+  case OpKind::adam_update: // p - lr ((mu / c1) / (sqrt(nu / c2) + eps) + weight_decay p)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value mu = arith::DivFOp::create(n, l, a[1], a[3]);
       Value nu = arith::DivFOp::create(n, l, a[2], a[4]);
       Value denominator = arith::AddFOp::create(n, l, math::SqrtOp::create(n, l, nu),
                                                 f32(n, number(node, "eps"), l));
       Value direction = arith::DivFOp::create(n, l, mu, denominator);
-      Value step = arith::MulFOp::create(n, l, direction, f32(n, number(node, "lr"), l));
-      return arith::SubFOp::create(n, l, a[0], step);
+      if (double decay = number(node, "weight_decay"))
+        direction = arith::AddFOp::create(n, l, direction,
+                                          arith::MulFOp::create(n, l, a[0], f32(n, decay, l)));
+      return arith::SubFOp::create(n, l, a[0], arith::MulFOp::create(n, l, direction, a[5]));
     });
 
   default: // emitNode handles the forward ops

@@ -196,8 +196,11 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
       Value v = evalArgument(*param, expr, scope, evaluate, opt.range);
       if (!v.ok())
         continue;
-      if (v.floatValue <= 0 && expr)
-        diags.error(expr->range, "optimizer hyperparameter '" + param->name + "' must be positive");
+      // The others may be 0: a schedule, clipping or weight decay off, no momentum.
+      const bool mayBeZero = param->name != "lr";
+      if (expr && (v.floatValue < 0 || (v.floatValue == 0 && !mayBeZero)))
+        diags.error(expr->range, "optimizer hyperparameter '" + param->name + "' must be " +
+                                     (mayBeZero ? "0 or more" : "positive"));
       result.hyperparameters.emplace_back(param->name, v.floatValue);
     }
     program.optimizer = result;

@@ -9,6 +9,13 @@
 //             nu = b2 nu + (1 - b2) g^2                 (adam_nu)
 //             p - lr (mu / c1) / (sqrt(nu / c2) + eps)  (adam_update)
 //             with c = 1 - b^step, once per step        (adam_bias_correction)
+//   adamw     adam's, with `+ weight_decay p` inside the bracket
+//
+// lr is a scalar node: the constant, or optax's warmup_cosine_decay_schedule of the
+// step (learning_rate). With `clip`, every gradient is first scaled by
+// clip / max(norm, clip), norm = sqrt of the sum of every gradient's squares
+// (clip_scale): each gradient's sum is over its whole, so a sharded one is
+// all-reduced by the partitioner and the norm is the global one on every layout.
 //
 // The optimizer's state is one tensor per parameter per name (Builtins.def),
 // shaped and sharded like the parameter.
@@ -42,17 +49,66 @@ unsigned shardc::appendNode(Graph &graph, OpKind op, std::vector<unsigned> opera
   return graph.add(std::move(node));
 }
 
+namespace {
+
+const TensorType kScalar{DType::F32, {}};
+
+/// The learning rate of this step: a constant, or the warmup-cosine schedule of it.
+unsigned learningRate(Graph &graph, const Optimizer &optimizer, unsigned step) {
+  SMRange at = optimizer.loc;
+  double lr = hyperparameter(optimizer, "lr"), warmup = hyperparameter(optimizer, "warmup"),
+         decaySteps = hyperparameter(optimizer, "decay_steps");
+  if (warmup == 0 && decaySteps == 0)
+    return appendNode(graph, OpKind::constant, {}, kScalar, at, {{"value", lr}});
+  return appendNode(graph, OpKind::learning_rate, {step}, kScalar, at,
+                    {{"peak", lr},
+                     {"warmup", warmup},
+                     {"decay_steps", decaySteps},
+                     {"end", hyperparameter(optimizer, "end_lr")}});
+}
+
+/// The gradients scaled to a global norm of at most `clip`.
+std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
+                                       std::vector<unsigned> grads) {
+  SMRange at = optimizer.loc;
+  std::optional<unsigned> squares;
+  for (unsigned g : grads) {
+    // Copied: appending a node may move the graph's nodes.
+    const TensorType type = graph.nodes[g].type;
+    std::vector<std::string> every;
+    for (const Dim &d : type.dims)
+      every.push_back(d.axis);
+    unsigned own = appendNode(graph, OpKind::sum, {appendNode(graph, OpKind::mul, {g, g}, type, at)},
+                              kScalar, at, {{"over", every}});
+    squares = squares ? appendNode(graph, OpKind::add, {*squares, own}, kScalar, at) : own;
+  }
+  if (!squares)
+    return grads;
+  unsigned scale = appendNode(graph, OpKind::clip_scale, {*squares}, kScalar, at,
+                              {{"clip", hyperparameter(optimizer, "clip")}});
+  for (unsigned &g : grads) {
+    const TensorType type = graph.nodes[g].type;
+    g = appendNode(graph, OpKind::mul, {g, scale}, type, at);
+  }
+  return grads;
+}
+
+} // namespace
+
 std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
                                                     const std::vector<unsigned> &params,
-                                                    const std::vector<unsigned> &grads,
+                                                    std::vector<unsigned> grads,
                                                     const std::vector<std::vector<unsigned>> &state,
                                                     unsigned step) {
   SMRange at = optimizer.loc;
-  double lr = hyperparameter(optimizer, "lr");
+  if (hyperparameter(optimizer, "clip") > 0)
+    grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
+  unsigned lr = learningRate(graph, optimizer, step);
+  const bool adam = optimizer.kind == OptimizerKind::adam || optimizer.kind == OptimizerKind::adamw;
   std::vector<unsigned> newParams;
   std::vector<std::vector<unsigned>> newState(state.size()); // [state name][parameter]
   std::vector<unsigned> corrections;
-  if (optimizer.kind == OptimizerKind::adam)
+  if (adam)
     for (const char *beta : {"b1", "b2"})
       corrections.push_back(appendNode(graph, OpKind::adam_bias_correction, {step},
                                        TensorType{DType::F32, {}}, at,
@@ -60,29 +116,32 @@ std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimize
 
   for (size_t i = 0; i < params.size(); ++i) {
     unsigned p = params[i], g = grads[i];
-    const TensorType &type = graph.nodes[p].type;
+    const TensorType type = graph.nodes[p].type;
     switch (optimizer.kind) {
     case OptimizerKind::sgd:
-      newParams.push_back(appendNode(graph, OpKind::sgd_update, {p, g}, type, at, {{"lr", lr}}));
+      newParams.push_back(appendNode(graph, OpKind::sgd_update, {p, g, lr}, type, at));
       break;
     case OptimizerKind::momentum: {
       unsigned trace = appendNode(graph, OpKind::momentum_trace, {state[0][i], g}, type, at,
                                   {{"beta", hyperparameter(optimizer, "beta")}});
       newState[0].push_back(trace);
-      newParams.push_back(
-          appendNode(graph, OpKind::sgd_update, {p, trace}, type, at, {{"lr", lr}}));
+      newParams.push_back(appendNode(graph, OpKind::sgd_update, {p, trace, lr}, type, at));
       break;
     }
-    case OptimizerKind::adam: {
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: {
       unsigned mu = appendNode(graph, OpKind::adam_mu, {state[0][i], g}, type, at,
                                {{"beta", hyperparameter(optimizer, "b1")}});
       unsigned nu = appendNode(graph, OpKind::adam_nu, {state[1][i], g}, type, at,
                                {{"beta", hyperparameter(optimizer, "b2")}});
       newState[0].push_back(mu);
       newState[1].push_back(nu);
+      double decay =
+          optimizer.kind == OptimizerKind::adamw ? hyperparameter(optimizer, "weight_decay") : 0;
       newParams.push_back(appendNode(graph, OpKind::adam_update,
-                                     {p, mu, nu, corrections[0], corrections[1]}, type, at,
-                                     {{"lr", lr}, {"eps", hyperparameter(optimizer, "eps")}}));
+                                     {p, mu, nu, corrections[0], corrections[1], lr}, type, at,
+                                     {{"eps", hyperparameter(optimizer, "eps")},
+                                      {"weight_decay", decay}}));
       break;
     }
     }

@@ -20,7 +20,8 @@ parameters, reductions of scalars); blocks defined in the file or in an imported
 axis config parameters (defaults, given, inferred axes, size arithmetic), parameters of
 rank 1-3 with every initialiser, sub-blocks, stdlib layers (Dense, MLP, Conv, AvgPool);
 scan of blocks with sub-blocks and dropout inside; sharding constraints (with and
-without sizes); metrics (f32 and i32); every optimizer or none; model config
+without sizes); metrics (f32 and i32); every optimizer (with a learning-rate schedule
+and global-norm clipping or not) or none; model config
 parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
 for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
 path or glob.
@@ -479,10 +480,14 @@ class Program:
                 f"sum(tanh({last.name})) / 8.0"
             if r.random() < 0.5:
                 metrics.append(f"  metric level = mean({last.name})")
-        opt = r.choice(["", "sgd", "momentum", "adam"])
-        opt_line = {"": "", "sgd": f"  optimizer sgd(lr = {r.choice(['0.01', '0.1'])})",
-                    "momentum": f"  optimizer momentum(lr = 0.01{r.choice(['', ', beta = 0.8'])})",
-                    "adam": f"  optimizer adam(lr = 1e-3{r.choice(['', ', b1 = 0.8', ', eps = 1e-6'])})"}[opt]
+        opt = r.choice(["", "sgd", "momentum", "adam", "adamw"])
+        # A schedule and global-norm clipping, which every optimizer takes.
+        extra = r.choice(["", "", ", warmup = 1, decay_steps = 4", ", clip = 0.5",
+                          ", warmup = 2, end_lr = 1e-4, decay_steps = 3, clip = 1.0"])
+        opt_line = {"": "", "sgd": f"  optimizer sgd(lr = {r.choice(['0.01', '0.1'])}{extra})",
+                    "momentum": f"  optimizer momentum(lr = 0.01{r.choice(['', ', beta = 0.8'])}{extra})",
+                    "adam": f"  optimizer adam(lr = 1e-3{r.choice(['', ', b1 = 0.8', ', eps = 1e-6'])}{extra})",
+                    "adamw": f"  optimizer adamw(lr = 1e-3{r.choice(['', ', weight_decay = 0.1'])}{extra})"}[opt]
         config = f"(width: int = {self.sizes[feat] // 2}, unused: float = 0.5)" if config else ""
         imports = []
         if self.uses_nn:

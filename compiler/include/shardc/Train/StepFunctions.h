@@ -90,7 +90,7 @@ std::optional<std::vector<unsigned>> appendGradient(Graph &graph, unsigned loss,
 /// state in the same order.
 std::vector<unsigned> appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
                                             const std::vector<unsigned> &params,
-                                            const std::vector<unsigned> &grads,
+                                            std::vector<unsigned> grads,
                                             const std::vector<std::vector<unsigned>> &state,
                                             unsigned step);
 
