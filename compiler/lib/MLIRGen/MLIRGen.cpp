@@ -374,6 +374,28 @@ Value MLIRGenImpl::contractByName(Value lhs, Value rhs, const shardc::TensorType
   return contract(lhs, rhs, {dimsOf(lhsType), dimsOf(rhsType)}, tensorType(resultType), at);
 }
 
+/// sum over the reduced loops (those after `parallelLoops`) of `dense` where loop
+/// `vocabLoop` equals the id, with maps for ids, dense and the result: the embedding
+/// (reducing over vocab) and its gradient (reducing over the ids' axes) as one-hot
+/// contractions, which the sharding models split like any contraction.
+Value MLIRGenImpl::oneHotContract(Value ids, Value dense, ArrayRef<AffineMap> maps,
+                                  unsigned vocabLoop, unsigned parallelLoops,
+                                  RankedTensorType result, Location at) {
+  unsigned loops = maps.front().getNumDims();
+  SmallVector<utils::IteratorType> iterators(parallelLoops, utils::IteratorType::parallel);
+  iterators.append(loops - parallelLoops, utils::IteratorType::reduction);
+  Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
+  return generic({ids, dense}, maps.drop_back(), init, maps.back(), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value row = arith::IndexCastOp::create(n, l, n.getI32Type(),
+                                                          linalg::IndexOp::create(n, l, vocabLoop));
+                   Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], row);
+                   Value picked = arith::SelectOp::create(n, l, hit, a[1],
+                                                          scalar(n.getF32Type(), 0, l));
+                   return arith::AddFOp::create(n, l, a[2], picked);
+                 });
+}
+
 /// log_softmax (or softmax) over the last dim, stabilised by the maximum.
 Value MLIRGenImpl::logSoftmax(Value x, Location at, bool softmax) {
   Type f32 = b.getF32Type();
@@ -613,6 +635,17 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
                           graph.nodes[node.operands[1]].type, node.type, at);
   case OpKind::rename: // names live in sema's types only
     return operand(0);
+  case OpKind::embedding: { // loops: ids' dims, the table's other dims, then vocab
+    unsigned idsRank = graph.nodes[node.operands[0]].type.dims.size();
+    unsigned rank = node.type.dims.size(), vocab = rank;
+    SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(0, idsRank));
+    SmallVector<unsigned> tableDims{vocab};
+    llvm::append_range(tableDims, llvm::seq<unsigned>(idsRank, rank));
+    return oneHotContract(operand(0), operand(1),
+                          {loopMap(idsDims, rank + 1), loopMap(tableDims, rank + 1),
+                           loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), rank + 1)},
+                          vocab, rank, tensorType(node.type), at);
+  }
   case OpKind::causal_mask: {
     int64_t query = node.type.axisIndex(std::get<std::string>(node.attrs.at("query")));
     int64_t key = node.type.axisIndex(std::get<std::string>(node.attrs.at("key")));

@@ -157,6 +157,18 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       Value positive = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OGT, a[0], zero);
       return arith::SelectOp::create(n, l, positive, a[1], zero);
     });
+  case OpKind::embedding_grad: { // loops: the table's dims (vocab first), then ids' dims
+    unsigned tableRank = type.getRank();
+    unsigned idsRank = cast<RankedTensorType>(operand(0).getType()).getRank();
+    unsigned loops = tableRank + idsRank;
+    SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(tableRank, loops));
+    SmallVector<unsigned> dyDims = idsDims;
+    llvm::append_range(dyDims, llvm::seq<unsigned>(1, tableRank));
+    return oneHotContract(operand(0), operand(1),
+                          {loopMap(idsDims, loops), loopMap(dyDims, loops),
+                           loopMap(llvm::to_vector(llvm::seq<unsigned>(0, tableRank)), loops)},
+                          0, tableRank, type, at);
+  }
   case OpKind::gelu_grad: // dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), t = tanh(u)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value x = a[0], t = math::TanhOp::create(n, l, geluTanhArgument(n, l, x));

@@ -94,6 +94,10 @@ private:
                        mlir::RankedTensorType result, mlir::Location at);
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, mlir::RankedTensorType result,
                      mlir::Location at);
+  mlir::Value oneHotContract(mlir::Value ids, mlir::Value dense,
+                             llvm::ArrayRef<mlir::AffineMap> maps, unsigned vocabLoop,
+                             unsigned parallelLoops, mlir::RankedTensorType result,
+                             mlir::Location at);
   mlir::Value contractByName(mlir::Value lhs, mlir::Value rhs, const TensorType &lhsType,
                              const TensorType &rhsType, const TensorType &resultType,
                              mlir::Location at);

@@ -42,13 +42,17 @@ json splitOf(const Sharding &sharding, const Mesh &mesh, size_t rank, bool refer
   return split;
 }
 
-/// The class count of the one_hot that the i32 input `input` feeds, or 0.
+/// The class count of the one_hot that the i32 input `input` feeds, or the vocabulary
+/// of the embedding it indexes; 0 for neither.
 int64_t classesOf(const TypedProgram &program, const std::string &input) {
   const Graph &g = program.graph;
-  for (const Node &node : g.nodes)
-    if (node.op == OpKind::one_hot && g.nodes[node.operands[0]].op == OpKind::input &&
-        g.nodes[node.operands[0]].name == input)
-      return node.type.dims.back().size;
+  for (const Node &node : g.nodes) {
+    if ((node.op != OpKind::one_hot && node.op != OpKind::embedding) ||
+        g.nodes[node.operands[0]].op != OpKind::input || g.nodes[node.operands[0]].name != input)
+      continue;
+    return node.op == OpKind::one_hot ? node.type.dims.back().size
+                                      : g.nodes[node.operands[1]].type.dims.front().size;
+  }
   return 0;
 }
 

@@ -203,6 +203,20 @@ std::optional<TypedOp> contract(Checker &c, llvm::ArrayRef<OpArg> a) {
   return r;
 }
 
+std::optional<TypedOp> embedding(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &ids = a[0], &table = a[1];
+  if (ids.tensor.dtype != DType::I32) {
+    c.fail(ids.range, "ids must be i32, got " + ids.tensor.str());
+    return std::nullopt;
+  }
+  if (!c.isFloat(table, "the table") || !c.hasMinRank(table, "the table", 1))
+    return std::nullopt;
+  TypedOp r{ids.tensor, {}};
+  r.type.dtype = DType::F32;
+  r.type.dims.insert(r.type.dims.end(), table.tensor.dims.begin() + 1, table.tensor.dims.end());
+  return r;
+}
+
 std::optional<TypedOp> rename(Checker &c, llvm::ArrayRef<OpArg> a) {
   const OpArg &x = a[0], &from = a[1], &to = a[2];
   int index = x.tensor.axisIndex(from.stringValue);
@@ -288,6 +302,8 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
     return contract(c, args);
   case OpKind::rename:
     return rename(c, args);
+  case OpKind::embedding:
+    return embedding(c, args);
   case OpKind::causal_mask:
     return causalMask(c, args);
   case OpKind::conv2d:

@@ -10,6 +10,7 @@
 //   broadcast_over(dy)              sum/mean's gradient: dy repeated over `over`
 //   relu_grad(x, dy)                dy where x > 0
 //   gelu_grad(x, dy)                dy * gelu'(x)
+//   embedding_grad(ids, dy)         dy's rows added into the table rows ids pick
 //   matmul_grad_lhs(dy, b)          dy @ b^T over b's free dims
 //   matmul_grad_rhs(a, dy)          a^T @ dy over a's free dims
 //   log_softmax_grad(y, dy)         dy - exp(y) * sum(dy)
@@ -189,6 +190,9 @@ private:
         accumulate(x(0), contractTo(dy, x(1), typeOf(x(0)), at));
       if (active[x(1)])
         accumulate(x(1), contractTo(x(0), dy, typeOf(x(1)), at));
+      return true;
+    case OpKind::embedding: // the rows of dy summed into the rows their ids pick
+      accumulate(x(1), make(OpKind::embedding_grad, {x(0), dy}, typeOf(x(1)), at));
       return true;
     case OpKind::rename: {
       std::map<std::string, Attribute> back{{"from", node.attrs.at("to")},
