@@ -11,7 +11,7 @@
 # write (test/Data/Inputs/make_*.py). New inputs go to WORKDIR/corpus/TARGET (default
 # build/fuzz/work), a crash or hang to WORKDIR/TARGET-crash-*, and the script fails.
 # --merge then replaces fuzz/corpus/TARGET by the smallest set of all of them that
-# keeps their coverage (libFuzzer's -merge=1): what to commit.
+# keeps their features (libFuzzer's -set_cover_merge=1): what to commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,7 +79,7 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$workdir/$t-" "$corpus" "$committed" "$seeds"
   if $merge; then
     rm -rf "$committed.new" && mkdir -p "$committed.new"
-    "$fuzzers/shardc-fuzz-$t" -merge=1 "$committed.new" "$committed" "$corpus" "$seeds" 2>&1 |
+    "$fuzzers/shardc-fuzz-$t" -set_cover_merge=1 "$committed.new" "$committed" "$corpus" "$seeds" 2>&1 |
       grep -E "MERGE-OUTER: [0-9]+ new files" || true
     rm -rf "$committed" && mv "$committed.new" "$committed"
     echo "fuzz.sh: $committed: $(ls "$committed" | wc -l) files, $(du -sh "$committed" | cut -f1)"
