@@ -40,7 +40,9 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // each reduced value. shardc-drop-unit-axes before the fusion, which wants the
 // reduction's and the slice's axes alike; shardc-slice-early before it too
 // (a slice it lifts may land on an all_reduce), then cse merges the slices it
-// makes of one value.
+// makes of one value. shardc-combine-all-reduces after cse (which merges equal
+// all_reduces that would otherwise have two uses) and before the fusion (a
+// combined all_reduce may be sliced).
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
@@ -50,6 +52,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createDropUnitAxesPass());
   function.addPass(createSliceEarlyPass());
   function.addPass(createCSEPass());
+  function.addPass(createCombineAllReducesPass());
   function.addPass(createFuseReduceScatterPass());
 }
 

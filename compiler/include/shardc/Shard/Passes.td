@@ -146,6 +146,38 @@ def FuseReduceScatterPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def CombineAllReducesPass
+    : Pass<"shardc-combine-all-reduces", "::mlir::func::FuncOp"> {
+  let summary = "Add partial sums before reducing them: one all_reduce where "
+                "two sums of all_reduces were";
+  let description = [{
+    A gradient that several split contractions contribute to (an attention
+    block's input: through q, k and v, each contracted over `heads` split on
+    `model`) is, after shard-partition, each partial sum all-reduced and the
+    results added. A sum of all_reduces over the same axes is the all_reduce of
+    the sum: this pass rewrites an elementwise add (a linalg.generic of two
+    same-shaped operands, identity maps, `arith.addf` of both) whose operands
+    are both sum all_reduces on the same grid axes, each used only there, into
+    the add of their inputs and one all_reduce of it. Repeated, a chain of such
+    adds becomes one collective: Megatron's one all-reduce per block input in
+    the backward pass. The additions happen in another order, as in Megatron.
+
+    ```mlir
+    %a = shard.all_reduce %pa on @mesh grid_axes = [1] : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
+    %b = shard.all_reduce %pb on @mesh grid_axes = [1] : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
+    %s = linalg.generic {...} ins(%a, %b : ...) outs(%init : ...) { addf }
+    ```
+
+    becomes
+
+    ```mlir
+    %p = linalg.generic {...} ins(%pa, %pb : ...) outs(%init : ...) { addf }
+    %s = shard.all_reduce %p on @mesh grid_axes = [1] : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
   let summary = "Slice the operands of a computation instead of its result, "
                 "so that each rank computes only the block it keeps";
