@@ -324,20 +324,34 @@ AffineMap MLIRGenImpl::loopMap(ArrayRef<unsigned> dims, unsigned loops) {
   return AffineMap::get(loops, 0, exprs, b.getContext());
 }
 
-/// sum(lhs * rhs) into a zero tensor of type `result`. The loops are the
-/// result's dims (in order), then the summed ones.
+/// sum(term(lhs, rhs)) into a zero tensor of type `result`, the term lhs * rhs
+/// unless given. The loops are the result's dims (in order), then the summed ones.
 Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
-                            RankedTensorType result, Location at) {
+                            RankedTensorType result, Location at, BodyBuilder term) {
   unsigned loops = maps.front().getNumDims(), rank = result.getRank();
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   iterators.append(loops - rank, utils::IteratorType::reduction);
   Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   return generic({lhs, rhs}, maps, init,
                  loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), loops),
-                 iterators, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                   Value product = arith::MulFOp::create(n, l, a[0], a[1]);
-                   return arith::AddFOp::create(n, l, a[2], product);
+                 iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value value = term ? term(n, l, a.take_front(2))
+                                      : arith::MulFOp::create(n, l, a[0], a[1]).getResult();
+                   return arith::AddFOp::create(n, l, a[2], value);
                  });
+}
+
+/// The term of a one-hot contraction: the dense element where loop `vocabLoop`
+/// equals the id, 0 elsewhere. The embedding (summing over vocab) and its gradient
+/// (summing over the ids' axes) are such contractions, which the sharding models
+/// split like any other: a table split over vocab is Megatron's vocab-parallel
+/// embedding.
+Value MLIRGenImpl::pickedByIndex(OpBuilder &n, Location at, unsigned vocabLoop, Value id,
+                                 Value dense) {
+  Value row = arith::IndexCastOp::create(n, at, n.getI32Type(),
+                                         linalg::IndexOp::create(n, at, vocabLoop));
+  Value hit = arith::CmpIOp::create(n, at, arith::CmpIPredicate::eq, id, row);
+  return arith::SelectOp::create(n, at, hit, dense, scalar(n.getF32Type(), 0, at));
 }
 
 /// `a @ b` contracts the last dim of a with the first of b: loops are a's
@@ -372,28 +386,6 @@ Value MLIRGenImpl::contractByName(Value lhs, Value rhs, const shardc::TensorType
     return loopMap(dims, loops.size());
   };
   return contract(lhs, rhs, {dimsOf(lhsType), dimsOf(rhsType)}, tensorType(resultType), at);
-}
-
-/// sum over the reduced loops (those after `parallelLoops`) of `dense` where loop
-/// `vocabLoop` equals the id, with maps for ids, dense and the result: the embedding
-/// (reducing over vocab) and its gradient (reducing over the ids' axes) as one-hot
-/// contractions, which the sharding models split like any contraction.
-Value MLIRGenImpl::oneHotContract(Value ids, Value dense, ArrayRef<AffineMap> maps,
-                                  unsigned vocabLoop, unsigned parallelLoops,
-                                  RankedTensorType result, Location at) {
-  unsigned loops = maps.front().getNumDims();
-  SmallVector<utils::IteratorType> iterators(parallelLoops, utils::IteratorType::parallel);
-  iterators.append(loops - parallelLoops, utils::IteratorType::reduction);
-  Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
-  return generic({ids, dense}, maps.drop_back(), init, maps.back(), iterators, at,
-                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
-                   Value row = arith::IndexCastOp::create(n, l, n.getI32Type(),
-                                                          linalg::IndexOp::create(n, l, vocabLoop));
-                   Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], row);
-                   Value picked = arith::SelectOp::create(n, l, hit, a[1],
-                                                          scalar(n.getF32Type(), 0, l));
-                   return arith::AddFOp::create(n, l, a[2], picked);
-                 });
 }
 
 /// log_softmax (or softmax) over the last dim, stabilised by the maximum.
@@ -641,10 +633,11 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
     SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(0, idsRank));
     SmallVector<unsigned> tableDims{vocab};
     llvm::append_range(tableDims, llvm::seq<unsigned>(idsRank, rank));
-    return oneHotContract(operand(0), operand(1),
-                          {loopMap(idsDims, rank + 1), loopMap(tableDims, rank + 1),
-                           loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), rank + 1)},
-                          vocab, rank, tensorType(node.type), at);
+    return contract(operand(0), operand(1),
+                    {loopMap(idsDims, rank + 1), loopMap(tableDims, rank + 1)},
+                    tensorType(node.type), at, [&](OpBuilder &n, Location l, ValueRange a) {
+                      return pickedByIndex(n, l, vocab, a[0], a[1]);
+                    });
   }
   case OpKind::causal_mask: {
     int64_t query = node.type.axisIndex(std::get<std::string>(node.attrs.at("query")));

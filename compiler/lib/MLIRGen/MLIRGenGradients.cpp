@@ -164,10 +164,10 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(tableRank, loops));
     SmallVector<unsigned> dyDims = idsDims;
     llvm::append_range(dyDims, llvm::seq<unsigned>(1, tableRank));
-    return oneHotContract(operand(0), operand(1),
-                          {loopMap(idsDims, loops), loopMap(dyDims, loops),
-                           loopMap(llvm::to_vector(llvm::seq<unsigned>(0, tableRank)), loops)},
-                          0, tableRank, type, at);
+    return contract(operand(0), operand(1), {loopMap(idsDims, loops), loopMap(dyDims, loops)},
+                    type, at, [&](OpBuilder &n, Location l, ValueRange a) {
+                      return pickedByIndex(n, l, 0, a[0], a[1]);
+                    });
   }
   case OpKind::gelu_grad: // dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), t = tanh(u)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {

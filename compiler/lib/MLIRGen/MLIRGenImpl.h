@@ -91,13 +91,12 @@ private:
   // Operations.
   mlir::AffineMap loopMap(llvm::ArrayRef<unsigned> dims, unsigned loops);
   mlir::Value contract(mlir::Value lhs, mlir::Value rhs, llvm::ArrayRef<mlir::AffineMap> maps,
-                       mlir::RankedTensorType result, mlir::Location at);
+                       mlir::RankedTensorType result, mlir::Location at,
+                       BodyBuilder term = nullptr);
+  mlir::Value pickedByIndex(mlir::OpBuilder &n, mlir::Location at, unsigned vocabLoop,
+                            mlir::Value id, mlir::Value dense);
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, mlir::RankedTensorType result,
                      mlir::Location at);
-  mlir::Value oneHotContract(mlir::Value ids, mlir::Value dense,
-                             llvm::ArrayRef<mlir::AffineMap> maps, unsigned vocabLoop,
-                             unsigned parallelLoops, mlir::RankedTensorType result,
-                             mlir::Location at);
   mlir::Value contractByName(mlir::Value lhs, mlir::Value rhs, const TensorType &lhsType,
                              const TensorType &rhsType, const TensorType &resultType,
                              mlir::Location at);

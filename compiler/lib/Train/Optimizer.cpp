@@ -14,8 +14,10 @@
 // lr is a scalar node: the constant, or optax's warmup_cosine_decay_schedule of the
 // step (learning_rate). With `clip`, every gradient is first scaled by
 // clip / max(norm, clip), norm = sqrt of the sum of every gradient's squares
-// (clip_scale): each gradient's sum is over its whole, so a sharded one is
-// all-reduced by the partitioner and the norm is the global one on every layout.
+// (clip_scale). Each gradient's squares are summed as contract(g, g) over all its
+// axes, one pass and no squared copy; a sharded gradient's partial sums are
+// all-reduced by the partitioner (shardc-combine-all-reduces makes them one), so
+// the norm is the global one on every layout.
 //
 // The optimizer's state is one tensor per parameter per name (Builtins.def),
 // shaped and sharded like the parameter.
@@ -73,13 +75,10 @@ std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
   SMRange at = optimizer.loc;
   std::optional<unsigned> squares;
   for (unsigned g : grads) {
-    // Copied: appending a node may move the graph's nodes.
-    const TensorType type = graph.nodes[g].type;
     std::vector<std::string> every;
-    for (const Dim &d : type.dims)
+    for (const Dim &d : graph.nodes[g].type.dims)
       every.push_back(d.axis);
-    unsigned own = appendNode(graph, OpKind::sum, {appendNode(graph, OpKind::mul, {g, g}, type, at)},
-                              kScalar, at, {{"over", every}});
+    unsigned own = appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}});
     squares = squares ? appendNode(graph, OpKind::add, {*squares, own}, kScalar, at) : own;
   }
   if (!squares)
@@ -104,14 +103,12 @@ std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimize
   if (hyperparameter(optimizer, "clip") > 0)
     grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
   unsigned lr = learningRate(graph, optimizer, step);
-  const bool adam = optimizer.kind == OptimizerKind::adam || optimizer.kind == OptimizerKind::adamw;
   std::vector<unsigned> newParams;
   std::vector<std::vector<unsigned>> newState(state.size()); // [state name][parameter]
   std::vector<unsigned> corrections;
-  if (adam)
+  if (optimizer.kind == OptimizerKind::adam || optimizer.kind == OptimizerKind::adamw)
     for (const char *beta : {"b1", "b2"})
-      corrections.push_back(appendNode(graph, OpKind::adam_bias_correction, {step},
-                                       TensorType{DType::F32, {}}, at,
+      corrections.push_back(appendNode(graph, OpKind::adam_bias_correction, {step}, kScalar, at,
                                        {{"beta", hyperparameter(optimizer, beta)}}));
 
   for (size_t i = 0; i < params.size(); ++i) {
