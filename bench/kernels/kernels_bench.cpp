@@ -130,7 +130,7 @@ void benchMatmul(const char *name, bool ta, bool tb, int64_t m, int64_t n, int64
                  int repeats, std::vector<Result> &results) {
   std::vector<float> a = filled(m * k), b = filled(k * n), c = filled(m * n);
   double ms = medianTime(repeats, [&] {
-    shardrt_matmul_f32(ta, tb, m, n, k, a.data(), b.data(), c.data());
+    shardrt_matmul_f32(ta, tb, m, n, k, ta ? m : k, tb ? k : n, n, a.data(), b.data(), c.data());
   });
   results.push_back({name, ms, 2.0 * m * n * k / ms / 1e6});
 }

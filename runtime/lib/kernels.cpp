@@ -46,17 +46,24 @@ struct Windows {
   int64_t rowsPerImage() const { return outH * outW; }
 };
 
-/// c[m, n] += op(a) op(b), dense row-major; a is [m, k] or [k, m], b [k, n] or [n, k].
+/// c[m, n] += op(a) op(b), row-major with leading dimensions lda, ldb, ldc; a is
+/// [m, k] or [k, m], b [k, n] or [n, k].
 void sgemm(const char *caller, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-           const float *a, const float *b, float *c) {
-  for (int64_t v : {m, n, k})
+           const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  for (int64_t v : {m, n, k, lda, ldb, ldc})
     if (v < 0 || v > INT_MAX)
       fatal("%s: dimension %lld is out of range for OpenBLAS", caller, static_cast<long long>(v));
   // An empty product adds nothing; OpenBLAS would reject its leading dimensions of 0.
   if (m == 0 || n == 0 || k == 0)
     return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, transA ? m : k, b, transB ? k : n, 1.0f, c, n);
+              m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
+/// sgemm on dense matrices.
+void sgemm(const char *caller, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           const float *a, const float *b, float *c) {
+  sgemm(caller, transA, transB, m, n, k, a, transA ? m : k, b, transB ? k : n, c, n);
 }
 
 /// Writes the im2col rows of `images` images starting at `x` into `cols`.
@@ -121,8 +128,9 @@ using namespace shardrt;
 extern "C" {
 
 void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c) {
-  sgemm("shardrt_matmul_f32", trans_a, trans_b, m, n, k, a, b, c);
+                        int64_t lda, int64_t ldb, int64_t ldc, const float *a, const float *b,
+                        float *c) {
+  sgemm("shardrt_matmul_f32", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 void shardrt_conv2d_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,

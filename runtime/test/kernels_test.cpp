@@ -46,18 +46,23 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
 
-void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  std::vector<float> a = randomVector(m * k), b = randomVector(k * n), c = randomVector(m * n);
+/// A matmul whose matrices are strided views: each row `pad` elements longer than
+/// its width.
+void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad = 0) {
+  const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+  std::vector<float> a = randomVector((ta ? k : m) * lda), b = randomVector((tb ? n : k) * ldb),
+                     c = randomVector(m * ldc);
   std::vector<double> want = widen(c);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t p = 0; p < k; ++p)
-        want[i * n + j] += double(ta ? a[p * m + i] : a[i * k + p]) *
-                           double(tb ? b[j * k + p] : b[p * n + j]);
-  shardrt_matmul_f32(ta, tb, m, n, k, a.data(), b.data(), c.data());
+        want[i * ldc + j] += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                             double(tb ? b[j * ldb + p] : b[p * ldb + j]);
+  shardrt_matmul_f32(ta, tb, m, n, k, lda, ldb, ldc, a.data(), b.data(), c.data());
   expectClose(c, want, k,
               "matmul " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                  (ta ? " A^T" : "") + (tb ? " B^T" : ""));
+                  (ta ? " A^T" : "") + (tb ? " B^T" : "") +
+                  (pad ? " rows padded by " + std::to_string(pad) : ""));
 }
 
 /// A forward convolution's shapes; the input is already padded.
@@ -247,6 +252,7 @@ int main() {
     for (bool tb : {false, true}) {
       checkMatmul(7, 5, 3, ta, tb);
       checkMatmul(33, 65, 129, ta, tb);
+      checkMatmul(7, 5, 3, ta, tb, 4);
     }
   checkMatmul(1, 9, 4, false, false);
   checkMatmul(0, 3, 2, false, false);

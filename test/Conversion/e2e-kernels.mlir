@@ -32,6 +32,10 @@
 // CALLS:         llvm.call @shardrt_conv2d_filter_grad_f32
 // CALLS-LABEL: llvm.func @input_grad(
 // CALLS:         llvm.call @shardrt_conv2d_input_grad_f32
+// CALLS-LABEL: llvm.func @attention_scores(
+// CALLS:         llvm.call @shardrt_matmul_f32
+// CALLS-LABEL: llvm.func @transposed_output(
+// CALLS:         llvm.call @shardrt_matmul_f32
 
 // A few values worked by hand: [0 1 2; 3 4 5; ...] @ [0..4; 5..9; 10..14] row 0
 // is (0*0 + 1*5 + 2*10, ...) = 25 28 31 34 37.
@@ -44,6 +48,9 @@
 // OUT-NEXT: rank 0 #06 [1x5x4x3]:
 // OUT-NEXT: rank 0 #07 [3x3x3x4]:
 // OUT-NEXT: rank 0 #08 [2x7x6x1]:
+// OUT-NEXT: rank 0 #09 [2x3x6x6]:
+// The transposed output is #01's transpose: column 0 of #01 is 25 70 115 160.
+// OUT-NEXT: rank 0 #10 [5x4]: 25 70 115 160
 
 func.func private @fill_f32(memref<*xf32>)
 func.func private @print_f32(i32, memref<*xf32>)
@@ -143,6 +150,37 @@ func.func @input_grad(%dyp: tensor<2x9x8x4xf32>, %w: tensor<3x3x1x4xf32>) -> ten
   return %r : tensor<2x7x6x1xf32>
 }
 
+// Attention's scores by axis names: batch loops b and h interleaved with the
+// matrix dimensions s, t and the reduced d.
+#q = affine_map<(b, s, h, t, d) -> (b, s, h, d)>
+#k = affine_map<(b, s, h, t, d) -> (b, t, h, d)>
+#scores = affine_map<(b, s, h, t, d) -> (b, h, s, t)>
+func.func @attention_scores(%q: tensor<2x6x3x4xf32>, %k: tensor<2x6x3x4xf32>) -> tensor<2x3x6x6xf32> {
+  %zero = arith.constant dense<0.0> : tensor<2x3x6x6xf32>
+  %r = linalg.generic {indexing_maps = [#q, #k, #scores], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x6x3x4xf32>, tensor<2x6x3x4xf32>) outs(%zero : tensor<2x3x6x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x6x6xf32>
+  return %r : tensor<2x3x6x6xf32>
+}
+
+// A @ B written into an output laid out [N, M].
+func.func @transposed_output(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<5x4xf32> {
+  %zero = arith.constant dense<0.0> : tensor<5x4xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, affine_map<(d0, d1, d2) -> (d1, d0)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x3xf32>, tensor<3x5xf32>) outs(%zero : tensor<5x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<5x4xf32>
+  return %r : tensor<5x4xf32>
+}
+
 // Inputs are the leading elements of one filled buffer (0, 1, 2, ...), reshaped.
 func.func @test_main() {
   %m = memref.alloc() : memref<576xf32>
@@ -214,5 +252,17 @@ func.func @test_main() {
   %m8 = bufferization.to_buffer %r8 read_only : tensor<2x7x6x1xf32> to memref<2x7x6x1xf32>
   %p8 = memref.cast %m8 : memref<2x7x6x1xf32> to memref<*xf32>
   call @print_f32(%c8, %p8) : (i32, memref<*xf32>) -> ()
+  %q2634_flat = tensor.extract_slice %all[0] [144] [1] : tensor<576xf32> to tensor<144xf32>
+  %q2634 = tensor.expand_shape %q2634_flat [[0, 1, 2, 3]] output_shape [2, 6, 3, 4] : tensor<144xf32> into tensor<2x6x3x4xf32>
+  %r9 = call @attention_scores(%q2634, %q2634) : (tensor<2x6x3x4xf32>, tensor<2x6x3x4xf32>) -> tensor<2x3x6x6xf32>
+  %c9 = arith.constant 9 : i32
+  %m9 = bufferization.to_buffer %r9 read_only : tensor<2x3x6x6xf32> to memref<2x3x6x6xf32>
+  %p9 = memref.cast %m9 : memref<2x3x6x6xf32> to memref<*xf32>
+  call @print_f32(%c9, %p9) : (i32, memref<*xf32>) -> ()
+  %r10 = call @transposed_output(%a43, %b35) : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<5x4xf32>
+  %c10 = arith.constant 10 : i32
+  %m10 = bufferization.to_buffer %r10 read_only : tensor<5x4xf32> to memref<5x4xf32>
+  %p10 = memref.cast %m10 : memref<5x4xf32> to memref<*xf32>
+  call @print_f32(%c10, %p10) : (i32, memref<*xf32>) -> ()
   return
 }

@@ -1,8 +1,10 @@
-// shardc-lower-to-kernels: linalg ops on dense f32 buffers become libshardrt kernel
+// shardc-lower-to-kernels: linalg ops on f32 buffers become libshardrt kernel
 // calls (sizes as constants, buffers as pointers); everything else stays.
 // RUN: %shardc-opt %s --shardc-lower-to-kernels -split-input-file | FileCheck %s
 
-// CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// A matmul: C[M, N] += A[M, K] B[K, N], leading dimensions K, N and N.
+
+// CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME:    (%[[A:.*]]: memref<4x3xf32>, %[[B:.*]]: memref<3x5xf32>, %[[C:.*]]: memref<4x5xf32>)
 // CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
@@ -16,7 +18,7 @@
 // CHECK:         %[[BP:.*]] = llvm.inttoptr
 // CHECK:         memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK:         %[[CP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[AP]], %[[BP]], %[[CP]])
+// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[K]], %[[N]], %[[N]], %[[AP]], %[[BP]], %[[CP]])
 // CHECK-NOT:     linalg.
 // CHECK:         return
 func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
@@ -36,7 +38,7 @@ func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>)
 // CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[N:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 5 : i64
-// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]],
+// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[K]], %[[K]], %[[N]],
 #dy = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -62,7 +64,7 @@ func.func @matmul_grad_lhs(%dy: memref<4x5xf32>, %b: memref<3x5xf32>, %da: memre
 // CHECK-DAG:     %[[M:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 4 : i64
-// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[M]], %[[N]], %[[K]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[M]], %[[N]], %[[N]],
 #a = affine_map<(d0, d1, d2) -> (d2, d0)>
 #dy = affine_map<(d0, d1, d2) -> (d2, d1)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -92,7 +94,7 @@ func.func @matmul_grad_rhs(%a: memref<4x3xf32>, %dy: memref<4x5xf32>, %db: memre
 // CHECK:         %[[AP:.*]] = llvm.inttoptr
 // CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK:         %[[BP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[AP]], %[[BP]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[M]], %[[K]], %[[N]], %[[AP]], %[[BP]],
 #b = affine_map<(d0, d1, d2) -> (d2, d0)>
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
 #out = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -123,7 +125,7 @@ func.func @matmul_swapped_inputs(%b: memref<5x3xf32>, %a: memref<3x4xf32>, %c: m
 // CHECK:         %[[ADDR:.*]] = arith.addi %[[BASE]], %[[BYTES]] : index
 // CHECK:         %[[ADDR64:.*]] = arith.index_cast %[[ADDR]] : index to i64
 // CHECK:         %[[WP:.*]] = llvm.inttoptr %[[ADDR64]] : i64 to !llvm.ptr
-// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WP]],
+// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WP]],
 func.func @matmul_offset(%a: memref<2x3xf32>, %w: memref<4x3x5xf32>, %c: memref<2x5xf32>, %l: index) {
   %s = memref.subview %w[%l, 0, 0] [1, 3, 5] [1, 1, 1] : memref<4x3x5xf32> to memref<3x5xf32, strided<[5, 1], offset: ?>>
   linalg.matmul ins(%a, %s : memref<2x3xf32>, memref<3x5xf32, strided<[5, 1], offset: ?>>) outs(%c : memref<2x5xf32>)
@@ -132,28 +134,153 @@ func.func @matmul_offset(%a: memref<2x3xf32>, %w: memref<4x3x5xf32>, %c: memref<
 
 // -----
 
-// Left to convert-linalg-to-loops: f64, a column block (not dense), a body
-// that is not out + a * b, a tensor op, a batched contraction.
+// A column block of a wider matrix is a strided view: B's leading dimension is
+// the whole row's 10.
+
+// CHECK-LABEL: func.func @matmul_column_block
+// CHECK-DAG:     %[[LDB:.*]] = arith.constant 10 : i64
+// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %{{.*}},
+func.func @matmul_column_block(%a: memref<4x3xf32>, %wide: memref<3x10xf32>, %c: memref<4x5xf32>) {
+  %cols = memref.subview %wide[0, 0] [3, 5] [1, 1] : memref<3x10xf32> to memref<3x5xf32, strided<[10, 1]>>
+  linalg.matmul ins(%a, %cols : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>) outs(%c : memref<4x5xf32>)
+  return
+}
+
+// -----
+
+// A batched matmul: one call per batch index, each pointer advanced by its
+// operand's batch stride (12, 15 and 20 elements).
+
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-SAME:    (%[[A:.*]]: memref<2x4x3xf32>, %[[B:.*]]: memref<2x3x5xf32>, %[[C:.*]]: memref<2x4x5xf32>)
+// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %[[TWO:.*]] step
+// CHECK-DAG:       %[[SA:.*]] = arith.constant 12 : index
+// CHECK-DAG:       %[[OA:.*]] = arith.muli %[[I]], %[[SA]] : index
+// CHECK-DAG:       %[[SB:.*]] = arith.constant 15 : index
+// CHECK-DAG:       arith.muli %[[I]], %[[SB]] : index
+// CHECK-DAG:       %[[SC:.*]] = arith.constant 20 : index
+// CHECK-DAG:       arith.muli %[[I]], %[[SC]] : index
+// CHECK:           %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:           %[[BYTES:.*]] = arith.muli %[[OA]], %{{.*}} : index
+// CHECK:           arith.addi %[[BASE]], %[[BYTES]] : index
+// CHECK:           call @shardrt_matmul_f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    return
+func.func @batch_matmul(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref<2x4x5xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x4x3xf32>, memref<2x3x5xf32>) outs(%c : memref<2x4x5xf32>)
+  return
+}
+
+// -----
+
+// Attention's scores by axis names, scores[b, h, s, t] = sum_d q[b, s, h, d] k[b, t, h, d]:
+// batch loops b and h interleaved with the matrix dimensions, q read with leading
+// dimension 12 (h * d), k transposed, two loops of calls.
+
+// CHECK-LABEL: func.func @attention_scores
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[SIX:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[TWELVE:.*]] = arith.constant 12 : i64
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[SIX]], %[[SIX]], %[[FOUR]], %[[TWELVE]], %[[TWELVE]], %[[SIX]],
+#q = affine_map<(b, s, h, t, d) -> (b, s, h, d)>
+#k = affine_map<(b, s, h, t, d) -> (b, t, h, d)>
+#scores = affine_map<(b, s, h, t, d) -> (b, h, s, t)>
+func.func @attention_scores(%q: memref<2x6x3x4xf32>, %k: memref<2x6x3x4xf32>, %s: memref<2x3x6x6xf32>) {
+  linalg.generic {indexing_maps = [#q, #k, #scores], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : memref<2x6x3x4xf32>, memref<2x6x3x4xf32>) outs(%s : memref<2x3x6x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// x[b, s, e] @ W[e, h, d]: the loops (b, s) flatten to M = 12 rows, (h, d) to
+// N = 12 columns: one call, no loop.
+
+// CHECK-LABEL: func.func @grouped_loops
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[TWELVE:.*]] = arith.constant 12 : i64
+// CHECK-DAG:     %[[EIGHT:.*]] = arith.constant 8 : i64
+// CHECK-NOT:     scf.for
+// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[TWELVE]], %[[TWELVE]], %[[EIGHT]], %[[EIGHT]], %[[TWELVE]], %[[TWELVE]],
+#x = affine_map<(b, s, h, d, e) -> (b, s, e)>
+#w = affine_map<(b, s, h, d, e) -> (e, h, d)>
+#y = affine_map<(b, s, h, d, e) -> (b, s, h, d)>
+func.func @grouped_loops(%x: memref<2x6x8xf32>, %w: memref<8x3x4xf32>, %y: memref<2x6x3x4xf32>) {
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<2x6x8xf32>, memref<8x3x4xf32>) outs(%y : memref<2x6x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// An output laid out [N, M] is computed as C^T = B^T A^T: the inputs swap and
+// both are read transposed.
+
+// CHECK-LABEL: func.func @transposed_output
+// CHECK-SAME:    (%[[A:.*]]: memref<4x3xf32>, %[[B:.*]]: memref<3x5xf32>, %[[C:.*]]: memref<5x4xf32>)
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[FIVE:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[THREE:.*]] = arith.constant 3 : i64
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK:         memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[FIVE]], %[[FOUR]], %[[THREE]], %[[FIVE]], %[[THREE]], %[[FOUR]],
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#ct = affine_map<(m, n, k) -> (n, m)>
+func.func @transposed_output(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<5x4xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #ct], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<5x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Left to convert-linalg-to-loops: f64; every other column (no unit stride for
+// BLAS); a body that is not out + a * b; a tensor op; a loop that only the
+// output has (a broadcast, not a product).
 
 // CHECK-LABEL: func.func @not_lowered
 // CHECK-NOT:     call
 // CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x3xf64>, memref<3x5xf64>)
-// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>)
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x3xf32>, memref<3x5xf32, strided<[10, 2]>>)
 // CHECK:         linalg.generic
 // CHECK:           arith.subf
 // CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<3x5xf32>)
-// CHECK:         linalg.batch_matmul
+// CHECK:         linalg.generic
 // CHECK-NOT:     call
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#a4 = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+#b4 = affine_map<(d0, d1, d2, d3) -> (d3, d1)>
+#out4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memref<4x5xf64>,
                        %a: memref<4x3xf32>, %wide: memref<3x10xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>,
                        %ta: tensor<4x3xf32>, %tb: tensor<3x5xf32>, %tc: tensor<4x5xf32>,
-                       %ba: memref<2x4x3xf32>, %bb: memref<2x3x5xf32>, %bc: memref<2x4x5xf32>) -> tensor<4x5xf32> {
+                       %c3: memref<4x5x2xf32>) -> tensor<4x5xf32> {
   linalg.matmul ins(%a64, %b64 : memref<4x3xf64>, memref<3x5xf64>) outs(%c64 : memref<4x5xf64>)
-  %cols = memref.subview %wide[0, 0] [3, 5] [1, 1] : memref<3x10xf32> to memref<3x5xf32, strided<[10, 1]>>
-  linalg.matmul ins(%a, %cols : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>) outs(%c : memref<4x5xf32>)
+  %cols = memref.subview %wide[0, 0] [3, 5] [1, 2] : memref<3x10xf32> to memref<3x5xf32, strided<[10, 2]>>
+  linalg.matmul ins(%a, %cols : memref<4x3xf32>, memref<3x5xf32, strided<[10, 2]>>) outs(%c : memref<4x5xf32>)
   linalg.generic {indexing_maps = [#a, #b, #out], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
@@ -162,7 +289,13 @@ func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memre
     linalg.yield %s : f32
   }
   %t = linalg.matmul ins(%ta, %tb : tensor<4x3xf32>, tensor<3x5xf32>) outs(%tc : tensor<4x5xf32>) -> tensor<4x5xf32>
-  linalg.batch_matmul ins(%ba, %bb : memref<2x4x3xf32>, memref<2x3x5xf32>) outs(%bc : memref<2x4x5xf32>)
+  linalg.generic {indexing_maps = [#a4, #b4, #out4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c3 : memref<4x5x2xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
   return %t : tensor<4x5xf32>
 }
 

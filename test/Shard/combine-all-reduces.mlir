@@ -74,3 +74,23 @@ func.func @kept(%p: tensor<4x8xf32>, %q: tensor<4x8xf32>) -> (tensor<4x8xf32>, t
   } -> tensor<4x8xf32>
   return %axes, %max, %used, %prod, %u : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// A running sum (the clipping norm): terms that need no all_reduce (y) and terms that
+// are an init plus an all_reduce, added one after another: the all_reduces float out
+// of the adds and combine into one at the end.
+// CHECK-LABEL: func.func @running_sum
+// CHECK-COUNT-1: shard.all_reduce
+// CHECK-NOT:   shard.all_reduce
+// CHECK:       return
+func.func @running_sum(%y: tensor<f32>, %i: tensor<f32>, %pa: tensor<f32>, %pb: tensor<f32>, %pc: tensor<f32>) -> tensor<f32> {
+  %e = tensor.empty() : tensor<f32>
+  %a = shard.all_reduce %pa on @mesh grid_axes = [1] : tensor<f32> -> tensor<f32>
+  %ta = linalg.add ins(%i, %a : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) -> tensor<f32>
+  %s1 = linalg.add ins(%y, %ta : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) -> tensor<f32>
+  %b = shard.all_reduce %pb on @mesh grid_axes = [1] : tensor<f32> -> tensor<f32>
+  %tb = linalg.add ins(%i, %b : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) -> tensor<f32>
+  %s2 = linalg.add ins(%s1, %tb : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) -> tensor<f32>
+  %c = shard.all_reduce %pc on @mesh grid_axes = [1] : tensor<f32> -> tensor<f32>
+  %s3 = linalg.add ins(%s2, %c : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) -> tensor<f32>
+  return %s3 : tensor<f32>
+}

@@ -8,19 +8,28 @@
 // the ops do into their init.
 //
 // The algorithm:
-//  1. Collect the linalg ops on memrefs whose operands are all f32 memrefs of
-//     static shape, dense and row-major (an identity layout, or a strided one
-//     with the identity's strides and any offset: a slice of the outermost
-//     dimension). Others stay for convert-linalg-to-loops.
+//  1. Collect the linalg ops on memrefs whose operands are f32 memrefs of
+//     static shape and strides (the convolution forms: dense and row-major,
+//     an identity layout or the identity's strides with any offset). Others
+//     stay for convert-linalg-to-loops.
 //  2. Match each against the forms below, by indexing maps, iterator types
 //     and body (a `library_call` attribute is neither needed nor read: the
 //     maps and the body say everything; a body must be exactly
 //     `out + in0 * in1`, operands of the add and multiply in either order):
-//     a. Contraction (linalg.matmul, the generics of a matmul's gradients):
-//        3 loops, one of them a reduction k; the output indexed by the two
-//        parallel loops (m, n) in that order, one input by {m, k} (A), the
-//        other by {n, k} (B). A indexed (k, m) or B (n, k) is transposed.
-//          -> shardrt_matmul_f32(trans_a, trans_b, M, N, K, A, B, out)
+//     a. Contraction (linalg.matmul, batch_matmul, the generics of `@`,
+//        `contract` and their gradients): every map a projected permutation,
+//        each loop a batch loop (in all three operands), an M loop (first
+//        input and output), an N loop (second input and output) or a K
+//        reduction (both inputs). Each of M, N and K may be several loops
+//        when every operand that has them lays them out as one strided
+//        dimension (x[b, s, e] @ w[e, h, d]: M = b*s, N = h*d), and each
+//        matrix needs a unit-stride dimension, transposed when it is the
+//        rows; an output with unit-stride rows is computed as
+//        C^T = B^T A^T.
+//          -> shardrt_matmul_f32(trans_a, trans_b, M, N, K, lda, ldb, ldc,
+//                                A, B, out)
+//        inside one scf.for per batch loop that advances the pointers by
+//        the operands' strides (attention's [b, h] heads of scores).
 //     b. linalg.conv_2d_nhwc_hwcf, any strides and dilations
 //          -> shardrt_conv2d_f32
 //     c. Filter gradient, loops (kh, kw, c, f, n, oh, ow), [par x4, red x3]:
@@ -35,7 +44,7 @@
 //     constant), so `d0 + d5 * 2` and `d5 * 2 + d0` are the same.
 //  3. Replace each match with the call: sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
-//     element. Runtime functions are declared on first use as private
+//     element (advanced inside the batch loops). Runtime functions are declared on first use as private
 //     func.func, like shardc-shard-to-runtime's.
 //
 //===----------------------------------------------------------------------===//
@@ -50,6 +59,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -75,6 +85,13 @@ struct KernelCall {
   StringRef function;
   SmallVector<IntegerAttr> scalars;
   SmallVector<Value> buffers;
+  /// Loops around the call: each runs `size` times, advancing each buffer's
+  /// pointer by its element stride.
+  struct BatchLoop {
+    int64_t size;
+    SmallVector<int64_t> strides;
+  };
+  SmallVector<BatchLoop> batch;
 };
 
 /// f32, static shape, dense row-major (step 1).
@@ -167,43 +184,145 @@ bool hasIterators(linalg::LinalgOp op, unsigned parallel, unsigned reduction) {
   return true;
 }
 
+/// The loops of one matrix dimension of a contraction (M, N or K) as one
+/// index: their sizes multiply, and in every operand that has them they are
+/// laid out as one strided dimension (each loop's stride is the next one's
+/// times its size), with `stride` the innermost's.
+struct LoopGroup {
+  SmallVector<unsigned> loops;
+  int64_t size = 1;
+};
+
+/// A memref's strides when they and its shape are static.
+std::optional<SmallVector<int64_t>> staticStrides(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.getElementType().isF32() || type.getMemorySpace() ||
+      !type.hasStaticShape())
+    return std::nullopt;
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  return strides;
+}
+
+/// One operand of a contraction: its buffer, its indexing map, its strides.
+struct Operand {
+  Value buffer;
+  AffineMap map;
+  SmallVector<int64_t> strides;
+
+  int64_t strideOf(unsigned loop) const {
+    return strides[*map.getResultPosition(getAffineDimExpr(loop, map.getContext()))];
+  }
+
+  /// The stride of `group` flattened in this operand, if it flattens with its
+  /// loops in the group's order.
+  std::optional<int64_t> groupStride(const LoopGroup &group,
+                                     ArrayRef<int64_t> sizes) const {
+    for (auto [outer, inner] : llvm::zip(group.loops, ArrayRef(group.loops).drop_front()))
+      if (strideOf(outer) != strideOf(inner) * sizes[inner])
+        return std::nullopt;
+    return strideOf(group.loops.back());
+  }
+};
+
+/// How BLAS reads an operand as a [rows, cols] matrix: transposed when its rows
+/// are the unit-stride dimension, with leading dimension `ld`.
+struct MatrixLayout {
+  bool transposed;
+  int64_t ld;
+};
+
+std::optional<MatrixLayout> matrixLayout(const Operand &operand,
+                                         const LoopGroup &rows,
+                                         const LoopGroup &cols,
+                                         ArrayRef<int64_t> sizes) {
+  std::optional<int64_t> rowStride = operand.groupStride(rows, sizes),
+                         colStride = operand.groupStride(cols, sizes);
+  if (!rowStride || !colStride)
+    return std::nullopt;
+  if (*colStride == 1 || cols.size == 1)
+    return MatrixLayout{false, rows.size == 1 ? cols.size : *rowStride};
+  if (*rowStride == 1 || rows.size == 1)
+    return MatrixLayout{true, cols.size == 1 ? rows.size : *colStride};
+  return std::nullopt;
+}
+
 /// Form a (step 2).
 std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
-  if (op.getNumLoops() != 3 || op.getNumReductionLoops() != 1 ||
-      !isMultiplyAccumulate(op))
+  if (!isMultiplyAccumulate(op))
     return std::nullopt;
-  SmallVector<unsigned> reductions;
-  op.getReductionDims(reductions);
-  unsigned k = reductions.front();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  // Every operand is indexed by two distinct loops, each result a loop.
-  SmallVector<std::pair<unsigned, unsigned>> loops;
-  for (AffineMap map : maps) {
-    if (map.getNumResults() != 2 || !map.isProjectedPermutation())
+  SmallVector<Operand> operands;
+  for (auto [value, map] : llvm::zip_equal(op->getOperands(), maps)) {
+    std::optional<SmallVector<int64_t>> strides = staticStrides(value);
+    if (!strides || !map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return std::nullopt;
-    loops.push_back({map.getDimPosition(0), map.getDimPosition(1)});
+    operands.push_back({value, map, *strides});
   }
-  auto [m, n] = loops[2];
-  if (m == k || n == k)
-    return std::nullopt;
-  // A holds m and k, B holds n and k, in either input position.
-  auto uses = [&](unsigned input, unsigned loop) {
-    return loops[input].first == loop || loops[input].second == loop;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  // Each loop is a batch loop (in all three), M (A and out), N (B and out) or
+  // K (a reduction over A and B); anything else is not a matrix product.
+  LoopGroup m, n, k, batch;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  auto has = [&](unsigned operand, unsigned loop) {
+    return maps[operand].getResultPosition(getAffineDimExpr(loop, op->getContext())).has_value();
   };
-  unsigned inputA = uses(0, m) ? 0 : 1, inputB = 1 - inputA;
-  if (!uses(inputA, m) || !uses(inputA, k) || !uses(inputB, n) ||
-      !uses(inputB, k))
+  // A group's loops in the order the first operand that has them lays them out.
+  auto orderBy = [&](LoopGroup &group, const Operand &operand) {
+    llvm::sort(group.loops, [&](unsigned x, unsigned y) {
+      return operand.strideOf(x) > operand.strideOf(y);
+    });
+  };
+  for (unsigned loop = 0; loop < sizes.size(); ++loop) {
+    bool reduction = iterators[loop] == utils::IteratorType::reduction;
+    unsigned where = has(0, loop) | has(1, loop) << 1 | has(2, loop) << 2;
+    LoopGroup *group = !reduction && where == 0b111 ? &batch
+                     : !reduction && where == 0b101 ? &m
+                     : !reduction && where == 0b110 ? &n
+                     : reduction && where == 0b011  ? &k
+                                                    : nullptr;
+    if (!group)
+      return std::nullopt;
+    group->loops.push_back(loop);
+    group->size *= sizes[loop];
+  }
+  if (m.loops.empty() || n.loops.empty() || k.loops.empty())
     return std::nullopt;
-  bool transA = loops[inputA].first == k, transB = loops[inputB].first == n;
-  Value lhs = op.getDpsInputs()[inputA], rhs = op.getDpsInputs()[inputB],
-        out = op.getDpsInits()[0];
-  int64_t sizeK = shapeOf(lhs)[transA ? 0 : 1];
-  return KernelCall{"shardrt_matmul_f32",
-                    {b.getI32IntegerAttr(transA), b.getI32IntegerAttr(transB),
-                     b.getI64IntegerAttr(shapeOf(out)[0]),
-                     b.getI64IntegerAttr(shapeOf(out)[1]),
-                     b.getI64IntegerAttr(sizeK)},
-                    {lhs, rhs, out}};
+  orderBy(m, operands[2]);
+  orderBy(n, operands[2]);
+  orderBy(k, operands[0]);
+  std::optional<MatrixLayout> a = matrixLayout(operands[0], m, k, sizes),
+                              bm = matrixLayout(operands[1], k, n, sizes),
+                              c = matrixLayout(operands[2], m, n, sizes);
+  if (!a || !bm || !c)
+    return std::nullopt;
+  // Row-major sgemm writes C with unit-stride columns; a C laid out the other
+  // way round is C^T = B^T A^T.
+  unsigned first = 0, second = 1;
+  int64_t rows = m.size, cols = n.size;
+  if (c->transposed) {
+    std::swap(a, bm);
+    std::swap(first, second);
+    std::swap(rows, cols);
+    a->transposed = !a->transposed;
+    bm->transposed = !bm->transposed;
+  }
+  KernelCall call{"shardrt_matmul_f32",
+                  {b.getI32IntegerAttr(a->transposed),
+                   b.getI32IntegerAttr(bm->transposed), b.getI64IntegerAttr(rows),
+                   b.getI64IntegerAttr(cols), b.getI64IntegerAttr(k.size),
+                   b.getI64IntegerAttr(a->ld), b.getI64IntegerAttr(bm->ld),
+                   b.getI64IntegerAttr(c->ld)},
+                  {operands[first].buffer, operands[second].buffer,
+                   operands[2].buffer}};
+  for (unsigned loop : batch.loops)
+    if (sizes[loop] != 1)
+      call.batch.push_back({sizes[loop],
+                            {operands[first].strideOf(loop),
+                             operands[second].strideOf(loop),
+                             operands[2].strideOf(loop)}});
+  return call;
 }
 
 SmallVector<IntegerAttr> i64Attrs(Builder &b, ArrayRef<int64_t> values) {
@@ -277,12 +396,15 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
 }
 
 std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
-  if (!op.hasPureBufferSemantics() ||
-      !llvm::all_of(op->getOperands(), isDenseF32))
+  if (!op.hasPureBufferSemantics())
+    return std::nullopt;
+  if (std::optional<KernelCall> call = matchContraction(op, b))
+    return call;
+  if (!llvm::all_of(op->getOperands(), isDenseF32))
     return std::nullopt;
   if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
     return matchConv(conv, b);
-  for (auto match : {matchContraction, matchFilterGrad, matchInputGrad})
+  for (auto match : {matchFilterGrad, matchInputGrad})
     if (std::optional<KernelCall> call = match(op, b))
       return call;
   return std::nullopt;
@@ -325,8 +447,23 @@ struct LowerToKernelsPass
           constant = arith::ConstantOp::create(b, loc, scalar);
         args.push_back(constant);
       }
-      for (Value buffer : call.buffers)
-        args.push_back(getElementPointer(b, loc, buffer));
+      // The batch loops, and each buffer's element offset inside them.
+      SmallVector<Value> offsets(call.buffers.size());
+      for (const KernelCall::BatchLoop &loop : call.batch) {
+        auto zero = arith::ConstantIndexOp::create(b, loc, 0);
+        auto forOp = scf::ForOp::create(
+            b, loc, zero, arith::ConstantIndexOp::create(b, loc, loop.size),
+            arith::ConstantIndexOp::create(b, loc, 1));
+        b.setInsertionPoint(forOp.getBody()->getTerminator());
+        Value iv = forOp.getInductionVar();
+        for (auto [offset, stride] : llvm::zip_equal(offsets, loop.strides)) {
+          Value step = arith::MulIOp::create(
+              b, loc, iv, arith::ConstantIndexOp::create(b, loc, stride));
+          offset = offset ? Value(arith::AddIOp::create(b, loc, offset, step)) : step;
+        }
+      }
+      for (auto [buffer, offset] : llvm::zip_equal(call.buffers, offsets))
+        args.push_back(getElementPointer(b, loc, buffer, offset));
       func::CallOp::create(b, loc, fn, args);
       LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function << " for "
                               << op->getName() << " at " << loc << "\n");

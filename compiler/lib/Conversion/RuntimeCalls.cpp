@@ -41,17 +41,22 @@ func::FuncOp RuntimeFunctions::getOrDeclare(Operation *at, StringRef name,
   return fn;
 }
 
-Value getElementPointer(OpBuilder &b, Location loc, Value memref) {
+Value getElementPointer(OpBuilder &b, Location loc, Value memref,
+                        Value extraElements) {
   auto type = cast<MemRefType>(memref.getType());
   Value address =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   auto [strides, offset] = type.getStridesAndOffset();
+  Value elements = extraElements;
   if (offset != 0) {
-    Value elements =
+    Value own =
         ShapedType::isDynamic(offset)
             ? memref::ExtractStridedMetadataOp::create(b, loc, memref)
                   .getOffset()
             : arith::ConstantIndexOp::create(b, loc, offset).getResult();
+    elements = elements ? arith::AddIOp::create(b, loc, elements, own) : own;
+  }
+  if (elements) {
     Value bytes =
         arith::MulIOp::create(b, loc, elements,
                               arith::ConstantIndexOp::create(

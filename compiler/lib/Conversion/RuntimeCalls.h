@@ -41,9 +41,11 @@ private:
 
 /// The address of the first element of `memref` as !llvm.ptr: its aligned
 /// pointer (memref.extract_aligned_pointer_as_index, index_cast to i64,
-/// llvm.inttoptr) advanced by its offset when the layout has one.
+/// llvm.inttoptr) advanced by its offset when the layout has one, and by
+/// `extraElements` (an index) when given.
 mlir::Value getElementPointer(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value memref);
+                              mlir::Value memref,
+                              mlir::Value extraElements = {});
 
 } // namespace shardc::conversion_detail
 

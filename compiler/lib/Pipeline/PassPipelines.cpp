@@ -42,7 +42,9 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // (a slice it lifts may land on an all_reduce), then cse merges the slices it
 // makes of one value. shardc-combine-all-reduces after cse (which merges equal
 // all_reduces that would otherwise have two uses) and before the fusion (a
-// combined all_reduce may be sliced).
+// combined all_reduce may be sliced), and again after it: the fusion moves
+// sums over a sliced axis (the clipping norm's) below the slice, each with a
+// scalar all_reduce that the running sum of the norm then combines.
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
@@ -54,6 +56,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCSEPass());
   function.addPass(createCombineAllReducesPass());
   function.addPass(createFuseReduceScatterPass());
+  function.addPass(createCombineAllReducesPass());
 }
 
 // Why each pass sits where it does:

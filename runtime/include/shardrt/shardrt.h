@@ -129,9 +129,13 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
  * use the calling thread alone (lib/host.cpp says why) unless OPENBLAS_NUM_THREADS,
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set. Dimensions beyond 2^31 - 1 are an error. */
 
-/* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b). */
+/* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b),
+ * each row-major with its leading dimension (the distance between its rows' starts:
+ * lda >= K for [M,K], ldc >= N, ...), so that a matrix can be a strided view of a larger
+ * tensor. lower-to-kernels calls it in loops over a contraction's batch dimensions. */
 void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c);
+                        int64_t lda, int64_t ldb, int64_t ldc, const float *a, const float *b,
+                        float *c);
 
 /* y[N,OH,OW,F] += sum over kh, kw, c of x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
  * with x [N,H,W,C] already padded and k [KH,KW,C,F]. */

@@ -68,15 +68,20 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
     kernels (OpenBLAS sgemm, im2col convolutions) for the forms shardc's
     MLIRGen emits and leaves everything else to the loops. It runs on a
     bufferized module (linalg on memrefs) and replaces
-      - linalg.matmul and 2-D contractions `out[m, n] += a * b` (3 loops, one
-        a reduction, operands indexed by permutations of their two loops)
-        with shardrt_matmul_f32, transposes read off the maps;
+      - linalg.matmul, batch_matmul and every contraction
+        `out[batch, m, n] += a[batch, m, k] * b[batch, k, n]` whose operands
+        are indexed by permutations of their loops, in any layout where each
+        of M, N and K flattens to one strided dimension with a unit-stride
+        dimension per matrix, with shardrt_matmul_f32 (transposes and leading
+        dimensions read off the maps and strides; one call per batch index
+        in scf.for loops);
       - linalg.conv_2d_nhwc_hwcf with shardrt_conv2d_f32;
       - the linalg.generic forms of the convolution's filter and input
         gradients (LinalgToKernels.cpp) with
         shardrt_conv2d_{filter,input}_grad_f32;
-    when every operand is an f32 memref of static shape laid out densely
-    row-major (any offset). The others stay linalg ops.
+    when every operand is an f32 memref of static shape (and, for the
+    convolutions, laid out densely row-major, any offset). The others stay
+    linalg ops.
 
     Example:
 
@@ -88,8 +93,9 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
     becomes
 
     ```mlir
-    call @shardrt_matmul_f32(%false, %false, %c4, %c10, %c16, %aPtr, %bPtr, %cPtr)
-        : (i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    call @shardrt_matmul_f32(%false, %false, %c4, %c10, %c16, %c16, %c10, %c10,
+                             %aPtr, %bPtr, %cPtr)
+        : (i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
     ```
   }];
   let dependentDialects = [
@@ -97,6 +103,7 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
   ];
 }
 

@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""W4 (the byte-level GPT of examples/gpt) in shardc and in PyTorch 1.13, side by side.
+
+Speed (default): tokens per second of a training step at global batch 32 x 128 bytes --
+shardc's executable for examples/gpt/gpt.shard under bench/train/data2.rules on 2 ranks,
+against PyTorch in its best configuration on the same 2 cores (DDP over gloo, 2 processes
+x 1 thread, and 1 process x 2 threads; the environment of shared/anchors/README.md). Each
+side runs a short and a long run; the marginal time per step, (long - short) / (steps
+between), leaves out start-up. Repetitions are interleaved; medians.
+
+Quality (--train): both sides train the 2000 steps of examples/gpt/run.json and report
+the validation loss in bits per byte. PyTorch runs the same model (sizes, pre-norm, no
+biases in the projections, gelu's tanh form, dropout 0.1 on both branches, initial
+distributions), the same recipe (AdamW lr 1e-3, b2 0.99, weight decay 0.1 on every
+parameter, linear warmup over 100 updates from 0 then cosine to 1e-4 at update 2000,
+global-norm clipping at 1.0) and the same data rule (windows of 128 bytes one window apart,
+the first 90 % train, shuffled every epoch; its own random numbers).
+
+    bench/gpt/run.py                  # speed, 3 repetitions (several minutes)
+    bench/gpt/run.py --train          # quality: both trainings (about an hour each here)
+    bench/gpt/run.py --quick          # smoke test
+
+Prints ONE JSON object on stdout; progress goes to stderr. Needs Debian's python3-torch,
+libtcmalloc-minimal4 and libopenblas0-openmp (named when missing, exit 2), the corpus
+(python3 examples/gpt/make_corpus.py) and build/bin/shardc.
+"""
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(REPO, "build", "fortunes.txt")
+MODEL = os.path.join(REPO, "examples", "gpt", "gpt.shard")
+RUN_CONFIG = os.path.join(REPO, "examples", "gpt", "run.json")
+RULES = os.path.join(REPO, "bench", "train", "data2.rules")
+
+# The sizes and recipe of examples/gpt/gpt.shard and run.json.
+VOCAB, CTX, EMBED, HEADS, LAYERS, MLP, BATCH = 256, 128, 256, 8, 4, 1024, 32
+DROPOUT, LR, END_LR, WARMUP, DECAY_STEPS, WEIGHT_DECAY, CLIP = 0.1, 1e-3, 1e-4, 100, 2000, 0.1, 1.0
+TRAIN_STEPS = 2000
+
+# The side-by-side machinery of bench/train/run.py (environment, launching, parsing).
+_spec = importlib.util.spec_from_file_location("train_bench", os.path.join(REPO, "bench", "train", "run.py"))
+tb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tb)
+
+
+def log(*a):
+    print("[bench/gpt]", *a, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------
+# Worker side: PyTorch, started by this script under the best configuration.
+# --------------------------------------------------------------------------------------
+
+def learning_rate(count):
+    """optax.warmup_cosine_decay_schedule(0, LR, WARMUP, DECAY_STEPS, END_LR) at update `count`."""
+    if count < WARMUP:
+        return LR * count / WARMUP
+    progress = min(count - WARMUP, DECAY_STEPS - WARMUP) / (DECAY_STEPS - WARMUP)
+    return END_LR + (LR - END_LR) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def build_model(torch):
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(EMBED), nn.LayerNorm(EMBED)
+            self.q, self.k, self.v, self.o = (nn.Linear(EMBED, EMBED, bias=False) for _ in range(4))
+            self.fc1 = nn.Linear(EMBED, MLP, bias=False)
+            self.fc2 = nn.Linear(MLP, EMBED, bias=False)
+            self.drop = nn.Dropout(DROPOUT)
+
+        def forward(self, x):
+            b, t, e = x.shape
+            h = self.ln1(x)
+            split = lambda y: y.view(b, t, HEADS, e // HEADS).transpose(1, 2)
+            q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(e // HEADS))
+            mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+            mixed = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+            x = x + self.drop(self.o(mixed.transpose(1, 2).reshape(b, t, e)))
+            return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(VOCAB, EMBED) * 0.02)
+            self.positions = nn.Parameter(torch.randn(CTX, EMBED) * 0.01)
+            self.blocks = nn.Sequential(*(Block() for _ in range(LAYERS)))
+            self.ln_f = nn.LayerNorm(EMBED)
+            self.head = nn.Linear(EMBED, VOCAB, bias=False)
+            for name, p in self.named_parameters():
+                if name.endswith(("q.weight", "k.weight", "v.weight", "o.weight", "fc1.weight",
+                                  "fc2.weight", "head.weight")):
+                    nn.init.normal_(p, std=0.02)
+
+        def forward(self, tokens):
+            x = self.table[tokens] + self.positions
+            return self.head(self.ln_f(self.blocks(x)))
+
+    return GPT()
+
+
+def windows(torch):
+    """The corpus as run.json reads it: example i is bytes [i*CTX, i*CTX + CTX), its
+    targets one byte later; the first 90 % of the examples train."""
+    with open(CORPUS, "rb") as f:
+        data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8).to(torch.int64)
+    n = (data.numel() - 1) // CTX
+    inputs = data[:n * CTX].view(n, CTX)
+    targets = data[1:n * CTX + 1].view(n, CTX)
+    split = round(0.9 * n)
+    return (inputs[:split], targets[:split]), (inputs[split:], targets[split:])
+
+
+def worker(args):
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(args.threads)
+    rank, world = tb.worker_dist_setup(args)
+    torch.manual_seed(args.seed)
+    model = build_model(torch)
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.99), eps=1e-8,
+                            weight_decay=WEIGHT_DECAY)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda count: learning_rate(count) / LR)
+    (train_x, train_y), (val_x, val_y) = windows(torch)
+    per_epoch = train_x.shape[0] // BATCH
+    local = BATCH // world
+
+    def batch(step):
+        epoch, i = divmod(step, per_epoch)
+        order = torch.randperm(train_x.shape[0], generator=torch.Generator().manual_seed(
+            args.seed * 1000003 + epoch))
+        rows = order[i * BATCH + rank * local:i * BATCH + (rank + 1) * local]
+        return train_x[rows], train_y[rows]
+
+    def step(s):
+        x, y = batch(s)
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+        sched.step()
+        return loss.item()
+
+    model.train()
+    for s in range(args.warmup):
+        step(s)
+    if world > 1:
+        torch.distributed.barrier()
+    start = time.perf_counter()
+    losses = [step(s) for s in range(args.warmup, args.warmup + args.steps)]
+    if world > 1:
+        torch.distributed.barrier()
+    seconds = time.perf_counter() - start
+    result = {"seconds": seconds, "steps": args.steps, "final_loss_rank0": losses[-1]}
+    if args.evaluate:
+        model.eval()
+        total, count = 0.0, 0
+        with torch.no_grad():
+            for first in range(0, val_x.shape[0] - BATCH + 1, BATCH):
+                logits = model(val_x[first:first + BATCH])
+                total += F.cross_entropy(logits.reshape(-1, VOCAB),
+                                         val_y[first:first + BATCH].reshape(-1)).item()
+                count += 1
+        result["validation_loss"] = total / count
+        result["validation_bits_per_byte"] = total / count / math.log(2)
+        result["validation_examples"] = count * BATCH
+    result["torch_version"] = torch.__version__
+    result["libraries"] = tb.mapped_libraries()
+    if world > 1:
+        torch.distributed.destroy_process_group()
+    if rank == 0:
+        print(tb.RESULT_TAG + json.dumps(result), flush=True)
+
+
+def run_torch(world, threads, steps, warmup, seed, evaluate=False, timeout=14400):
+    port = tb.free_port()
+    cmd = lambda rank: [tb.SYSTEM_PYTHON, os.path.abspath(__file__), "--worker", "--rank", str(rank),
+                        "--world", str(world), "--port", str(port), "--threads", str(threads),
+                        "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)] + (
+                            ["--evaluate"] if evaluate else [])
+    procs = [subprocess.Popen(cmd(r), env=tb.best_env(threads), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for r in range(world)]
+    outs = [p.communicate(timeout=timeout) + (p.returncode,) for p in procs]
+    for out, err, rc in outs:
+        if rc != 0:
+            raise RuntimeError(f"PyTorch GPT worker failed (exit {rc}):\n{err[-4000:]}")
+    for line in outs[0][0].splitlines():
+        if line.startswith(tb.RESULT_TAG):
+            return json.loads(line[len(tb.RESULT_TAG):])
+    raise RuntimeError("PyTorch GPT worker printed no result")
+
+
+# --------------------------------------------------------------------------------------
+# Parent side.
+# --------------------------------------------------------------------------------------
+
+def marginal(short, full, short_steps, full_steps):
+    return (full - short) / (full_steps - short_steps)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--train", action="store_true", help="quality: train both sides 2000 steps")
+    ap.add_argument("--quick", action="store_true", help="smoke test: few steps, 1 repetition")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick or --train)")
+    ap.add_argument("--shardc", default=os.path.join(REPO, "build", "bin", "shardc"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)
+    for flag in ("--rank", "--world", "--port", "--threads", "--steps", "--warmup"):
+        ap.add_argument(flag, type=int, default=1 if flag in ("--world", "--threads") else 0,
+                        help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+
+    missing = [(pkg, what) for pkg, what in tb.check_pytorch_prereqs() if pkg != "dataset-fashion-mnist"]
+    if not os.path.exists(CORPUS):
+        missing.append(("fortunes", f"{CORPUS} (write it with python3 examples/gpt/make_corpus.py)"))
+    if not os.access(args.shardc, os.X_OK):
+        missing.append(("(build)", f"{args.shardc}: run scripts/build.sh or pass --shardc"))
+    if missing:
+        for pkg, what in missing:
+            print(f"bench/gpt: missing {pkg}: {what}", file=sys.stderr)
+        return 2
+
+    reps = args.reps or (1 if args.quick or args.train else 3)
+    short, full = (2, 6) if args.quick else (3, 23)
+    tmp = tempfile.mkdtemp(prefix="shardc-bench-gpt-")
+    prog = os.path.join(tmp, "gpt")
+    started = time.perf_counter()
+    tb.compile_shardc(args.shardc, MODEL, RULES, prog)
+    compile_seconds = time.perf_counter() - started
+    shardc_args = ["--config", RUN_CONFIG, "--seed", str(args.seed)]
+
+    out = {"benchmark": "bench/gpt", "model": "examples/gpt/gpt.shard",
+           "shardc_rules": "bench/train/data2.rules (batch -> data, 2 ranks)",
+           "tokens_per_step": BATCH * CTX, "compile_seconds": round(compile_seconds, 2),
+           "machine": {"cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}}
+    if args.train:
+        log(f"shardc: {TRAIN_STEPS} steps with evaluation")
+        s = tb.run_shardc(prog, 2, shardc_args + ["--steps", str(TRAIN_STEPS)], TRAIN_STEPS, timeout=14400)
+        log("PyTorch (1 process x 2 threads): the same")
+        t = run_torch(1, 2, TRAIN_STEPS, 0, args.seed, evaluate=True)
+        bpb = s["eval"]["bits_per_byte"]
+        out["train"] = {
+            "steps": TRAIN_STEPS,
+            "shardc": {"validation_bits_per_byte": bpb, "validation_loss": s["eval"]["loss"],
+                       "train_seconds": s["train_seconds"]},
+            "pytorch": {k: t[k] for k in ("validation_bits_per_byte", "validation_loss", "seconds")},
+            "bits_per_byte_relative_difference": bpb / t["validation_bits_per_byte"] - 1,
+        }
+    else:
+        samples = {"shardc": [], "pytorch/ddp_2x1": [], "pytorch/threads_1x2": []}
+        for rep in range(reps):
+            log(f"rep {rep + 1}/{reps}")
+            a = tb.run_shardc(prog, 2, shardc_args + ["--no-eval", "--steps", str(short)], short)
+            b = tb.run_shardc(prog, 2, shardc_args + ["--no-eval", "--steps", str(full)], full)
+            samples["shardc"].append(marginal(a["train_seconds"], b["train_seconds"], short, full))
+            for key, world, threads in (("pytorch/ddp_2x1", 2, 1), ("pytorch/threads_1x2", 1, 2)):
+                r = run_torch(world, threads, full - short, short, args.seed)
+                samples[key].append(r["seconds"] / r["steps"])
+        med = {k: tb.median(v) for k, v in samples.items()}
+        best = min(("pytorch/ddp_2x1", "pytorch/threads_1x2"), key=lambda k: med[k])
+        out["speed"] = {
+            "steps_timed": full - short, "reps": reps,
+            **{k: {"seconds_per_step": med[k], "tokens_per_second": BATCH * CTX / med[k],
+                   "samples": v} for k, v in samples.items()},
+            "pytorch_best": best,
+            "ratio_shardc_time_over_pytorch_best": med["shardc"] / med[best],
+        }
+    out["machine"]["loadavg_after"] = os.getloadavg()
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
