@@ -139,23 +139,30 @@ private:
   FunctionValue evalResult(const Output &o, unsigned node) {
     FunctionValue v = scalarResult(o.path, node);
     v.sharding = o.sharding;
-    bool lossOrMetric = o.path == "loss" || llvm::any_of(program.metrics, [&](const auto &m) {
-                          return m.first == o.path;
-                        });
+    bool metric = llvm::any_of(program.metrics, [&](const auto &m) { return m.first == o.path; });
+    bool lossOrMetric = o.path == "loss" || metric;
+    if (!lossOrMetric)
+      return v;
     const Node &mean = sp.graph.nodes[node];
-    if (!lossOrMetric || mean.op != OpKind::mean)
-      return v;
-    const Node &values = sp.graph.nodes[mean.operands[0]];
-    if (values.type.dims.size() != 1 ||
+    const Node *values = mean.op == OpKind::mean ? &sp.graph.nodes[mean.operands[0]] : nullptr;
+    if (!values || values->type.dims.size() != 1 ||
         llvm::none_of(program.inputs, [&](const ShardedTensor &t) {
-          return !t.type.dims.empty() && t.type.dims.front() == values.type.dims.front();
-        }))
+          return !t.type.dims.empty() && t.type.dims.front() == values->type.dims.front();
+        })) {
+      // Evaluation averages one value per example over the whole split; a metric is
+      // computed for evaluation alone (a loss like W1's sum(h) still trains).
+      if (metric)
+        diags.warning(o.loc, "'" + o.path + "' is not the mean over the batch of one value "
+                             "per example, so evaluation leaves it out; write it as mean(x) "
+                             "with x [batch] (a mean over the other axes first: "
+                             "mean(e, over = [seq]))");
       return v;
-    v.node = values.id;
-    if (values.type.dtype != DType::F32)
-      v.node = appendNode(sp.graph, OpKind::to_f32, {values.id}, TensorType{DType::F32, values.type.dims},
-                          values.loc);
-    v.sharding = shardingOfAxis(values.type.dims.front().axis);
+    }
+    v.node = values->id;
+    if (values->type.dtype != DType::F32)
+      v.node = appendNode(sp.graph, OpKind::to_f32, {values->id},
+                          TensorType{DType::F32, values->type.dims}, values->loc);
+    v.sharding = shardingOfAxis(values->type.dims.front().axis);
     v.perExample = true;
     return v;
   }
