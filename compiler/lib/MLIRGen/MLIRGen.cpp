@@ -324,10 +324,10 @@ AffineMap MLIRGenImpl::loopMap(ArrayRef<unsigned> dims, unsigned loops) {
   return AffineMap::get(loops, 0, exprs, b.getContext());
 }
 
-/// sum(term(lhs, rhs)) into a zero tensor of type `result`, the term lhs * rhs
-/// unless given. The loops are the result's dims (in order), then the summed ones.
+/// sum(lhs * rhs) into a zero tensor of type `result`. The loops are the result's
+/// dims (in order), then the summed ones.
 Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
-                            RankedTensorType result, Location at, BodyBuilder term) {
+                            RankedTensorType result, Location at) {
   unsigned loops = maps.front().getNumDims(), rank = result.getRank();
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   iterators.append(loops - rank, utils::IteratorType::reduction);
@@ -335,23 +335,30 @@ Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
   return generic({lhs, rhs}, maps, init,
                  loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), loops),
                  iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
-                   Value value = term ? term(n, l, a.take_front(2))
-                                      : arith::MulFOp::create(n, l, a[0], a[1]).getResult();
-                   return arith::AddFOp::create(n, l, a[2], value);
+                   Value product = arith::MulFOp::create(n, l, a[0], a[1]);
+                   return arith::AddFOp::create(n, l, a[2], product);
                  });
 }
 
-/// The term of a one-hot contraction: the dense element where loop `vocabLoop`
-/// equals the id, 0 elsewhere. The embedding (summing over vocab) and its gradient
-/// (summing over the ids' axes) are such contractions, which the sharding models
-/// split like any other: a table split over vocab is Megatron's vocab-parallel
-/// embedding.
-Value MLIRGenImpl::pickedByIndex(OpBuilder &n, Location at, unsigned vocabLoop, Value id,
-                                 Value dense) {
-  Value row = arith::IndexCastOp::create(n, at, n.getI32Type(),
-                                         linalg::IndexOp::create(n, at, vocabLoop));
-  Value hit = arith::CmpIOp::create(n, at, arith::CmpIPredicate::eq, id, row);
-  return arith::SelectOp::create(n, at, hit, dense, scalar(n.getF32Type(), 0, at));
+/// f32 [ids' dims, classes]: 1 where the last index equals the id, else 0. Its
+/// linalg.index is globalized by the sharding models, so a split class axis keeps
+/// global classes; the embedding and its gradient are contractions with it (a matmul
+/// each, on BLAS), which the sharding models split like any other: a table split over
+/// vocab is Megatron's vocab-parallel embedding.
+Value MLIRGenImpl::oneHot(Value ids, int64_t classes, Location at) {
+  auto idsType = cast<RankedTensorType>(ids.getType());
+  SmallVector<int64_t> shape(idsType.getShape());
+  shape.push_back(classes);
+  unsigned rank = shape.size();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return generic({ids}, {identity.dropResult(rank - 1)}, empty(shape, b.getF32Type(), at),
+                 identity, iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value index = linalg::IndexOp::create(n, l, rank - 1);
+                   Value asI32 = arith::IndexCastOp::create(n, l, n.getI32Type(), index);
+                   Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
+                   return arith::UIToFPOp::create(n, l, n.getF32Type(), hit);
+                 });
 }
 
 /// `a @ b` contracts the last dim of a with the first of b: loops are a's
@@ -630,14 +637,15 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   case OpKind::embedding: { // loops: ids' dims, the table's other dims, then vocab
     unsigned idsRank = graph.nodes[node.operands[0]].type.dims.size();
     unsigned rank = node.type.dims.size(), vocab = rank;
-    SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(0, idsRank));
+    SmallVector<unsigned> oneHotDims = llvm::to_vector(llvm::seq<unsigned>(0, idsRank));
+    oneHotDims.push_back(vocab);
     SmallVector<unsigned> tableDims{vocab};
     llvm::append_range(tableDims, llvm::seq<unsigned>(idsRank, rank));
-    return contract(operand(0), operand(1),
-                    {loopMap(idsDims, rank + 1), loopMap(tableDims, rank + 1)},
-                    tensorType(node.type), at, [&](OpBuilder &n, Location l, ValueRange a) {
-                      return pickedByIndex(n, l, vocab, a[0], a[1]);
-                    });
+    Value table = operand(1);
+    int64_t classes = cast<RankedTensorType>(table.getType()).getShape()[0];
+    return contract(oneHot(operand(0), classes, at), table,
+                    {loopMap(oneHotDims, rank + 1), loopMap(tableDims, rank + 1)},
+                    tensorType(node.type), at);
   }
   case OpKind::causal_mask: {
     int64_t query = node.type.axisIndex(std::get<std::string>(node.attrs.at("query")));
@@ -664,20 +672,8 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
                         return arith::AddFOp::create(n, l, a[2], arith::NegFOp::create(n, l, term));
                       });
   }
-  case OpKind::one_hot: {
-    RankedTensorType type = tensorType(node.type);
-    unsigned rank = type.getRank();
-    AffineMap identity = b.getMultiDimIdentityMap(rank);
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-    return generic({operand(0)}, {identity.dropResult(rank - 1)},
-                   empty(type.getShape(), b.getF32Type(), at), identity, iterators, at,
-                   [&](OpBuilder &n, Location l, ValueRange a) -> Value {
-                     Value index = linalg::IndexOp::create(n, l, rank - 1);
-                     Value asI32 = arith::IndexCastOp::create(n, l, n.getI32Type(), index);
-                     Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
-                     return arith::UIToFPOp::create(n, l, n.getF32Type(), hit);
-                   });
-  }
+  case OpKind::one_hot:
+    return oneHot(operand(0), node.type.dims.back().size, at);
   case OpKind::sum:
   case OpKind::mean: {
     const Node &input = graph.nodes[node.operands[0]];

@@ -162,12 +162,12 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     unsigned idsRank = cast<RankedTensorType>(operand(0).getType()).getRank();
     unsigned loops = tableRank + idsRank;
     SmallVector<unsigned> idsDims = llvm::to_vector(llvm::seq<unsigned>(tableRank, loops));
+    SmallVector<unsigned> oneHotDims = idsDims;
+    oneHotDims.push_back(0);
     SmallVector<unsigned> dyDims = idsDims;
     llvm::append_range(dyDims, llvm::seq<unsigned>(1, tableRank));
-    return contract(operand(0), operand(1), {loopMap(idsDims, loops), loopMap(dyDims, loops)},
-                    type, at, [&](OpBuilder &n, Location l, ValueRange a) {
-                      return pickedByIndex(n, l, 0, a[0], a[1]);
-                    });
+    return contract(oneHot(operand(0), type.getShape()[0], at), operand(1),
+                    {loopMap(oneHotDims, loops), loopMap(dyDims, loops)}, type, at);
   }
   case OpKind::gelu_grad: // dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), t = tanh(u)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {

@@ -91,10 +91,8 @@ private:
   // Operations.
   mlir::AffineMap loopMap(llvm::ArrayRef<unsigned> dims, unsigned loops);
   mlir::Value contract(mlir::Value lhs, mlir::Value rhs, llvm::ArrayRef<mlir::AffineMap> maps,
-                       mlir::RankedTensorType result, mlir::Location at,
-                       BodyBuilder term = nullptr);
-  mlir::Value pickedByIndex(mlir::OpBuilder &n, mlir::Location at, unsigned vocabLoop,
-                            mlir::Value id, mlir::Value dense);
+                       mlir::RankedTensorType result, mlir::Location at);
+  mlir::Value oneHot(mlir::Value ids, int64_t classes, mlir::Location at);
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, mlir::RankedTensorType result,
                      mlir::Location at);
   mlir::Value contractByName(mlir::Value lhs, mlir::Value rhs, const TensorType &lhsType,
