@@ -164,7 +164,12 @@ def worker(args):
     if world > 1:
         torch.distributed.barrier()
     start = time.perf_counter()
-    losses = [step(s) for s in range(args.warmup, args.warmup + args.steps)]
+    losses = []
+    for s in range(args.warmup, args.warmup + args.steps):
+        losses.append(step(s))
+        if rank == 0 and (s + 1) % 100 == 0:
+            log(f"PyTorch step {s + 1}: loss {losses[-1]:.4f}, "
+                f"{(time.perf_counter() - start) / len(losses):.3f} s per step")
     if world > 1:
         torch.distributed.barrier()
     seconds = time.perf_counter() - start

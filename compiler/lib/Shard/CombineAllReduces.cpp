@@ -29,7 +29,7 @@ namespace {
 bool isElementwiseAdd(linalg::LinalgOp op) {
   if (isa<linalg::AddOp>(op.getOperation()))
     return op.hasPureTensorSemantics();
-  if (!isa<linalg::LinalgOp>(op.getOperation()) || op.getNumDpsInputs() != 2 ||
+  if (!isa<linalg::GenericOp>(op.getOperation()) || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 ||
       op.getNumParallelLoops() != op.getNumLoops() ||
       !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) { return map.isIdentity(); }))

@@ -132,6 +132,12 @@ def FuseReduceScatterPass
     reduce_scatter gives it), into one shard.reduce_scatter with the
     all_reduce's reduction and the slice's axis.
 
+    An all_reduce that a sum over the sliced axis also reads (the clipping
+    norm's sum of an FSDP gradient's squares, a layer norm's bias gradient
+    under a sequence split) is fused too: the sum reads the rank's slice from
+    zero, an all_reduce of its (small) result adds the slices' sums, and the
+    sum's init is added once.
+
     ```mlir
     %sum = shard.all_reduce %grad on @mesh grid_axes = [0] : tensor<1024x1024xf32> -> tensor<1024x1024xf32>
     %mine = shard.all_slice %sum on @mesh grid_axes = [0] slice_axis = 0 : tensor<1024x1024xf32> -> tensor<512x1024xf32>
@@ -161,6 +167,13 @@ def CombineAllReducesPass
     the add of their inputs and one all_reduce of it. Repeated, a chain of such
     adds becomes one collective: Megatron's one all-reduce per block input in
     the backward pass. The additions happen in another order, as in Megatron.
+
+    In a running sum whose terms are not all reduced (the clipping norm: the
+    replicated gradients' squares need no collective, and a split gradient's
+    term is its init plus an all_reduce; linalg.add counts as an add too),
+    all_reduces move out of the tree of adds, add(add(y, all_reduce(a)), q) ->
+    add(add(y, q), all_reduce(a)), and two that meet combine, so the norm is
+    one scalar all_reduce per mesh axis under every layout.
 
     ```mlir
     %a = shard.all_reduce %pa on @mesh grid_axes = [1] : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
