@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libopenblas-dev libopenblas0-openmp
   dataset-fashion-mnist
+  fortunes                 # W4's corpus (examples/gpt/make_corpus.py)
   python3 python3-numpy python3-pil
   chromium-headless-shell  # the report page is checked in a real browser (test/Runtime/report-page.test)
 )

@@ -20,9 +20,10 @@ the first 90 % train, shuffled every epoch; its own random numbers).
     bench/gpt/run.py --train          # quality: both trainings (about an hour each here)
     bench/gpt/run.py --quick          # smoke test
 
-Prints ONE JSON object on stdout; progress goes to stderr. Needs Debian's python3-torch,
-libtcmalloc-minimal4 and libopenblas0-openmp (named when missing, exit 2), the corpus
-(python3 examples/gpt/make_corpus.py) and build/bin/shardc.
+Prints ONE JSON object on stdout; progress goes to stderr. Sets itself up: Debian's
+python3-torch, libtcmalloc-minimal4 and libopenblas0-openmp (installed when run as root,
+else named, exit 2), the corpus (examples/gpt/make_corpus.py) and build/bin/shardc
+(scripts/build.sh).
 """
 
 import argparse
@@ -237,14 +238,24 @@ def main():
         worker(args)
         return 0
 
-    missing = [(pkg, what) for pkg, what in tb.check_pytorch_prereqs() if pkg != "dataset-fashion-mnist"]
+    # Sets itself up as the README's commands do: Debian packages (as root), the
+    # corpus, the compiler.
+    packages = [pkg for pkg, _ in tb.check_pytorch_prereqs() if pkg not in ("dataset-fashion-mnist", "python3")]
+    if packages and os.geteuid() == 0:
+        log(f"installing {' '.join(packages)}")
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + packages,
+                       check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if not os.access(args.shardc, os.X_OK) and args.shardc == os.path.join(REPO, "build", "bin", "shardc"):
+        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True)
     if not os.path.exists(CORPUS):
-        missing.append(("fortunes", f"{CORPUS} (write it with python3 examples/gpt/make_corpus.py)"))
+        subprocess.run([sys.executable, os.path.join(REPO, "examples", "gpt", "make_corpus.py")], check=True)
+    missing = [(pkg, what) for pkg, what in tb.check_pytorch_prereqs() if pkg != "dataset-fashion-mnist"]
     if not os.access(args.shardc, os.X_OK):
         missing.append(("(build)", f"{args.shardc}: run scripts/build.sh or pass --shardc"))
     if missing:
         for pkg, what in missing:
-            print(f"bench/gpt: missing {pkg}: {what}", file=sys.stderr)
+            print(f"bench/gpt: missing {pkg}: {what} (apt-get install {pkg}, as root)", file=sys.stderr)
         return 2
 
     reps = args.reps or (1 if args.quick or args.train else 3)
