@@ -195,22 +195,9 @@ def worker(args):
         print(tb.RESULT_TAG + json.dumps(result), flush=True)
 
 
-def run_torch(world, threads, steps, warmup, seed, evaluate=False, timeout=14400):
-    port = tb.free_port()
-    cmd = lambda rank: [tb.SYSTEM_PYTHON, os.path.abspath(__file__), "--worker", "--rank", str(rank),
-                        "--world", str(world), "--port", str(port), "--threads", str(threads),
-                        "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)] + (
-                            ["--evaluate"] if evaluate else [])
-    procs = [subprocess.Popen(cmd(r), env=tb.best_env(threads), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in range(world)]
-    outs = [p.communicate(timeout=timeout) + (p.returncode,) for p in procs]
-    for out, err, rc in outs:
-        if rc != 0:
-            raise RuntimeError(f"PyTorch GPT worker failed (exit {rc}):\n{err[-4000:]}")
-    for line in outs[0][0].splitlines():
-        if line.startswith(tb.RESULT_TAG):
-            return json.loads(line[len(tb.RESULT_TAG):])
-    raise RuntimeError("PyTorch GPT worker printed no result")
+def run_torch(world, threads, steps, warmup, seed, evaluate=False):
+    return tb.run_torch("gpt", world, threads, steps, seed, warmup=warmup, timeout=14400,
+                        script=__file__, extra=["--evaluate"] if evaluate else [])
 
 
 # --------------------------------------------------------------------------------------
@@ -228,9 +215,9 @@ def main():
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick or --train)")
     ap.add_argument("--shardc", default=os.path.join(REPO, "build", "bin", "shardc"))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["gpt"], help=argparse.SUPPRESS)
     ap.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)
-    for flag in ("--rank", "--world", "--port", "--threads", "--steps", "--warmup"):
+    for flag in ("--rank", "--world", "--port", "--threads", "--steps", "--warmup", "--batch"):
         ap.add_argument(flag, type=int, default=1 if flag in ("--world", "--threads") else 0,
                         help=argparse.SUPPRESS)
     args = ap.parse_args()

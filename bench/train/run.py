@@ -286,12 +286,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_torch(kind, world, threads, steps, seed, batch=None, warmup=0, timeout=1800):
-    """Runs one PyTorch measurement in `world` fresh processes; returns rank 0's result."""
+def run_torch(kind, world, threads, steps, seed, batch=None, warmup=0, timeout=1800,
+              script=__file__, extra=()):
+    """Runs one PyTorch measurement in `world` fresh processes of `script`'s worker
+    (this file's by default; bench/gpt/run.py has its own); returns rank 0's result."""
     port = free_port()
     procs = []
     for rank in range(world):
-        cmd = [SYSTEM_PYTHON, os.path.abspath(__file__), "--worker", kind,
+        cmd = [SYSTEM_PYTHON, os.path.abspath(script), "--worker", kind, *extra,
                "--rank", str(rank), "--world", str(world), "--port", str(port),
                "--threads", str(threads), "--steps", str(steps), "--seed", str(seed),
                "--warmup", str(warmup)]

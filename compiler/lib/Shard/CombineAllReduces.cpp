@@ -66,115 +66,65 @@ Value allReduceLike(AllReduceOp like, Value value) {
                              like.getGridAxesAttr(), value, like.getReductionAttr());
 }
 
-/// add(all_reduce(a), all_reduce(b)) -> all_reduce(add(a, b)).
-bool combinePair(linalg::LinalgOp add) {
-  AllReduceOp lhs = soleSum(add.getDpsInputOperand(0)->get());
-  AllReduceOp rhs = soleSum(add.getDpsInputOperand(1)->get());
-  if (!lhs || !rhs || !sameReduction(lhs, rhs))
-    return false;
-  add->setOperand(0, lhs.getInput());
-  add->setOperand(1, rhs.getInput());
-  Value sum = add->getResult(0);
-  Value reduced = allReduceLike(lhs, sum);
-  sum.replaceAllUsesExcept(reduced, reduced.getDefiningOp());
-  lhs.erase();
-  rhs.erase();
-  return true;
-}
-
-/// A running sum, add(add(y, all_reduce(a)), all_reduce(b)) with the inner add used
-/// once -> add(y, all_reduce(add(a, b))): the clipping norm's sum over every
-/// gradient, where the replicated gradients' terms (y) need no all_reduce.
-bool combineIntoRunningSum(linalg::LinalgOp add) {
-  for (unsigned reducedSide : {0u, 1u}) {
-    AllReduceOp outer = soleSum(add.getDpsInputOperand(reducedSide)->get());
-    Value running = add.getDpsInputOperand(1 - reducedSide)->get();
-    auto inner = running.getDefiningOp<linalg::LinalgOp>();
-    if (!outer || !inner || !inner->hasOneUse() || !isElementwiseAdd(inner))
-      continue;
-    for (unsigned innerSide : {0u, 1u}) {
-      AllReduceOp first = soleSum(inner.getDpsInputOperand(innerSide)->get());
-      if (!first || !sameReduction(first, outer))
-        continue;
-      Value rest = inner.getDpsInputOperand(1 - innerSide)->get();
-      // add now sums the partial values; a copy of inner adds its reduction to the rest.
-      add->setOperand(0, first.getInput());
-      add->setOperand(1, outer.getInput());
-      Value sum = add->getResult(0);
-      Value reduced = allReduceLike(outer, sum);
-      OpBuilder builder(add->getContext());
-      builder.setInsertionPointAfterValue(reduced);
-      auto total = cast<linalg::LinalgOp>(builder.clone(*inner));
-      total->setOperand(0, rest);
-      total->setOperand(1, reduced);
-      sum.replaceUsesWithIf(total->getResult(0), [&](OpOperand &use) {
-        return use.getOwner() != reduced.getDefiningOp();
-      });
-      inner->erase();
-      first.erase();
-      outer.erase();
-      return true;
-    }
-  }
-  return false;
-}
-
-/// An operand of an add that is itself an add, used once, of something and a sole
-/// sum all_reduce.
-struct ReducedTerm {
-  linalg::LinalgOp add;
+/// An operand of an add as `rest + all_reduce(partial)`: a sole sum all_reduce (no
+/// rest), an add used only there of something and one (`inner`), or neither (no
+/// reduce).
+struct Term {
   Value rest;
   AllReduceOp reduce;
+  linalg::LinalgOp inner;
 };
 
-std::optional<ReducedTerm> reducedTerm(Value operand) {
+Term termOf(Value operand) {
+  if (AllReduceOp reduce = soleSum(operand))
+    return {Value(), reduce, {}};
   auto add = operand.getDefiningOp<linalg::LinalgOp>();
-  if (!add || !add->hasOneUse() || !isElementwiseAdd(add))
-    return std::nullopt;
-  for (unsigned side : {0u, 1u})
-    if (AllReduceOp reduce = soleSum(add->getOperand(side)))
-      return ReducedTerm{add, add->getOperand(1 - side), reduce};
-  return std::nullopt;
+  if (add && add->hasOneUse() && isElementwiseAdd(add))
+    for (unsigned side : {0u, 1u})
+      if (AllReduceOp reduce = soleSum(add->getOperand(side)))
+        return {add->getOperand(1 - side), reduce, add};
+  return {operand, {}, {}};
 }
 
-/// add(add(y, all_reduce(a)), add(z, all_reduce(b))) -> add(add(y, z),
-/// all_reduce(add(a, b))), and add(add(y, all_reduce(a)), q) -> add(add(y, q),
-/// all_reduce(a)): the all_reduces move out of a tree of adds and combine there
-/// (a gradient's norm term, its init plus an all_reduce, added to the running sum).
-bool floatOut(linalg::LinalgOp add) {
-  std::optional<ReducedTerm> lhs = reducedTerm(add->getOperand(0)),
-                             rhs = reducedTerm(add->getOperand(1));
-  if (lhs && rhs && !sameReduction(lhs->reduce, rhs->reduce))
-    rhs.reset();
-  if (!lhs && !rhs)
+/// Rewrites `add` of two terms so that its all_reduces come out of it and combine:
+///   all_reduce(a) + all_reduce(b)          -> all_reduce(a + b)
+///   (y + all_reduce(a)) + all_reduce(b)    -> y + all_reduce(a + b)
+///   (y + all_reduce(a)) + (z + all_reduce(b)) -> (y + z) + all_reduce(a + b)
+///   (y + all_reduce(a)) + q                -> (y + q) + all_reduce(a)
+/// Repeated in program order, a chain of adds (an attention block's input gradient
+/// through q, k and v) or a running sum whose terms are partly reduced (the clipping
+/// norm) ends with one all_reduce.
+bool combine(linalg::LinalgOp add) {
+  Term lhs = termOf(add->getOperand(0)), rhs = termOf(add->getOperand(1));
+  if (lhs.reduce && rhs.reduce && !sameReduction(lhs.reduce, rhs.reduce))
     return false;
-  ReducedTerm &term = lhs ? *lhs : *rhs;
-  if (!lhs && add->getOperand(0).getDefiningOp<AllReduceOp>())
+  // Nothing to move: no all_reduce, or one that is already an operand of add.
+  if ((!lhs.reduce || !lhs.inner) && (!rhs.reduce || !rhs.inner) &&
+      !(lhs.reduce && rhs.reduce))
     return false;
-  if (!rhs && add->getOperand(1).getDefiningOp<AllReduceOp>())
-    return false;
-  add->setOperand(0, lhs ? lhs->rest : add->getOperand(0));
-  add->setOperand(1, rhs ? rhs->rest : add->getOperand(1));
-  OpBuilder builder(add->getContext());
+  OpBuilder builder(add);
   builder.setInsertionPointAfter(add);
-  Value reduced = term.reduce.getResult();
-  if (lhs && rhs) {
-    auto partials = cast<linalg::LinalgOp>(builder.clone(*term.add));
-    partials->setOperand(0, lhs->reduce.getInput());
-    partials->setOperand(1, rhs->reduce.getInput());
-    reduced = allReduceLike(term.reduce, partials->getResult(0));
+  auto sum = [&](Value x, Value y) {
+    auto copy = cast<linalg::LinalgOp>(builder.clone(*add));
+    copy->setOperand(0, x);
+    copy->setOperand(1, y);
+    return copy->getResult(0);
+  };
+  AllReduceOp like = lhs.reduce ? lhs.reduce : rhs.reduce;
+  Value reduced = like.getResult();
+  if (lhs.reduce && rhs.reduce) {
+    reduced = allReduceLike(like, sum(lhs.reduce.getInput(), rhs.reduce.getInput()));
     builder.setInsertionPointAfterValue(reduced);
   }
-  auto total = cast<linalg::LinalgOp>(builder.clone(*term.add));
-  total->setOperand(0, add->getResult(0));
-  total->setOperand(1, reduced);
-  add->getResult(0).replaceAllUsesExcept(total->getResult(0), total);
-  for (std::optional<ReducedTerm> *side : {&lhs, &rhs})
-    if (*side)
-      (*side)->add->erase();
-  if (lhs && rhs) {
-    lhs->reduce.erase();
-    rhs->reduce.erase();
+  Value rest = lhs.rest && rhs.rest ? sum(lhs.rest, rhs.rest) : lhs.rest ? lhs.rest : rhs.rest;
+  add->getResult(0).replaceAllUsesWith(rest ? sum(rest, reduced) : reduced);
+  add->erase();
+  for (Term *term : {&lhs, &rhs})
+    if (term->inner)
+      term->inner->erase();
+  if (lhs.reduce && rhs.reduce) {
+    lhs.reduce.erase();
+    rhs.reduce.erase();
   }
   return true;
 }
@@ -189,8 +139,7 @@ struct CombineAllReducesPass
     });
     // In program order: an add whose operand an earlier rewrite made is combined too.
     for (linalg::LinalgOp add : adds)
-      if (!combinePair(add) && !combineIntoRunningSum(add))
-        floatOut(add);
+      combine(add);
   }
 };
 

@@ -172,8 +172,9 @@ def CombineAllReducesPass
     replicated gradients' squares need no collective, and a split gradient's
     term is its init plus an all_reduce; linalg.add counts as an add too),
     all_reduces move out of the tree of adds, add(add(y, all_reduce(a)), q) ->
-    add(add(y, q), all_reduce(a)), and two that meet combine, so the norm is
-    one scalar all_reduce per mesh axis under every layout.
+    add(add(y, q), all_reduce(a)), and two that meet combine (one rewrite,
+    `combine` in CombineAllReduces.cpp, does every case), so the norm is one
+    scalar all_reduce per mesh axis under every layout.
 
     ```mlir
     %a = shard.all_reduce %pa on @mesh grid_axes = [1] : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
