@@ -106,12 +106,12 @@ void benchConv(const Conv &p, int repeats, std::vector<Result> &results) {
   std::vector<float> x = filled(p.n * p.h * p.w * p.c), k = filled(p.kh * p.kw * p.c * p.f),
                      y = filled(p.n * oh * ow * p.f), dw = filled(p.kh * p.kw * p.c * p.f);
   double ms = medianTime(repeats, [&] {
-    shardrt_conv2d_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride, p.stride, 1, 1,
+    shardrt_conv2d_f32(false, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride, p.stride, 1, 1,
                        x.data(), k.data(), y.data());
   });
   results.push_back({std::string(p.name) + " forward", ms, p.flops() / ms / 1e6});
   ms = medianTime(repeats, [&] {
-    shardrt_conv2d_filter_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride,
+    shardrt_conv2d_filter_grad_f32(false, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride,
                                    p.stride, x.data(), y.data(), dw.data());
   });
   results.push_back({std::string(p.name) + " filter grad", ms, p.flops() / ms / 1e6});
@@ -120,17 +120,18 @@ void benchConv(const Conv &p, int repeats, std::vector<Result> &results) {
   std::vector<float> dyp = filled(p.n * (oh + p.kh - 1) * (ow + p.kw - 1) * p.f),
                      dx = filled(p.n * oh * ow * p.c);
   ms = medianTime(repeats, [&] {
-    shardrt_conv2d_input_grad_f32(p.n, oh, ow, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
+    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
                                   dx.data());
   });
   results.push_back({std::string(p.name) + " input grad", ms, p.flops() / ms / 1e6});
 }
 
-void benchMatmul(const char *name, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                 int repeats, std::vector<Result> &results) {
+void benchMatmul(const char *name, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int repeats,
+                 std::vector<Result> &results) {
   std::vector<float> a = filled(m * k), b = filled(k * n), c = filled(m * n);
   double ms = medianTime(repeats, [&] {
-    shardrt_matmul_f32(ta, tb, m, n, k, ta ? m : k, tb ? k : n, n, a.data(), b.data(), c.data());
+    shardrt_matmul_f32(false, ta, tb, m, n, k, ta ? m : k, tb ? k : n, n, a.data(), b.data(),
+                       c.data());
   });
   results.push_back({name, ms, 2.0 * m * n * k / ms / 1e6});
 }

@@ -9,7 +9,9 @@ Measures, in one run with interleaved repetitions (the machine is noisy; medians
       under bench/train/data2.rules on 2 ranks;
   W1  a train step of the MLP (4 x DotReluDot(1024), loss sum, Adam 1e-3) at batch 8 and
       256, the same PyTorch configurations against examples/mlp/mlp.shard (batch 8) and
-      bench/train/mlp_b256.shard (batch 256) under data2.rules.
+      bench/train/mlp_b256.shard (batch 256) under data2.rules and model2.rules (tensor
+      parallel), the faster of the two compared;
+  compile time of every example to an executable under its first rules file.
 
 PyTorch runs in the best configuration of shared/anchors/README.md: /usr/bin/python3 with
 OPENBLAS_CORETYPE unset, tcmalloc preloaded and the OpenMP build of OpenBLAS. Prints ONE
@@ -48,6 +50,18 @@ W2_TRAIN_IMAGES = 60000
 W2_STEPS_PER_EPOCH = W2_TRAIN_IMAGES // W2_BATCH  # 234, the last partial batch is dropped
 W1_LAYERS = 4
 W1_DEPTH = 1024
+# shared/anchors/README.md: W2's training FLOPs per epoch and OpenBLAS sgemm's 2-core
+# peak on this machine kind (AVX-512 kernels, OPENBLAS_CORETYPE unset).
+W2_FLOP_PER_EPOCH = 1.64e12
+SGEMM_PEAK_FLOPS_2CORES = 393e9
+
+# The rules files shardc runs each workload under (bench/train/*.rules); the fastest is
+# compared with PyTorch.
+LAYOUTS = {"w2": ["data2"], "w1": ["data2", "model2"]}
+# Every example, compiled under its first rules file for the compile times.
+EXAMPLES = [("mlp", "mlp.shard", "dp.rules"), ("cnn", "cnn.shard", "dp.rules"),
+            ("mnist-mlp", "mlp.shard", "dp.rules"), ("catsdogs", "cnn.shard", "dp.rules"),
+            ("gpt", "gpt.shard", "dp.rules")]
 
 RESULT_TAG = "BENCH_RESULT "
 
@@ -328,11 +342,20 @@ def shardc_env():
 
 
 def compile_shardc(shardc, model, rules, out):
+    """Compiles `model` to the executable `out`; returns the wall seconds it took."""
     cmd = [shardc, model, "--rules", rules, "-o", out]
+    t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    seconds = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {r.returncode}):\n"
                            f"{r.stdout[-2000:]}{r.stderr[-4000:]}")
+    return seconds
+
+
+def peak_resident_mib(sample):
+    peak = (sample.get("resident_bytes_per_rank") or {}).get("peak")
+    return round(peak / 2**20, 1) if peak else None
 
 
 def run_shardc(prog, ranks, run_args, steps, timeout=1800):
@@ -366,6 +389,15 @@ def run_shardc(prog, ranks, run_args, steps, timeout=1800):
 
 def median(xs):
     return statistics.median(xs) if xs else None
+
+
+def best_layout(layouts, metric):
+    """shardc's block: every layout measured, and the fastest one named."""
+    if not layouts:
+        return None
+    best = min(layouts, key=lambda l: layouts[l][metric])
+    return {"layouts": layouts, "best": f"bench/train/{best}.rules",
+            "best_" + metric: layouts[best][metric]}
 
 
 def main():
@@ -414,7 +446,8 @@ def main():
 
     use_shardc = not args.skip_shardc
     tmpdir = None
-    progs = {}
+    progs = {}  # (workload, layout) -> (executable, compile seconds)
+    compile_seconds = {}
     if use_shardc:
         if not (os.path.isfile(args.shardc) and os.access(args.shardc, os.X_OK)):
             print(f"bench/train: shardc binary {args.shardc} not found (build it, pass "
@@ -425,18 +458,25 @@ def main():
                   "(apt-get install openmpi-bin)", file=sys.stderr)
             return 2
         tmpdir = tempfile.mkdtemp(prefix="shardc-bench-train-")
-        rules = os.path.join(HERE, "data2.rules")
         wanted = []
         if do_w2:
-            wanted.append(("w2", os.path.join(REPO, "examples", "cnn", "cnn.shard")))
+            wanted.append(("w2", "w2", os.path.join(REPO, "examples", "cnn", "cnn.shard")))
         if do_w1:
-            wanted.append(("w1_b8", os.path.join(REPO, "examples", "mlp", "mlp.shard")))
-            wanted.append(("w1_b256", os.path.join(HERE, "mlp_b256.shard")))
-        for name, model in wanted:
-            out = os.path.join(tmpdir, name)
-            log(f"compiling {os.path.relpath(model, REPO)} under data2.rules")
-            compile_shardc(args.shardc, model, rules, out)
-            progs[name] = out
+            wanted.append(("w1_b8", "w1", os.path.join(REPO, "examples", "mlp", "mlp.shard")))
+            wanted.append(("w1_b256", "w1", os.path.join(HERE, "mlp_b256.shard")))
+        for name, workload, model in wanted:
+            for layout in LAYOUTS[workload]:
+                out = os.path.join(tmpdir, f"{name}-{layout}")
+                log(f"compiling {os.path.relpath(model, REPO)} under {layout}.rules")
+                seconds = compile_shardc(args.shardc, model, os.path.join(HERE, layout + ".rules"), out)
+                progs[(name, layout)] = (out, seconds)
+        if args.only is None:
+            for folder, model, rules in EXAMPLES:
+                path = os.path.join("examples", folder, model)
+                log(f"compiling {path} under {rules}")
+                compile_seconds[path + " " + rules] = round(compile_shardc(
+                    args.shardc, os.path.join(REPO, path), os.path.join(REPO, "examples", folder, rules),
+                    os.path.join(tmpdir, "example-" + folder)), 2)
 
     # Each measurement is a closure returning one sample dict; every repetition runs all
     # of them, in an order rotated by the repetition number.
@@ -448,8 +488,10 @@ def main():
             # Fashion-MNIST as examples/cnn/run.json binds it (its 5 epochs overridden).
             w2_run_args = (["--config", os.path.join(REPO, "examples", "cnn", "run.json")] +
                            (["--steps", str(w2_steps)] if args.quick else ["--epochs", "1"]))
-            measurements.append(("w2/shardc/data2", lambda: run_shardc(
-                progs["w2"], 2, w2_run_args + ["--seed", str(args.seed), "--no-eval"], w2_steps)))
+            for layout in LAYOUTS["w2"]:
+                measurements.append((f"w2/shardc/{layout}", lambda l=layout: run_shardc(
+                    progs[("w2", l)][0], 2, w2_run_args + ["--seed", str(args.seed), "--no-eval"],
+                    w2_steps)))
     if do_w1:
         for batch, steps, warmup in w1_cases:
             measurements.append((f"w1_b{batch}/pytorch/ddp_2x1",
@@ -457,8 +499,8 @@ def main():
             measurements.append((f"w1_b{batch}/pytorch/threads_1x2",
                                  lambda b=batch, s=steps, w=warmup: run_torch("w1", 1, 2, s, args.seed, b, w)))
             if use_shardc:
-                def shardc_w1(b=batch, s=steps, w=warmup):
-                    prog = progs[f"w1_b{b}"]
+                def shardc_w1(b=batch, s=steps, w=warmup, layout="data2"):
+                    prog = progs[(f"w1_b{b}", layout)][0]
                     # W1 reads no dataset: synthetic inputs, as PyTorch's side has.
                     common = ["--synthetic", "--seed", str(args.seed), "--no-eval"]
                     # The short run is the warm-up (page cache, first-touch, MPI start-up);
@@ -467,7 +509,9 @@ def main():
                     full = run_shardc(prog, 2, ["--steps", str(s)] + common, s)
                     full["warmup_run"] = short
                     return full
-                measurements.append((f"w1_b{batch}/shardc/data2", shardc_w1))
+                for layout in LAYOUTS["w1"]:
+                    measurements.append((f"w1_b{batch}/shardc/{layout}",
+                                         lambda f=shardc_w1, l=layout: f(layout=l)))
 
     samples = {k: [] for k, _ in measurements}
     load_before = os.getloadavg()
@@ -492,7 +536,8 @@ def main():
                            " LD_LIBRARY_PATH=" + OPENBLAS_OMP_DIR + " OMP_NUM_THREADS=<threads> " +
                            SYSTEM_PYTHON,
             "shardc_env": "env -u OPENBLAS_CORETYPE mpirun --allow-run-as-root --oversubscribe -np 2",
-            "shardc_rules": "bench/train/data2.rules" if use_shardc else None,
+            "shardc_rules": {w: [f"bench/train/{l}.rules" for l in ls] for w, ls in LAYOUTS.items()}
+                            if use_shardc else None,
         },
         "machine": {
             "cpus": os.cpu_count(),
@@ -535,26 +580,36 @@ def main():
               f"--quick: {w2_steps} steps measured, seconds_per_epoch extrapolated to "
               f"{W2_STEPS_PER_EPOCH} steps",
               "pytorch": pytorch_block("w2", per_step_ms=False)}
-        ss = samples.get("w2/shardc/data2")
-        if ss:
+        layouts = {}
+        for layout in LAYOUTS["w2"]:
+            ss = samples.get(f"w2/shardc/{layout}")
+            if not ss:
+                continue
             vals = [s["train_seconds"] * W2_STEPS_PER_EPOCH / s["bench_steps"] for s in ss]
-            w2["shardc"] = {"seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
-                            "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
-                            "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
-                            "final_train_loss": ss[-1].get("final_train_loss")}
-            w2["ratio_shardc_over_pytorch_best"] = (
-                w2["shardc"]["seconds_per_epoch"] / w2["pytorch"]["best_seconds_per_epoch"])
-        else:
-            w2["shardc"] = None
-            w2["ratio_shardc_over_pytorch_best"] = None
+            layouts[layout] = {
+                "seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
+                "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
+                "fraction_of_sgemm_peak": round(W2_FLOP_PER_EPOCH / SGEMM_PEAK_FLOPS_2CORES /
+                                                median(vals), 3),
+                "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                "compile_seconds": round(progs[("w2", layout)][1], 2),
+                "final_train_loss": ss[-1].get("final_train_loss")}
+        w2["shardc"] = best_layout(layouts, "seconds_per_epoch")
+        w2["ratio_shardc_over_pytorch_best"] = (
+            w2["shardc"]["best_seconds_per_epoch"] / w2["pytorch"]["best_seconds_per_epoch"]
+            if w2["shardc"] else None)
         out["w2"] = w2
 
     if do_w1:
         for batch, steps, warmup in w1_cases:
             key = f"w1_b{batch}"
             blk = {"batch": batch, "pytorch": pytorch_block(key, per_step_ms=True)}
-            ss = samples.get(f"{key}/shardc/data2")
-            if ss:
+            layouts = {}
+            for layout in LAYOUTS["w1"]:
+                ss = samples.get(f"{key}/shardc/{layout}")
+                if not ss:
+                    continue
                 vals = [1e3 * s["train_seconds"] / s["bench_steps"] for s in ss]
                 marg = []
                 for s in ss:
@@ -562,19 +617,23 @@ def main():
                     if s["bench_steps"] > w["bench_steps"]:
                         marg.append(1e3 * (s["train_seconds"] - w["train_seconds"]) /
                                     (s["bench_steps"] - w["bench_steps"]))
-                blk["shardc"] = {"ms_per_step": median(vals), "min": min(vals), "samples": vals,
-                                 "steps": ss[-1]["bench_steps"],
-                                 "ms_per_step_marginal": median(marg),
-                                 "marginal_note": "(train_seconds of the --steps N run minus the "
-                                                  "warm-up run's) / (N - warm-up steps)",
-                                 "final_train_loss": ss[-1].get("final_train_loss")}
-                blk["ratio_shardc_over_pytorch_best"] = (
-                    blk["shardc"]["ms_per_step"] / blk["pytorch"]["best_ms_per_step"])
-            else:
-                blk["shardc"] = None
-                blk["ratio_shardc_over_pytorch_best"] = None
+                layouts[layout] = {
+                    "ms_per_step": median(vals), "min": min(vals), "samples": vals,
+                    "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                    "ms_per_step_marginal": median(marg),
+                    "marginal_note": "(train_seconds of the --steps N run minus the "
+                                     "warm-up run's) / (N - warm-up steps)",
+                    "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                    "compile_seconds": round(progs[(key, layout)][1], 2),
+                    "final_train_loss": ss[-1].get("final_train_loss")}
+            blk["shardc"] = best_layout(layouts, "ms_per_step")
+            blk["ratio_shardc_over_pytorch_best"] = (
+                blk["shardc"]["best_ms_per_step"] / blk["pytorch"]["best_ms_per_step"]
+                if blk["shardc"] else None)
             out[key] = blk
 
+    if compile_seconds:
+        out["compile_seconds"] = compile_seconds
     if tmpdir:
         shutil.rmtree(tmpdir, ignore_errors=True)
     print(json.dumps(out, indent=2))

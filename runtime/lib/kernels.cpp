@@ -46,24 +46,43 @@ struct Windows {
   int64_t rowsPerImage() const { return outH * outW; }
 };
 
-/// c[m, n] += op(a) op(b), row-major with leading dimensions lda, ldb, ldc; a is
-/// [m, k] or [k, m], b [k, n] or [n, k].
-void sgemm(const char *caller, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-           const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+/// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
+/// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k].
+void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+           int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+           int64_t ldc) {
   for (int64_t v : {m, n, k, lda, ldb, ldc})
     if (v < 0 || v > INT_MAX)
       fatal("%s: dimension %lld is out of range for OpenBLAS", caller, static_cast<long long>(v));
-  // An empty product adds nothing; OpenBLAS would reject its leading dimensions of 0.
-  if (m == 0 || n == 0 || k == 0)
+  if (m == 0 || n == 0)
     return;
+  // An empty product adds nothing (OpenBLAS would reject its leading dimensions of 0),
+  // but an overwritten output is still zero.
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i)
+        std::memset(c + i * ldc, 0, n * sizeof(float));
+    return;
+  }
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+              m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
 }
 
 /// sgemm on dense matrices.
-void sgemm(const char *caller, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-           const float *a, const float *b, float *c) {
-  sgemm(caller, transA, transB, m, n, k, a, transA ? m : k, b, transB ? k : n, c, n);
+void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+           int64_t k, const float *a, const float *b, float *c) {
+  sgemm(caller, accumulate, transA, transB, m, n, k, a, transA ? m : k, b, transB ? k : n, c, n);
+}
+
+/// Copies `n` floats. A window row of a few channels (conv1's 3 pixels of 1
+/// channel) is a short inline loop rather than a call of memcpy per 12 bytes.
+inline void copyRun(const float *from, int64_t n, float *to) {
+  if (n > 16) {
+    std::memcpy(to, from, n * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = from[i];
 }
 
 /// Writes the im2col rows of `images` images starting at `x` into `cols`.
@@ -79,12 +98,12 @@ void im2col(const Windows &g, int64_t images, const float *x, float *cols) {
           const float *pixel =
               image + ((oh * g.strideH + kh * g.dilH) * g.w + ow * g.strideW) * g.c;
           if (contiguousRun) {
-            std::memcpy(cols, pixel, g.kw * g.c * sizeof(float));
+            copyRun(pixel, g.kw * g.c, cols);
             cols += g.kw * g.c;
             continue;
           }
           for (int64_t kw = 0; kw < g.kw; ++kw, cols += g.c)
-            std::memcpy(cols, pixel + kw * g.dilW * g.c, g.c * sizeof(float));
+            copyRun(pixel + kw * g.dilW * g.c, g.c, cols);
         }
   }
 }
@@ -127,35 +146,40 @@ using namespace shardrt;
 
 extern "C" {
 
-void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
-                        int64_t lda, int64_t ldb, int64_t ldc, const float *a, const float *b,
-                        float *c) {
-  sgemm("shardrt_matmul_f32", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                        int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
+                        const float *b, float *c) {
+  sgemm("shardrt_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
-void shardrt_conv2d_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
-                        int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-                        int64_t dw, const float *x, const float *k, float *y) {
+void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                        int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                        int64_t dh, int64_t dw, const float *x, const float *k, float *y) {
   Windows g{h, w, c, kh, kw, oh, ow, sh, sw, dh, dw};
   Im2colChunks(g, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_f32", false, false, images * g.rowsPerImage(), f, g.rowLength(), cols,
-          k, y + first * g.rowsPerImage() * f);
+    sgemm("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
+          g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
   });
 }
 
-void shardrt_conv2d_filter_grad_f32(int64_t n, int64_t hp, int64_t wp, int64_t c, int64_t kh,
-                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                    int64_t sw, const float *xpad, const float *dy, float *dw) {
+void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t hp, int64_t wp,
+                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t oh,
+                                    int64_t ow, int64_t sh, int64_t sw, const float *xpad,
+                                    const float *dy, float *dw) {
   Windows g{hp, wp, c, kh, kw, oh, ow, sh, sw, 1, 1};
+  // Every chunk adds to the same dw: only the first may overwrite it, and without
+  // images there is no first.
+  if (!accumulate && n == 0)
+    std::memset(dw, 0, g.rowLength() * f * sizeof(float));
   Im2colChunks(g, n, 0).forEach(xpad, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_filter_grad_f32", true, false, g.rowLength(), f,
+    sgemm("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false, g.rowLength(), f,
           images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
   });
 }
 
-void shardrt_conv2d_input_grad_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
-                                   int64_t kw, int64_t f, const float *dyp, const float *k,
-                                   float *dx) {
+void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                   int64_t kh, int64_t kw, int64_t f, const float *dyp,
+                                   const float *k, float *dx) {
   // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] with the flipped kernel.
   Windows g{h + kh - 1, w + kw - 1, f, kh, kw, h, w, 1, 1, 1, 1};
   Im2colChunks chunks(g, n, g.rowLength() * c * sizeof(float));
@@ -167,7 +191,7 @@ void shardrt_conv2d_input_grad_f32(int64_t n, int64_t h, int64_t w, int64_t c, i
           flipped[((i * kw + j) * f + fi) * c + ci] =
               k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
   chunks.forEach(dyp, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_input_grad_f32", false, false, images * g.rowsPerImage(), c,
+    sgemm("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
           g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
   });
 }

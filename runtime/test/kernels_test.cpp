@@ -46,23 +46,36 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
 
+/// Each kernel either adds to its output or overwrites it: the expected values
+/// start from the output's random contents or from zero.
+std::vector<double> startingPoint(const std::vector<float> &out, bool accumulate) {
+  return accumulate ? widen(out) : std::vector<double>(out.size(), 0.0);
+}
+
+const char *mode(bool accumulate) { return accumulate ? "" : " (overwriting)"; }
+
 /// A matmul whose matrices are strided views: each row `pad` elements longer than
 /// its width.
-void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad = 0) {
+void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad = 0,
+                 bool accumulate = true) {
   const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
   std::vector<float> a = randomVector((ta ? k : m) * lda), b = randomVector((tb ? n : k) * ldb),
                      c = randomVector(m * ldc);
-  std::vector<double> want = widen(c);
+  std::vector<double> want = startingPoint(c, accumulate);
+  // Padding between rows is not the output's: it keeps its contents either way.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n; j < ldc; ++j)
+      want[i * ldc + j] = c[i * ldc + j];
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t p = 0; p < k; ++p)
         want[i * ldc + j] += double(ta ? a[p * lda + i] : a[i * lda + p]) *
                              double(tb ? b[j * ldb + p] : b[p * ldb + j]);
-  shardrt_matmul_f32(ta, tb, m, n, k, lda, ldb, ldc, a.data(), b.data(), c.data());
+  shardrt_matmul_f32(accumulate, ta, tb, m, n, k, lda, ldb, ldc, a.data(), b.data(), c.data());
   expectClose(c, want, k,
               "matmul " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                   (ta ? " A^T" : "") + (tb ? " B^T" : "") +
-                  (pad ? " rows padded by " + std::to_string(pad) : ""));
+                  (pad ? " rows padded by " + std::to_string(pad) : "") + mode(accumulate));
 }
 
 /// A forward convolution's shapes; the input is already padded.
@@ -78,12 +91,12 @@ struct Conv {
   }
 };
 
-void checkConv(const Conv &p) {
+void checkConv(const Conv &p, bool accumulate = true) {
   int64_t oh = p.oh(), ow = p.ow();
   std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
                      k = randomVector(p.kh * p.kw * p.c * p.f),
                      y = randomVector(p.n * oh * ow * p.f);
-  std::vector<double> want = widen(y);
+  std::vector<double> want = startingPoint(y, accumulate);
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t i = 0; i < oh; ++i)
       for (int64_t j = 0; j < ow; ++j)
@@ -98,17 +111,17 @@ void checkConv(const Conv &p) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * oh + i) * ow + j) * p.f + f] += sum;
         }
-  shardrt_conv2d_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh, p.dw,
-                     x.data(), k.data(), y.data());
-  expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name());
+  shardrt_conv2d_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
+                     p.dw, x.data(), k.data(), y.data());
+  expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name() + mode(accumulate));
 }
 
-void checkFilterGrad(const Conv &p) {
+void checkFilterGrad(const Conv &p, bool accumulate = true) {
   int64_t oh = p.oh(), ow = p.ow();
   std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
                      dy = randomVector(p.n * oh * ow * p.f),
                      dw = randomVector(p.kh * p.kw * p.c * p.f);
-  std::vector<double> want = widen(dw);
+  std::vector<double> want = startingPoint(dw, accumulate);
   for (int64_t a = 0; a < p.kh; ++a)
     for (int64_t b = 0; b < p.kw; ++b)
       for (int64_t c = 0; c < p.c; ++c)
@@ -121,18 +134,18 @@ void checkFilterGrad(const Conv &p) {
                        dy[((n * oh + i) * ow + j) * p.f + f];
           want[((a * p.kw + b) * p.c + c) * p.f + f] += sum;
         }
-  shardrt_conv2d_filter_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
-                                 x.data(), dy.data(), dw.data());
-  expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name());
+  shardrt_conv2d_filter_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh,
+                                 p.sw, x.data(), dy.data(), dw.data());
+  expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name() + mode(accumulate));
 }
 
 /// The input gradient by its definition on dyp [N, H+KH-1, W+KW-1, F].
-void checkInputGrad(const Conv &p) {
+void checkInputGrad(const Conv &p, bool accumulate = true) {
   int64_t hq = p.h + p.kh - 1, wq = p.w + p.kw - 1;
   std::vector<float> dyp = randomVector(p.n * hq * wq * p.f),
                      k = randomVector(p.kh * p.kw * p.c * p.f),
                      dx = randomVector(p.n * p.h * p.w * p.c);
-  std::vector<double> want = widen(dx);
+  std::vector<double> want = startingPoint(dx, accumulate);
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t i = 0; i < p.h; ++i)
       for (int64_t j = 0; j < p.w; ++j)
@@ -146,9 +159,9 @@ void checkInputGrad(const Conv &p) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * p.h + i) * p.w + j) * p.c + c] += sum;
         }
-  shardrt_conv2d_input_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
-                                dx.data());
-  expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name());
+  shardrt_conv2d_input_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(),
+                                k.data(), dx.data());
+  expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name() + mode(accumulate));
 }
 
 /// <conv(x), dy> == <x, dx> with dx the input gradient of dy dilated by the stride and
@@ -165,9 +178,9 @@ void checkInputGradIsAdjoint(const Conv &p) {
         for (int64_t f = 0; f < p.f; ++f)
           dyp[((n * hq + i * p.sh + p.kh - 1) * wq + j * p.sw + p.kw - 1) * p.f + f] =
               dy[((n * oh + i) * ow + j) * p.f + f];
-  shardrt_conv2d_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1, x.data(),
+  shardrt_conv2d_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1, x.data(),
                      k.data(), y.data());
-  shardrt_conv2d_input_grad_f32(p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
+  shardrt_conv2d_input_grad_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
                                 dx.data());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < y.size(); ++i)
@@ -257,7 +270,10 @@ int main() {
   checkMatmul(1, 9, 4, false, false);
   checkMatmul(0, 3, 2, false, false);
   checkMatmul(3, 2, 0, true, true);
-  std::printf("kernels: matmul checked (4 transpose combinations, empty dimensions)\n");
+  checkMatmul(33, 65, 129, false, true, 3, /*accumulate=*/false);
+  checkMatmul(3, 2, 0, true, true, 0, /*accumulate=*/false);
+  std::printf("kernels: matmul checked (4 transpose combinations, empty dimensions, "
+              "overwriting)\n");
 
   //                 n   h   w   c kh kw   f sh sw dh dw
   const Conv convs[] = {{2, 7, 7, 3, 3, 3, 4, 1, 1, 1, 1},
@@ -268,15 +284,17 @@ int main() {
                         {8, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1},  // 2 uneven im2col chunks
                         {0, 5, 5, 2, 3, 3, 2, 1, 1, 1, 1}};   // empty batch
   for (const Conv &p : convs) {
-    checkConv(p);
-    checkFilterGrad(p);
-    checkInputGrad(p);
+    for (bool accumulate : {true, false}) {
+      checkConv(p, accumulate);
+      checkFilterGrad(p, accumulate);
+      checkInputGrad(p, accumulate);
+    }
     if (p.n)
       checkInputGradIsAdjoint(p);
   }
   checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
   std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
-              "non-square, chunked, empty)\n");
+              "non-square, chunked, empty; accumulating and overwriting)\n");
 
   checkMemrefCopies();
   std::printf("kernels: memrefCopy checked (rank 0 to 4, strided and transposed, empty)\n");

@@ -4,13 +4,14 @@
 
 // A matmul: C[M, N] += A[M, K] B[K, N], leading dimensions K, N and N.
 
-// CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_matmul_f32(i32, i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME:    (%[[A:.*]]: memref<4x3xf32>, %[[B:.*]]: memref<3x5xf32>, %[[C:.*]]: memref<4x5xf32>)
 // CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
 // CHECK:         %[[AI:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
 // CHECK:         %[[AI64:.*]] = arith.index_cast %[[AI]] : index to i64
 // CHECK:         %[[AP:.*]] = llvm.inttoptr %[[AI64]] : i64 to !llvm.ptr
@@ -18,7 +19,7 @@
 // CHECK:         %[[BP:.*]] = llvm.inttoptr
 // CHECK:         memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK:         %[[CP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[K]], %[[N]], %[[N]], %[[AP]], %[[BP]], %[[CP]])
+// CHECK:         call @shardrt_matmul_f32(%[[ACC]], %[[NO]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[K]], %[[N]], %[[N]], %[[AP]], %[[BP]], %[[CP]])
 // CHECK-NOT:     linalg.
 // CHECK:         return
 func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
@@ -38,7 +39,7 @@ func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>)
 // CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[N:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 5 : i64
-// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[K]], %[[K]], %[[N]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[K]], %[[K]], %[[N]],
 #dy = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -64,7 +65,7 @@ func.func @matmul_grad_lhs(%dy: memref<4x5xf32>, %b: memref<3x5xf32>, %da: memre
 // CHECK-DAG:     %[[M:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 4 : i64
-// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[M]], %[[N]], %[[N]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[NO]], %[[M]], %[[N]], %[[K]], %[[M]], %[[N]], %[[N]],
 #a = affine_map<(d0, d1, d2) -> (d2, d0)>
 #dy = affine_map<(d0, d1, d2) -> (d2, d1)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -94,7 +95,7 @@ func.func @matmul_grad_rhs(%a: memref<4x3xf32>, %dy: memref<4x5xf32>, %db: memre
 // CHECK:         %[[AP:.*]] = llvm.inttoptr
 // CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK:         %[[BP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[M]], %[[K]], %[[N]], %[[AP]], %[[BP]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[M]], %[[K]], %[[N]], %[[AP]], %[[BP]],
 #b = affine_map<(d0, d1, d2) -> (d2, d0)>
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
 #out = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -125,7 +126,7 @@ func.func @matmul_swapped_inputs(%b: memref<5x3xf32>, %a: memref<3x4xf32>, %c: m
 // CHECK:         %[[ADDR:.*]] = arith.addi %[[BASE]], %[[BYTES]] : index
 // CHECK:         %[[ADDR64:.*]] = arith.index_cast %[[ADDR]] : index to i64
 // CHECK:         %[[WP:.*]] = llvm.inttoptr %[[ADDR64]] : i64 to !llvm.ptr
-// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WP]],
+// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WP]],
 func.func @matmul_offset(%a: memref<2x3xf32>, %w: memref<4x3x5xf32>, %c: memref<2x5xf32>, %l: index) {
   %s = memref.subview %w[%l, 0, 0] [1, 3, 5] [1, 1, 1] : memref<4x3x5xf32> to memref<3x5xf32, strided<[5, 1], offset: ?>>
   linalg.matmul ins(%a, %s : memref<2x3xf32>, memref<3x5xf32, strided<[5, 1], offset: ?>>) outs(%c : memref<2x5xf32>)
@@ -139,7 +140,8 @@ func.func @matmul_offset(%a: memref<2x3xf32>, %w: memref<4x3x5xf32>, %c: memref<
 
 // CHECK-LABEL: func.func @matmul_column_block
 // CHECK-DAG:     %[[LDB:.*]] = arith.constant 10 : i64
-// CHECK:         call @shardrt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %{{.*}},
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[ACC]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %{{.*}},
 func.func @matmul_column_block(%a: memref<4x3xf32>, %wide: memref<3x10xf32>, %c: memref<4x5xf32>) {
   %cols = memref.subview %wide[0, 0] [3, 5] [1, 1] : memref<3x10xf32> to memref<3x5xf32, strided<[10, 1]>>
   linalg.matmul ins(%a, %cols : memref<4x3xf32>, memref<3x5xf32, strided<[10, 1]>>) outs(%c : memref<4x5xf32>)
@@ -185,7 +187,7 @@ func.func @batch_matmul(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref
 // CHECK-DAG:     %[[TWELVE:.*]] = arith.constant 12 : i64
 // CHECK:         scf.for
 // CHECK:           scf.for
-// CHECK:             call @shardrt_matmul_f32(%[[NO]], %[[YES]], %[[SIX]], %[[SIX]], %[[FOUR]], %[[TWELVE]], %[[TWELVE]], %[[SIX]],
+// CHECK:             call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[YES]], %[[SIX]], %[[SIX]], %[[FOUR]], %[[TWELVE]], %[[TWELVE]], %[[SIX]],
 #q = affine_map<(b, s, h, t, d) -> (b, s, h, d)>
 #k = affine_map<(b, s, h, t, d) -> (b, t, h, d)>
 #scores = affine_map<(b, s, h, t, d) -> (b, h, s, t)>
@@ -209,8 +211,9 @@ func.func @attention_scores(%q: memref<2x6x3x4xf32>, %k: memref<2x6x3x4xf32>, %s
 // CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[TWELVE:.*]] = arith.constant 12 : i64
 // CHECK-DAG:     %[[EIGHT:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
 // CHECK-NOT:     scf.for
-// CHECK:         call @shardrt_matmul_f32(%[[NO]], %[[NO]], %[[TWELVE]], %[[TWELVE]], %[[EIGHT]], %[[EIGHT]], %[[TWELVE]], %[[TWELVE]],
+// CHECK:         call @shardrt_matmul_f32(%[[ACC]], %[[NO]], %[[NO]], %[[TWELVE]], %[[TWELVE]], %[[EIGHT]], %[[EIGHT]], %[[TWELVE]], %[[TWELVE]],
 #x = affine_map<(b, s, h, d, e) -> (b, s, e)>
 #w = affine_map<(b, s, h, d, e) -> (e, h, d)>
 #y = affine_map<(b, s, h, d, e) -> (b, s, h, d)>
@@ -238,7 +241,7 @@ func.func @grouped_loops(%x: memref<2x6x8xf32>, %w: memref<8x3x4xf32>, %y: memre
 // CHECK-DAG:     %[[THREE:.*]] = arith.constant 3 : i64
 // CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK:         memref.extract_aligned_pointer_as_index %[[A]]
-// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[FIVE]], %[[FOUR]], %[[THREE]], %[[FIVE]], %[[THREE]], %[[FOUR]],
+// CHECK:         call @shardrt_matmul_f32(%[[YES]], %[[YES]], %[[YES]], %[[FIVE]], %[[FOUR]], %[[THREE]], %[[FIVE]], %[[THREE]], %[[FOUR]],
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
 #ct = affine_map<(m, n, k) -> (n, m)>
@@ -301,7 +304,7 @@ func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memre
 
 // -----
 
-// CHECK:       func.func private @shardrt_conv2d_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @conv
 // Sizes n, h, w, c, kh, kw, f, oh, ow, strides 2 and 1, dilations 1 and 2.
 // CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
@@ -311,7 +314,8 @@ func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memre
 // CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK:         call @shardrt_conv2d_f32(%[[N]], %[[H]], %[[W]], %[[C]], %[[C]], %[[C]], %[[F]], %[[F]], %[[OW]], %[[N]], %[[ONE]], %[[ONE]], %[[N]],
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_conv2d_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[C]], %[[C]], %[[F]], %[[F]], %[[OW]], %[[N]], %[[ONE]], %[[ONE]], %[[N]],
 func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x4x6x4xf32>) {
   linalg.conv_2d_nhwc_hwcf {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<[2, 1]> : tensor<2xi64>}
       ins(%x, %k : memref<2x9x10x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x4x6x4xf32>)
@@ -323,7 +327,7 @@ func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x
 // The filter gradient (MLIRGen's form, library_call included), strides 2
 // and 1 read off the maps; d0 + d5 * 2 and d5 * 2 + d0 alike.
 
-// CHECK:       func.func private @shardrt_conv2d_filter_grad_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_filter_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @filter_grad
 // CHECK-SAME:    (%[[X:.*]]: memref<2x9x8x3xf32>, %[[DY:.*]]: memref<2x4x6x5xf32>, %[[DW:.*]]: memref<3x3x3x5xf32>)
 // Sizes n, hp, wp, c, kh, kw, f, oh, ow, sh, sw.
@@ -335,10 +339,11 @@ func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x
 // CHECK-DAG:     %[[OH:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[SW:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
 // CHECK:         %[[XP:.*]] = llvm.inttoptr
 // CHECK:         %[[DYP:.*]] = llvm.inttoptr
 // CHECK:         %[[DWP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_conv2d_filter_grad_f32(%[[N]], %[[HP]], %[[WP]], %[[C]], %[[C]], %[[C]], %[[F]], %[[OH]], %[[OW]], %[[N]], %[[SW]], %[[XP]], %[[DYP]], %[[DWP]])
+// CHECK:         call @shardrt_conv2d_filter_grad_f32(%[[ACC]], %[[N]], %[[HP]], %[[WP]], %[[C]], %[[C]], %[[C]], %[[F]], %[[OH]], %[[OW]], %[[N]], %[[SW]], %[[XP]], %[[DYP]], %[[DWP]])
 // CHECK-NOT:     linalg.generic
 #xpad = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 * 2 + d0, d1 + d6, d2)>
 #dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
@@ -360,7 +365,7 @@ func.func @filter_grad(%x: memref<2x9x8x3xf32>, %dy: memref<2x4x6x5xf32>, %dw: m
 
 // The input gradient: dyp [N, H+KH-1, W+KW-1, F] read at d1 - d4 + 2.
 
-// CHECK:       func.func private @shardrt_conv2d_input_grad_f32(i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_input_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @input_grad
 // Sizes n, h, w, c, kh, kw, f.
 // CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
@@ -369,7 +374,8 @@ func.func @filter_grad(%x: memref<2x9x8x3xf32>, %dy: memref<2x4x6x5xf32>, %dw: m
 // CHECK-DAG:     %[[C:.*]] = arith.constant 1 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
-// CHECK:         call @shardrt_conv2d_input_grad_f32(%[[N]], %[[H]], %[[W]], %[[C]], %[[K]], %[[K]], %[[F]],
+// CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_conv2d_input_grad_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[K]], %[[K]], %[[F]],
 #dyp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 - d4 + 2, d2 - d5 + 2, d6)>
 #w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
 #dx = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
@@ -430,4 +436,60 @@ func.func @near_misses(%dyp: memref<2x9x8x4xf32>, %w: memref<3x3x1x4xf32>, %dx: 
     linalg.yield %s : f32
   }
   return
+}
+
+// -----
+
+// A fresh buffer whose only write before the kernel is a zero fill: the fill
+// goes and the kernel overwrites (accumulate = 0). Two inits that another op
+// reads first, or fill with another value, stay and are added to (accumulate = 1).
+
+// CHECK-LABEL: func.func @overwrite_zero_init
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:         %[[FRESH:.*]] = memref.alloc() : memref<4x5xf32>
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[OVERWRITE:.*]] = arith.constant 0 : i32
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @shardrt_matmul_f32(%[[OVERWRITE]],
+// CHECK:         %[[READ:.*]] = memref.alloc() : memref<4x5xf32>
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[READ]]
+// CHECK:         memref.copy %[[READ]]
+// CHECK:         %[[ADD:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[ADD]],
+// CHECK:         %[[ONES:.*]] = memref.alloc() : memref<4x5xf32>
+// CHECK:         linalg.fill ins(%[[ONE]] : f32) outs(%[[ONES]]
+// CHECK:         %[[ADD2:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[ADD2]],
+func.func @overwrite_zero_init(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %seen: memref<4x5xf32>)
+    -> (memref<4x5xf32>, memref<4x5xf32>, memref<4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %fresh = memref.alloc() : memref<4x5xf32>
+  linalg.fill ins(%zero : f32) outs(%fresh : memref<4x5xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%fresh : memref<4x5xf32>)
+  %read = memref.alloc() : memref<4x5xf32>
+  linalg.fill ins(%zero : f32) outs(%read : memref<4x5xf32>)
+  memref.copy %read, %seen : memref<4x5xf32> to memref<4x5xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%read : memref<4x5xf32>)
+  %ones = memref.alloc() : memref<4x5xf32>
+  linalg.fill ins(%one : f32) outs(%ones : memref<4x5xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%ones : memref<4x5xf32>)
+  return %fresh, %read, %ones : memref<4x5xf32>, memref<4x5xf32>, memref<4x5xf32>
+}
+
+// -----
+
+// A convolution's zero-filled output is overwritten too.
+
+// CHECK-LABEL: func.func @conv_overwrite
+// CHECK:         %[[OVERWRITE:.*]] = arith.constant 0 : i32
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @shardrt_conv2d_f32(%[[OVERWRITE]],
+func.func @conv_overwrite(%x: memref<1x5x5x2xf32>, %k: memref<3x3x2x4xf32>) -> memref<1x3x3x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc() : memref<1x3x3x4xf32>
+  linalg.fill ins(%zero : f32) outs(%y : memref<1x3x3x4xf32>)
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %k : memref<1x5x5x2xf32>, memref<3x3x2x4xf32>) outs(%y : memref<1x3x3x4xf32>)
+  return %y : memref<1x3x3x4xf32>
 }

@@ -5,7 +5,8 @@
 // convert-linalg-to-loops, and replaces the linalg ops that a training step
 // spends its time in with calls of libshardrt's dense kernels
 // (runtime/include/shardrt/shardrt.h), which accumulate into their output as
-// the ops do into their init.
+// the ops do into their init, or overwrite it when the init is a zero fill
+// of a fresh buffer (the fill goes).
 //
 // The algorithm:
 //  1. Collect the linalg ops on memrefs whose operands are f32 memrefs of
@@ -42,10 +43,12 @@
 //                                       -> shardrt_conv2d_input_grad_f32
 //     Map results are compared as linear forms (coefficient per loop plus a
 //     constant), so `d0 + d5 * 2` and `d5 * 2 + d0` are the same.
-//  3. Replace each match with the call: sizes as i64 constants (flags as
+//  3. Replace each match with the call: first the accumulate flag, 0 when
+//     the output is a fresh buffer whose only earlier write is a linalg.fill
+//     with +0.0 (then erased), then sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
-//     element (advanced inside the batch loops). Runtime functions are declared on first use as private
-//     func.func, like shardc-shard-to-runtime's.
+//     element (advanced inside the batch loops). Runtime functions are declared on first use as
+//     private func.func, like shardc-shard-to-runtime's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +65,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/Support/Debug.h"
@@ -395,6 +399,30 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
       {dyp, w, dx}};
 }
 
+/// The fill with +0.0 that is the only write of `op`'s freshly allocated
+/// `output` before `op`: the kernel can overwrite the buffer instead.
+linalg::FillOp zeroInitOf(Operation *op, Value output) {
+  auto alloc = output.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return {};
+  linalg::FillOp init;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op)
+      continue;
+    Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return {};
+    if (op->isBeforeInBlock(inBlock))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(user);
+    if (!fill || init || fill->getBlock() != op->getBlock() ||
+        !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+      return {};
+    init = fill;
+  }
+  return init;
+}
+
 std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
   if (!op.hasPureBufferSemantics())
     return std::nullopt;
@@ -430,7 +458,7 @@ struct LowerToKernelsPass
     RuntimeFunctions runtime(module);
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
     for (auto &[op, call] : work) {
-      SmallVector<Type> types;
+      SmallVector<Type> types{attrs.getI32Type()};
       for (IntegerAttr scalar : call.scalars)
         types.push_back(scalar.getType());
       types.append(call.buffers.size(), ptr);
@@ -439,6 +467,10 @@ struct LowerToKernelsPass
         return signalPassFailure();
       OpBuilder b(op);
       Location loc = op.getLoc();
+      linalg::FillOp zeroInit = zeroInitOf(op, call.buffers.back());
+      call.scalars.insert(call.scalars.begin(), attrs.getI32IntegerAttr(!zeroInit));
+      if (zeroInit)
+        zeroInit->erase();
       SmallVector<Value> args;
       DenseMap<Attribute, Value> constants;
       for (IntegerAttr scalar : call.scalars) {

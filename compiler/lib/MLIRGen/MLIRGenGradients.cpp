@@ -107,9 +107,27 @@ Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
   int64_t s = std::get<int64_t>(node.attrs.at("stride"));
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
   RankedTensorType dx = tensorType(node.type);
+  MLIRContext *ctx = b.getContext();
+  float scale = 1.0f / static_cast<float>(k * k);
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  // Windows that tile the input (W2's 2x2 pools): each input position is in
+  // exactly one window, dx[n, i, j, c] = dy[n, i / k, j / k, c] / k^2, a
+  // broadcast instead of a correlation over the spread and padded cotangent
+  // (two buffers 4 times dy's, filled and copied into).
+  if (k == s && dx.getDimSize(1) == dyType.getDimSize(1) * k &&
+      dx.getDimSize(2) == dyType.getDimSize(2) * k) {
+    AffineExpr n, i, j, c;
+    bindDims(ctx, n, i, j, c);
+    AffineMap dyMap = AffineMap::get(4, 0, {n, i.floorDiv(k), j.floorDiv(k), c}, ctx);
+    SmallVector<utils::IteratorType> parallel(4, utils::IteratorType::parallel);
+    return generic({dy}, {dyMap}, empty(dx.getShape(), b.getF32Type(), at),
+                   b.getMultiDimIdentityMap(4), parallel, at,
+                   [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                     return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
+                   });
+  }
   Value dyp = spreadCotangent(dy, dx, k, k, s, same, at);
 
-  MLIRContext *ctx = b.getContext();
   AffineExpr d[6];
   bindDims(ctx, d[0], d[1], d[2], d[3], d[4], d[5]); // n i j c kh kw
   AffineMap dyMap =
@@ -119,7 +137,6 @@ Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
   AffineMap windowMap = AffineMap::get(6, 0, {d[4], d[5]}, ctx);
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
   iterators.append(2, utils::IteratorType::reduction);
-  float scale = 1.0f / static_cast<float>(k * k);
   Value init = filled(dx.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   return generic({dyp, window}, {dyMap, windowMap}, init, b.getMultiDimIdentityMap(6).getMajorSubMap(4),
                  iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {

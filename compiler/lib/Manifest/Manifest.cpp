@@ -156,6 +156,7 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                               {kOptimizerState, memory.optimizerState},
                               {kInputs, memory.inputs},
                               {kActivations, memory.activations},
+                              {kActivationsAtPeak, memory.activationsAtPeak},
                               {kTotal, memory.total()}};
   manifest[kPlan] = json::parse(plan);
   return manifest.dump();

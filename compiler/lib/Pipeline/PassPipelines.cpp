@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Shard/Passes.h"
 
@@ -65,6 +66,12 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //   canonicalize, cse      before shardc-shard-to-runtime: afterwards
 //                          canonicalize folds to_buffer(to_tensor %alloc)
 //                          and hides the runtime's reads from bufferization
+//   shardc-splats-to-fills, -channels-innermost, -fuse-elementwise
+//                          on tensors, before the collectives become calls
+//                          (their greedy rewriting would fold the
+//                          to_buffer(to_tensor) pairs too): inits are fills of
+//                          their own buffers, pooling loops over channels
+//                          innermost, elementwise chains one loop nest
 //   shardc-shard-to-runtime  collectives become calls while still on tensors
 //   one-shot-bufferize     function boundaries with identity layouts, so
 //                          that memref arguments can be bare pointers
@@ -76,6 +83,9 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createSplatsToFillsPass());
+  pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createShardToRuntimePass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -92,6 +102,9 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          dense buffers become sgemm-based runtime calls;
 //                          on memrefs, so after bufferization, and before
 //                          the loops that would take the rest
+//   shardc-plan-buffers    after it (a kernel that overwrites its output
+//                          asks for the output's alloc): every temporary of
+//                          a step in one planned arena
 //   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
 //                          second lower-affine takes the affine.apply that
 //                          expand-strided-metadata makes for a subview at a
@@ -107,6 +120,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   buildBufferizePipeline(pm);
   if (options.kernels)
     pm.addPass(createLowerToKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createPlanBuffersPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Report/Report.h"
 #include "shardc/Shard/Passes.h"
@@ -28,6 +29,7 @@ void shardc::registerDialects(DialectRegistry &registry) {
 
 void shardc::registerPasses() {
   registerAllPasses();
+  registerShardcOptimizePasses();
   registerShardcConversionPasses();
   registerShardcShardPasses();
   registerShardcReportPasses();

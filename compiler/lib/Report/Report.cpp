@@ -4,7 +4,9 @@
 // (shardc/MLIRGen/Attributes.h):
 // 1. Memory per rank: the local bytes of the parameter, optimizer state and
 //    input arguments (by their `shardc.role`), and of every intermediate
-//    tensor (an upper bound: no buffer reuse).
+//    tensor: all of them (no buffer reuse) and those live at once at the
+//    step's peak (each freed after its last use; a reshape is a view of its
+//    operand, as bufferization makes it).
 // 2. Every collective, with its kind, mesh axes, local element count and
 //    bytes, the source line of the op that needed it and its cause: the
 //    parameter whose gradient it carries (when its result flows into the
@@ -28,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/Support/Format.h"
@@ -291,7 +294,54 @@ struct PrintCommPlanPass : shardc::impl::PrintCommPlanPassBase<PrintCommPlanPass
 
 int64_t MemoryPerRank::total() const {
   int64_t held = addSaturating(parameters, optimizerState);
-  return addSaturating(addSaturating(held, held), addSaturating(inputs, activations));
+  return addSaturating(addSaturating(held, held), addSaturating(inputs, activationsAtPeak));
+}
+
+/// The most bytes of intermediate tensors live at once in `fn`'s body, each
+/// from the op that makes it to its last use (a returned one to the end); a
+/// reshape's result is its operand's buffer, which lives as long as either.
+static int64_t activationsAtPeak(func::FuncOp fn) {
+  Block &body = fn.getBody().front();
+  DenseMap<Value, Value> bufferOf;      // value -> the value that owns its bytes
+  DenseMap<Value, Operation *> lastUse; // owner -> the body op that reads it last
+  SmallVector<Value> owners;
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i;
+  for (Operation &op : body) {
+    if (isa<arith::ConstantOp>(op))
+      continue;
+    bool view = isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(op);
+    for (Value result : op.getResults()) {
+      Value owner = view ? bufferOf.lookup(op.getOperand(0)) : result;
+      if (!owner)
+        continue;
+      bufferOf[result] = owner;
+      if (!view)
+        owners.push_back(owner);
+      for (Operation *user : result.getUsers()) {
+        Operation *inBody = body.findAncestorOpInBlock(*user);
+        Operation *&last = lastUse[owner];
+        if (inBody && (!last || position[last] < position[inBody]))
+          last = inBody;
+      }
+    }
+  }
+  // Bytes allocated at each op, and freed after each op.
+  SmallVector<int64_t> allocated(body.getOperations().size() + 1), freed(allocated.size());
+  for (Value owner : owners) {
+    int64_t bytes = tensorBytes(owner.getType());
+    allocated[position[owner.getDefiningOp()]] += bytes;
+    Operation *last = lastUse.lookup(owner);
+    freed[last && !isa<func::ReturnOp>(last) ? position[last] : allocated.size() - 1] += bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (auto [in, out] : llvm::zip_equal(allocated, freed)) {
+    live = addSaturating(live, in);
+    peak = std::max(peak, live);
+    live -= out;
+  }
+  return peak;
 }
 
 MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
@@ -310,6 +360,7 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
     for (Type t : op->getResultTypes())
       memory.activations = addSaturating(memory.activations, tensorBytes(t));
   });
+  memory.activationsAtPeak = activationsAtPeak(fn);
   return memory;
 }
 
@@ -403,7 +454,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     report["memory_per_rank"] = {{"parameters", memory.parameters},
                                  {"optimizer_state", memory.optimizerState},
                                  {"inputs", memory.inputs},
-                                 {"activations", memory.activations}};
+                                 {"activations", memory.activations},
+                                 {"activations_at_peak", memory.activationsAtPeak}};
     json list = json::array();
     for (const Collective &c : collectives)
       list.push_back({{"kind", c.kind},
@@ -434,7 +486,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";
   os << "  inputs       " << llvm::right_justify(formatBytes(memory.inputs), 12) << "\n";
   os << "  activations  " << llvm::right_justify(formatBytes(memory.activations), 12)
-     << "  (every intermediate tensor, no buffer reuse)\n\n";
+     << "  (every intermediate tensor, no buffer reuse)\n";
+  os << "               " << llvm::right_justify(formatBytes(memory.activationsAtPeak), 12)
+     << "  at the peak (each tensor freed after its last use)\n\n";
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank";
   if (localCount)

@@ -127,8 +127,8 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) 
                                  formatBytes(memory.parameters) + " of parameters and " +
                                  formatBytes(memory.optimizerState) + " of optimizer state, " +
                                  formatBytes(memory.inputs) + " of inputs, " +
-                                 formatBytes(memory.activations) +
-                                 " of activations without buffer reuse), more than "
+                                 formatBytes(memory.activationsAtPeak) +
+                                 " of activations at the peak), more than "
                                  "--max-memory-per-rank " +
                                  maxMemoryPerRank);
 }

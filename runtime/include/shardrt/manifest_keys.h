@@ -59,6 +59,7 @@ inline constexpr const char *kPerExample = "per_example";
 inline constexpr const char *kParameters = "parameters";
 inline constexpr const char *kOptimizerState = "optimizer_state";
 inline constexpr const char *kActivations = "activations";
+inline constexpr const char *kActivationsAtPeak = "activations_at_peak";
 inline constexpr const char *kTotal = "total";
 
 } // namespace shardrt::manifest_keys

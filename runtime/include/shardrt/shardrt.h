@@ -129,33 +129,37 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
  * use the calling thread alone (lib/host.cpp says why) unless OPENBLAS_NUM_THREADS,
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set. Dimensions beyond 2^31 - 1 are an error. */
 
+/* Each kernel accumulates into its output (`accumulate` != 0) or overwrites it (0: the
+ * output's previous contents are never read, lower-to-kernels' replacement of a zero fill). */
+
 /* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b),
  * each row-major with its leading dimension (the distance between its rows' starts:
  * lda >= K for [M,K], ldc >= N, ...), so that a matrix can be a strided view of a larger
  * tensor. lower-to-kernels calls it in loops over a contraction's batch dimensions. */
-void shardrt_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
-                        int64_t lda, int64_t ldb, int64_t ldc, const float *a, const float *b,
-                        float *c);
+void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                        int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
+                        const float *b, float *c);
 
 /* y[N,OH,OW,F] += sum over kh, kw, c of x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
  * with x [N,H,W,C] already padded and k [KH,KW,C,F]. */
-void shardrt_conv2d_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
-                        int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-                        int64_t dw, const float *x, const float *k, float *y);
+void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                        int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                        int64_t dh, int64_t dw, const float *x, const float *k, float *y);
 
 /* The filter gradient of that convolution (dilation 1):
  * dw[KH,KW,C,F] += sum over n, oh, ow of xpad[n, oh*sh + kh, ow*sw + kw, c] * dy[n,oh,ow,f],
  * with xpad [N,Hp,Wp,C] and dy [N,OH,OW,F]. */
-void shardrt_conv2d_filter_grad_f32(int64_t n, int64_t hp, int64_t wp, int64_t c, int64_t kh,
-                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                    int64_t sw, const float *xpad, const float *dy, float *dw);
+void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t hp, int64_t wp,
+                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t oh,
+                                    int64_t ow, int64_t sh, int64_t sw, const float *xpad,
+                                    const float *dy, float *dw);
 
 /* The input gradient, as a stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (the output
  * gradient, dilated by the stride and padded) with the spatially flipped kernel:
  * dx[N,H,W,C] += sum over kh, kw, f of dyp[n, i - kh + KH-1, j - kw + KW-1, f] * k[kh,kw,c,f]. */
-void shardrt_conv2d_input_grad_f32(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
-                                   int64_t kw, int64_t f, const float *dyp, const float *k,
-                                   float *dx);
+void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                   int64_t kh, int64_t kw, int64_t f, const float *dyp,
+                                   const float *k, float *dx);
 
 /* ---- Counter-based random numbers ----------------------------------------------- */
 /* A parameter's value at global element index n (row-major over the global shape) is a

@@ -139,7 +139,7 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
   else
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state twice, "
-                 "inputs, and every intermediate without buffer reuse, as shardc's --report "
+                 "inputs, and the intermediates live at the step's peak, as shardc's --report "
                  "counts them), and rank %d's host offers it %s (%s of memory shared by %d "
                  "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",

@@ -81,7 +81,10 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
         shardrt_conv2d_{filter,input}_grad_f32;
     when every operand is an f32 memref of static shape (and, for the
     convolutions, laid out densely row-major, any offset). The others stay
-    linalg ops.
+    linalg ops. A kernel accumulates into its output (the op's init) unless
+    the output is a fresh buffer whose only earlier write is a zero
+    linalg.fill: then the fill goes and the kernel overwrites (the first
+    argument, `accumulate`, is 0).
 
     Example:
 
@@ -93,9 +96,9 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
     becomes
 
     ```mlir
-    call @shardrt_matmul_f32(%false, %false, %c4, %c10, %c16, %c16, %c10, %c10,
+    call @shardrt_matmul_f32(%true, %false, %false, %c4, %c10, %c16, %c16, %c10, %c10,
                              %aPtr, %bPtr, %cPtr)
-        : (i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+        : (i32, i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
     ```
   }];
   let dependentDialects = [

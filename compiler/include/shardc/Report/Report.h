@@ -22,12 +22,15 @@ namespace shardc {
 
 /// What one rank holds, in bytes (saturating), read off a partitioned (or
 /// reference) module: the arguments of its train step (its eval step without an
-/// optimizer) by their `shardc.role`, and every intermediate tensor, an upper
-/// bound (no buffer reuse).
+/// optimizer) by their `shardc.role`, and its intermediate tensors: all of them
+/// (`activations`, no buffer reuse) and the most live at once
+/// (`activationsAtPeak`, each freed after its last use).
 struct MemoryPerRank {
-  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0;
+  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0,
+          activationsAtPeak = 0;
   /// What the driver allocates and the step may hold at once: parameters and
-  /// state twice (the step reads one set and writes the other), inputs, activations.
+  /// state twice (the step reads one set and writes the other), inputs, the
+  /// activations at the peak.
   int64_t total() const;
 };
 MemoryPerRank memoryPerRank(mlir::ModuleOp module);

@@ -1,0 +1,23 @@
+//===- Passes.h - shardc's optimizations on tensors -------------*- C++ -*-===//
+//
+// Declarations generated from Passes.td: createSplatsToFillsPass(),
+// createFuseElementwisePass() and registerShardcOptimizePasses().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_OPTIMIZE_PASSES_H
+#define SHARDC_OPTIMIZE_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace shardc {
+
+#define GEN_PASS_DECL
+#include "shardc/Optimize/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "shardc/Optimize/Passes.h.inc"
+
+} // namespace shardc
+
+#endif

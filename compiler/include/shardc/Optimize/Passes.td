@@ -1,0 +1,135 @@
+//===- Passes.td - shardc's optimizations of the step ------*- tablegen -*-===//
+//
+// What runs on the partitioned step so that it holds and touches fewer
+// buffers: on tensors before bufferization (shardc-bufferize), and on the
+// bufferized step (shardc-lower-to-llvm) (Pipeline/PassPipelines.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SHARDC_OPTIMIZE_PASSES
+#define SHARDC_OPTIMIZE_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def SplatsToFillsPass : Pass<"shardc-splats-to-fills", "::mlir::func::FuncOp"> {
+  let summary = "Make splat tensor constants fills of empty tensors";
+  let description = [{
+    One-shot-bufferize turns a tensor constant into a read-only global, and
+    every op that writes into it (a contraction's or a reduction's zero
+    init) into a fresh buffer plus a copy of the whole global: W2's step
+    copied 12.8 MB of zeros per convolution. A splat constant becomes
+    `linalg.fill` of a `tensor.empty` instead: a memset-like loop into the
+    buffer the op writes anyway, which shardc-lower-to-kernels can drop
+    when a kernel overwrites its output.
+
+    An `scf.if` whose branches yield the same splat (shard-partition's
+    "init on the first process, the neutral element elsewhere" when the init
+    is the neutral element) is replaced by that splat first.
+
+    ```mlir
+    %zero = arith.constant dense<0.0> : tensor<128x10xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %c0 = arith.constant 0.0 : f32
+    %empty = tensor.empty() : tensor<128x10xf32>
+    %zero = linalg.fill ins(%c0 : f32) outs(%empty : tensor<128x10xf32>) -> tensor<128x10xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def ChannelsInnermostPass : Pass<"shardc-channels-innermost", "::mlir::func::FuncOp"> {
+  let summary = "Make NHWC pooling ops generics whose innermost loop is the "
+                "channel";
+  let description = [{
+    linalg.pooling_nhwc_sum / _max iterate (n, oh, ow, c, kh, kw): lowered to
+    loops, the innermost runs over a 2x2 window, two scalar iterations, and
+    the channels, contiguous in memory, are an outer loop. This pass
+    generalizes each pooling op on tensors and interchanges its loops to
+    (n, oh, ow, kh, kw, c), so that the innermost loop is a contiguous,
+    vectorizable run over channels, and so that shardc-fuse-elementwise can
+    fuse the pooled activation (a relu) into it.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg ops into their consumers, sparing "
+                "the ops that become kernels";
+  let description = [{
+    Every elementwise op of a step (a bias add, a relu, an Adam update's
+    terms) is its own loop nest over its own buffer; on tensors larger than
+    the cache each one is a round trip to memory. This pass applies
+    upstream's elementwise fusion (linalg::populateElementwiseOpsFusionPatterns)
+    with two limits:
+      - a producer is fused only into the single op that reads its result
+        (or when it only moves data: a broadcast, a transpose), so that no
+        work is done twice;
+      - nothing is fused into a multiply-accumulate with a reduction (a
+        matmul, a contraction, a convolution's gradient): those become
+        sgemm-based kernels in shardc-lower-to-kernels, which a fused body
+        would no longer match.
+
+    ```mlir
+    %y = linalg.generic {...} ins(%conv, %bias) outs(%e0) { addf }
+    %r = linalg.generic {...} ins(%y) outs(%e1) { maximumf }
+    ```
+
+    becomes one linalg.generic that reads %conv and %bias and writes relu(conv + bias).
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Place a function's temporary buffers in one arena, reusing "
+                "the bytes of buffers no longer live";
+  let description = [{
+    After bufferization and deallocation every temporary of a step is its own
+    memref.alloc, freed after its last use; malloc decides where it lands and
+    the step's memory is whatever the heap grows to. This pass plans it ahead
+    of time, as TFLite's arena planner does: each static-shape alloc of the
+    function's body that one memref.dealloc of the body frees is live from
+    its first use to that dealloc; the buffers, largest first, go to the
+    lowest 64-byte aligned offset where they overlap no buffer live at the
+    same time. The function then allocates one i8 arena on entry and frees it
+    on return; each buffer is a `memref.view` of it. The arena's size is left
+    on the function as `shardc.arena_bytes`.
+
+    Allocs freed elsewhere (in a branch, or not at all) keep their own
+    allocation.
+
+    ```mlir
+    %a = memref.alloc() : memref<256xf32>     // live [0, 2]
+    ...
+    memref.dealloc %a : memref<256xf32>
+    %b = memref.alloc() : memref<256xf32>     // live [3, 5]: a's bytes
+    ```
+
+    becomes
+
+    ```mlir
+    %arena = memref.alloc() {alignment = 64 : i64} : memref<1024xi8>
+    %a = memref.view %arena[%c0][] : memref<1024xi8> to memref<256xf32>
+    %b = memref.view %arena[%c0][] : memref<1024xi8> to memref<256xf32>
+    ...
+    memref.dealloc %arena : memref<1024xi8>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+#endif // SHARDC_OPTIMIZE_PASSES

@@ -1,0 +1,85 @@
+//===- FuseElementwise.cpp - elementwise fusion that keeps the kernels ----===//
+//
+// See shardc-fuse-elementwise in include/shardc/Optimize/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Optimize/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "shardc/Optimize/Passes.h.inc"
+} // namespace shardc
+
+using namespace mlir;
+
+namespace {
+
+/// A generic that only moves data (its body yields one of its inputs): a
+/// broadcast or a transpose, cheap to repeat in every consumer.
+bool onlyMovesData(linalg::GenericOp op) {
+  Block *body = op.getBody();
+  if (body->getOperations().size() != 1)
+    return false;
+  Value yielded = body->getTerminator()->getOperand(0);
+  auto arg = dyn_cast<BlockArgument>(yielded);
+  return arg && arg.getOwner() == body && arg.getArgNumber() < op.getNumDpsInputs();
+}
+
+/// A body of a few additions, products, maxima and selects (a bias add, a
+/// relu): cheaper to compute again in each consumer than to write to memory and
+/// read back. Divisions and transcendentals are not.
+bool cheapToRepeat(linalg::GenericOp op) {
+  Block *body = op.getBody();
+  return body->getOperations().size() <= 4 &&
+         llvm::all_of(body->without_terminator(), [](Operation &inner) {
+           return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::MaximumFOp,
+                      arith::MinimumFOp, arith::NegFOp, arith::SelectOp, arith::CmpFOp>(inner);
+         });
+}
+
+/// A multiply-accumulate with a reduction: what shardc-lower-to-kernels
+/// turns into sgemm (contractions, convolution gradients).
+bool becomesKernel(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() == 0)
+    return false;
+  return linalg::detail::isContractionBody(*op.getBody(), [](Operation *first, Operation *second) {
+    return isa<arith::MulFOp>(first) && isa<arith::AddFOp>(second);
+  });
+}
+
+bool takesFusion(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic && !becomesKernel(generic);
+}
+
+/// Fused into its only reader, or into every reader when it is cheap to repeat
+/// and each of them takes it (then no buffer of it is left).
+bool shouldFuse(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  if (!producer || !takesFusion(fused->getOwner()))
+    return false;
+  if (fused->get().hasOneUse())
+    return true;
+  return (onlyMovesData(producer) || cheapToRepeat(producer)) &&
+         llvm::all_of(fused->get().getUsers(), takesFusion);
+}
+
+struct FuseElementwisePass : public shardc::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

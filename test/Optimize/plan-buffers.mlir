@@ -1,0 +1,56 @@
+// shardc-plan-buffers: a function's temporaries in one arena, a buffer reusing
+// the bytes of one that is no longer live.
+// RUN: %shardc-opt %s --shardc-plan-buffers -split-input-file | FileCheck %s
+
+// %a dies before %b's first use: they share offset 0. %c is live with %b: it
+// goes after it. 1024 + 64 bytes, not 1024 * 2 + 64.
+
+// CHECK-LABEL: func.func @reuse
+// CHECK-SAME:    attributes {shardc.arena_bytes = 1088 : i64}
+// CHECK:         %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1088xi8>
+// CHECK:         %[[AT_A:.*]] = arith.constant 0 : index
+// CHECK:         %[[A:.*]] = memref.view %[[ARENA]][%[[AT_A]]][] : memref<1088xi8> to memref<256xf32>
+// CHECK:         %[[AT_B:.*]] = arith.constant 0 : index
+// CHECK:         %[[B:.*]] = memref.view %[[ARENA]][%[[AT_B]]][] : memref<1088xi8> to memref<256xf32>
+// CHECK:         %[[AT_C:.*]] = arith.constant 1024 : index
+// CHECK:         %[[C:.*]] = memref.view %[[ARENA]][%[[AT_C]]][] : memref<1088xi8> to memref<4xf32>
+// CHECK-NOT:     memref.dealloc %[[A]]
+// CHECK-NOT:     memref.dealloc %[[B]]
+// CHECK:         memref.dealloc %[[ARENA]]
+// CHECK-NEXT:    return
+func.func @reuse(%x: memref<256xf32>, %out: memref<4xf32>) {
+  %a = memref.alloc() : memref<256xf32>
+  memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  %b = memref.alloc() : memref<256xf32>
+  %c = memref.alloc() : memref<4xf32>
+  memref.copy %x, %b : memref<256xf32> to memref<256xf32>
+  %s = memref.subview %b[0] [4] [1] : memref<256xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %s, %c : memref<4xf32, strided<[1]>> to memref<4xf32>
+  memref.copy %c, %out : memref<4xf32> to memref<4xf32>
+  memref.dealloc %b : memref<256xf32>
+  memref.dealloc %c : memref<4xf32>
+  return
+}
+
+// -----
+
+// Buffers freed in a branch, or never, keep their own allocation, and so do
+// buffers of indices (no fixed byte size).
+
+// CHECK-LABEL: func.func @not_planned
+// CHECK-NOT:     shardc.arena_bytes
+// CHECK:         memref.alloc() : memref<8xf32>
+// CHECK:         memref.alloc() : memref<8xf32>
+// CHECK:         memref.alloc() : memref<4xindex>
+// CHECK-NOT:     memref.view
+func.func @not_planned(%cond: i1) -> memref<8xf32> {
+  %kept = memref.alloc() : memref<8xf32>
+  %branch = memref.alloc() : memref<8xf32>
+  scf.if %cond {
+    memref.dealloc %branch : memref<8xf32>
+  }
+  %indices = memref.alloc() : memref<4xindex>
+  memref.dealloc %indices : memref<4xindex>
+  return %kept : memref<8xf32>
+}
