@@ -1,5 +1,7 @@
-// shardrt-bench-all-reduce [MIB] [REPEATS]: shardrt_all_reduce_f32 against a plain
-// MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh).
+// shardrt-bench-all-reduce [SIZE] [REPEATS]: shardrt_all_reduce_f32 against a plain
+// MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh), and a
+// memcpy of the buffer (what gathering it into a gradient bucket costs). SIZE is in
+// MiB, or in bytes with a K or M suffix (binary units): 4K, 256K, 64M.
 //
 // Each repeat times both, one after the other, so the machine's noise hits both alike.
 // Prints one JSON object on rank 0 with the medians in milliseconds.
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -38,18 +41,29 @@ int main(int argc, char **argv) {
   int64_t meshSize = numRanks;
   shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
 
-  const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 64;
+  const char *size = argc > 1 ? argv[1] : "64";
+  char *unit = nullptr;
+  int64_t bytes = std::strtoll(size, &unit, 10);
+  bytes *= *unit == 'K' ? 1 << 10 : *unit == 'M' || *unit == 0 ? 1 << 20 : 0;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 10;
-  const int64_t count = mib * (1 << 20) / sizeof(float);
-  std::vector<float> buffer(count, 1.0f);
+  const int64_t count = std::max<int64_t>(bytes / int64_t(sizeof(float)), 1);
+  if (bytes <= 0 || repeats < 1) {
+    std::fprintf(stderr, "usage: shardrt-bench-all-reduce [SIZE: MiB, or bytes with K or M] "
+                         "[REPEATS]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  std::vector<float> buffer(count, 1.0f), copy(count);
   const uint32_t allAxes = 1;
 
   // One untimed call each: the scratch buffer's first touch, MPI's connections.
   shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
   MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                 MPI_COMM_WORLD);
-  std::vector<double> shardrt, mpi;
+  std::vector<double> shardrt, mpi, copies;
   for (int r = 0; r < repeats; ++r) {
+    copies.push_back(
+        timed([&] { std::memcpy(copy.data(), buffer.data(), count * sizeof(float)); }));
     shardrt.push_back(timed([&] {
       shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
     }));
@@ -59,10 +73,11 @@ int main(int argc, char **argv) {
     }));
   }
   if (shardrt_rank() == 0)
-    std::printf("{\"bench\": \"all_reduce_f32\", \"ranks\": %d, \"mib\": %lld, "
-                "\"repeats\": %d, \"shardrt_median_ms\": %.2f, "
-                "\"mpi_allreduce_median_ms\": %.2f}\n",
-                numRanks, static_cast<long long>(mib), repeats, median(shardrt), median(mpi));
+    std::printf("{\"bench\": \"all_reduce_f32\", \"ranks\": %d, \"bytes\": %lld, "
+                "\"repeats\": %d, \"shardrt_median_ms\": %.4f, "
+                "\"mpi_allreduce_median_ms\": %.4f, \"memcpy_median_ms\": %.4f}\n",
+                numRanks, static_cast<long long>(count * sizeof(float)), repeats, median(shardrt),
+                median(mpi), median(copies));
   shardrt_finalize();
   MPI_Finalize();
   return 0;

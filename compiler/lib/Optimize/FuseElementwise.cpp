@@ -77,7 +77,12 @@ struct FuseElementwisePass : public shardc::impl::FuseElementwisePassBase<FuseEl
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // A step is one block of thousands of ops: simplifying its region after
+    // every round (block merging, dead-value sweeps) cost more than the fusion.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    config.setUseTopDownTraversal();
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
   }
 };

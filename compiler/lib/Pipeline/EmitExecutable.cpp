@@ -14,6 +14,8 @@
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/IPO/LoopExtractor.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -24,6 +26,34 @@
 #include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
+
+/// Every top-level loop nest of the step functions in a function of its own
+/// (LLVM's loop-extract), kept out of line: a step is one function of
+/// thousands of loop nests (every op's, inlined into its entry), and LLVM's
+/// per-function analyses grow faster than linearly with it. Measured: W4
+/// under dp.rules compiles in 16 s instead of 24; W2's step runs as fast or
+/// faster (150 steps: 8.8 and 9.0 s against 9.4 and 10.0).
+static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
+  llvm::SmallPtrSet<llvm::Function *, 16> before;
+  for (llvm::Function &fn : module)
+    before.insert(&fn);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(machine);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes;
+  passes.addPass(llvm::LoopExtractorPass());
+  passes.run(module, mam);
+  for (llvm::Function &fn : module)
+    if (!before.contains(&fn))
+      fn.addFnAttr(llvm::Attribute::NoInline);
+}
 
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
                                      llvm::StringRef runtimeLibDir, DiagnosticEngine &diags) {
@@ -60,6 +90,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   // -O2: -O3 took 9 minutes on W4's partitioned step (4.3 MB of LLVM IR, SCEV walking
   // the dominator chain of one function of thousands of loops) against 12 s, for the
   // same step time (measured on W4's reference build).
+  extractLoops(*llvmModule, machine.get());
   if (llvm::Error e = makeOptimizingTransformer(2, 0, machine.get())(llvmModule.get()))
     return fail("LLVM optimisation failed: " + llvm::toString(std::move(e)));
 

@@ -47,6 +47,7 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // combined all_reduce may be sliced), and again after it: the fusion moves
 // sums over a sliced axis (the clipping norm's) below the slice, each with a
 // scalar all_reduce that the running sum of the norm then combines.
+// shardc-bucket-all-reduces last, on the all_reduces that are left.
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
@@ -59,6 +60,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCombineAllReducesPass());
   function.addPass(createFuseReduceScatterPass());
   function.addPass(createCombineAllReducesPass());
+  function.addPass(createBucketAllReducesPass());
 }
 
 // Why each pass sits where it does:

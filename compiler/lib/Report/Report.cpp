@@ -105,6 +105,7 @@ struct Collective {
   std::vector<std::string> causes; // the rules over its axes, or "constraint"
   std::string cause;    // the arguments among the operands of the op that needed it
   std::string gradient; // the parameter whose gradient it carries, if one
+  std::vector<std::string> bucket; // the parameters whose gradients it carries, if several
   int64_t elements = 0, bytes = 0, count = 0;
   int64_t sent = 0; // bytes each rank sends, by the ring algorithms
   bool reshard = false;
@@ -112,7 +113,11 @@ struct Collective {
   Operation *first = nullptr; // where --strict reports it
 
   /// What the report says made it: the gradient it carries, or the operands.
-  std::string label() const { return gradient.empty() ? cause : "gradient of " + gradient; }
+  std::string label() const {
+    if (!bucket.empty())
+      return "bucket: gradients of " + llvm::join(bucket, ", ");
+    return gradient.empty() ? cause : "gradient of " + gradient;
+  }
 };
 
 /// For each mesh axis, the rules and overrides that split something over it
@@ -164,9 +169,15 @@ std::set<std::string> parameterNames(func::FuncOp fn) {
   return names;
 }
 
+bool isScalar(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return !tensor || tensor.getRank() == 0;
+}
+
 /// The parameter whose gradient `value` is part of: the one parameter whose
 /// updated value (a result of `fn` named like it) or optimizer state
-/// ("mu/NAME") the value flows into, if it flows into one alone.
+/// ("mu/NAME") the value flows into, if it flows into one alone (not counting
+/// what flows through scalars).
 std::optional<std::string> gradientOf(Value value, func::FuncOp fn,
                                       const std::set<std::string> &paramNames) {
   llvm::SmallPtrSet<Operation *, 16> seen;
@@ -177,8 +188,12 @@ std::optional<std::string> gradientOf(Value value, func::FuncOp fn,
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
       if (!isa<func::ReturnOp>(user)) {
+        // A scalar made of it (the clipping norm) reaches every parameter and
+        // carries none's gradient.
         if (seen.insert(user).second)
-          llvm::append_range(work, user->getResults());
+          for (Value result : user->getResults())
+            if (!isScalar(result.getType()))
+              work.push_back(result);
         continue;
       }
       auto name = fn.getResultAttrOfType<StringAttr>(use.getOperandNumber(), kNameAttr);
@@ -196,6 +211,26 @@ std::optional<std::string> gradientOf(Value value, func::FuncOp fn,
   if (reached.size() != 1)
     return std::nullopt;
   return *reached.begin();
+}
+
+/// The parameters whose gradients a bucket (shardc-bucket-all-reduces) carries:
+/// each slice of `value` is one's, in the bucket's order; empty for anything else.
+std::vector<std::string> bucketOf(Value value, func::FuncOp fn,
+                                  const std::set<std::string> &paramNames) {
+  std::vector<std::pair<int64_t, std::string>> slices;
+  for (Operation *user : value.getUsers()) {
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    std::optional<std::string> param =
+        slice ? gradientOf(slice.getResult(), fn, paramNames) : std::nullopt;
+    if (!param || slice.getStaticOffsets().size() != 1)
+      return {};
+    slices.push_back({slice.getStaticOffsets()[0], *param});
+  }
+  llvm::sort(slices);
+  std::vector<std::string> names;
+  for (auto &[offset, name] : slices)
+    names.push_back(name);
+  return names.size() > 1 ? names : std::vector<std::string>{};
 }
 
 /// The bytes each of the n ranks of a collective sends, when it runs as a ring
@@ -256,6 +291,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.loc = describeLoc(op->getLoc());
   auto fn = op->getParentOfType<func::FuncOp>();
   c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
+  c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.cause = causeOf(input, fn);
   int64_t ranks = 1;
   for (int16_t axis : axes)
@@ -467,6 +503,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"source", c.loc},
                       {"parameters", c.cause},
                       {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
+                      {"bucket", c.bucket},
                       {"caused_by", c.causes},
                       {"reshard", c.reshard},
                       {"traffic", c.moves},

@@ -192,6 +192,50 @@ def CombineAllReducesPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def BucketAllReducesPass
+    : Pass<"shardc-bucket-all-reduces", "::mlir::func::FuncOp"> {
+  let summary = "All-reduce gradients in buckets: one collective for "
+                "several all_reduces with nothing reading them in between";
+  let description = [{
+    Under data parallelism every gradient is its own all_reduce (W2: 8 per
+    step, most of them a few hundred bytes), each paying the collective's
+    latency. As DDP's gradient buckets, this pass gathers all_reduces of the
+    same grid, axes, reduction and element types, in program order, into
+    buckets of at most `bucket-bytes`: a bucket closes when the next
+    all_reduce it could take comes after an op that reads one of its
+    results, or when it would overflow; an all_reduce larger than a bucket
+    stays alone. The default, 256 KiB, is measured (bench/runtime, 2 ranks):
+    gathering costs a copy, and the runtime all-reduces 4 x 64 KiB in 124 us
+    one by one against 92 us gathered, but 4 x 1 MiB in 1.13 ms against
+    2.2 ms gathered. Each bucket of two or more becomes one
+    all_reduce of its operands flattened and concatenated (tensor.concat),
+    where its last member was, and each member's result is its slice,
+    reshaped back. The buckets start as soon as their last gradient exists;
+    the runtime's collectives block, so nothing overlaps with them.
+
+    ```mlir
+    %a = shard.all_reduce %ga on @mesh grid_axes = [0] : tensor<3x4xf32> -> tensor<3x4xf32>
+    %b = shard.all_reduce %gb on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %fa = tensor.collapse_shape %ga [[0, 1]] : tensor<3x4xf32> into tensor<12xf32>
+    %all = tensor.concat dim(0) %fa, %gb : (tensor<12xf32>, tensor<4xf32>) -> tensor<16xf32>
+    %r = shard.all_reduce %all on @mesh grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+    %sa = tensor.extract_slice %r[0] [12] [1] : tensor<16xf32> to tensor<12xf32>
+    %a = tensor.expand_shape %sa [[0, 1]] output_shape [3, 4] : tensor<12xf32> into tensor<3x4xf32>
+    %b = tensor.extract_slice %r[12] [4] [1] : tensor<16xf32> to tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"256 << 10",
+           "The most bytes one bucket reduces">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
   let summary = "Slice the operands of a computation instead of its result, "
                 "so that each rank computes only the block it keeps";
