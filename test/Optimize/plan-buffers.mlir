@@ -54,3 +54,20 @@ func.func @not_planned(%cond: i1) -> memref<8xf32> {
   memref.dealloc %indices : memref<4xindex>
   return %kept : memref<8xf32>
 }
+
+// -----
+
+// An i1 takes a byte in memory, as LLVM stores it: 100 masks need 128 bytes, not 64.
+
+// CHECK-LABEL: func.func @masks
+// CHECK-SAME:    attributes {shardc.arena_bytes = 192 : i64}
+func.func @masks(%x: memref<100xi1>, %y: memref<4xf32>) {
+  %m = memref.alloc() : memref<100xi1>
+  %f = memref.alloc() : memref<4xf32>
+  memref.copy %x, %m : memref<100xi1> to memref<100xi1>
+  memref.copy %y, %f : memref<4xf32> to memref<4xf32>
+  memref.copy %m, %x : memref<100xi1> to memref<100xi1>
+  memref.dealloc %m : memref<100xi1>
+  memref.dealloc %f : memref<4xf32>
+  return
+}

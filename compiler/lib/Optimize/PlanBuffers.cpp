@@ -68,8 +68,10 @@ SmallVector<Buffer> collectBuffers(Block &body) {
     if (!planned || !dealloc)
       continue;
     firstUse = std::min(firstUse, position[dealloc]);
-    int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
-    int64_t bytes = llvm::alignTo(std::max<int64_t>((bits + 7) / 8, 1), kAlignment);
+    // Each element in whole bytes, as LLVM stores it (an i1 takes one).
+    int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+    int64_t bytes =
+        llvm::alignTo(std::max<int64_t>(type.getNumElements() * elementBytes, 1), kAlignment);
     buffers.push_back({alloc, dealloc, firstUse, position[dealloc], bytes});
   }
   return buffers;

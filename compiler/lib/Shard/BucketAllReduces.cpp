@@ -41,7 +41,7 @@ struct Bucket {
 
 int64_t bytesOf(AllReduceOp op) {
   auto type = cast<RankedTensorType>(op.getResult().getType());
-  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// `value` as a 1-D tensor (a rank-0 one as one element).
