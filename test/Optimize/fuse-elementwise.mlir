@@ -163,3 +163,47 @@ func.func @not_into_contractions(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>, %w: 
   } -> tensor<8xf32>
   return %dx, %db : tensor<4x3xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A bias add read by the relu and by the relu's gradient mask is cheap to
+// repeat: it goes into both, and its [4, 8] result is never written.
+
+// CHECK-LABEL: func.func @cheap_bias_add
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>, %[[DY:.*]]: tensor<4x8xf32>)
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[X]], %[[B]] : tensor<4x8xf32>, tensor<8xf32>)
+// CHECK:           arith.addf
+// CHECK:           arith.maximumf
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[X]], %[[B]], %[[DY]] : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+// CHECK:           arith.addf
+// CHECK:           arith.cmpf
+// CHECK-NOT:     linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @cheap_bias_add(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %dy: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %mask = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %dy : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%v: f32, %g: f32, %out: f32):
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %r = arith.select %pos, %g, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %relu, %mask : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -69,9 +69,11 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
     the cache each one is a round trip to memory. This pass applies
     upstream's elementwise fusion (linalg::populateElementwiseOpsFusionPatterns)
     with two limits:
-      - a producer is fused only into the single op that reads its result
-        (or when it only moves data: a broadcast, a transpose), so that no
-        work is done twice;
+      - a producer is fused into the single op that reads its result, or
+        into every op that reads it when it only moves data (a broadcast, a
+        transpose) or is cheap to repeat (at most three additions, products,
+        maxima, selects or compares: a bias add that both a relu and the
+        relu's gradient read), so that no costly work is done twice;
       - nothing is fused into a multiply-accumulate with a reduction (a
         matmul, a contraction, a convolution's gradient): those become
         sgemm-based kernels in shardc-lower-to-kernels, which a fused body
