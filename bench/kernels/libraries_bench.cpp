@@ -540,86 +540,54 @@ void benchConv(const Conv &p) {
         };
 
         std::string variant = anyLayout ? "onednn_any" : "onednn_nhwc";
-        // Forward: x, k in; y out.
-        {
-          Port px = port(xm, fwdPd.src_desc()), pk = port(km, fwdPd.weights_desc()),
-               py = port(ym, fwdPd.dst_desc());
-          toPrim(px);
-          toPrim(pk);
+        // One of the three primitives, two operands in and one out: timed with the
+        // reorders from and to the runtime's layouts, checked, and (blocked layouts)
+        // timed alone.
+        struct Arg {
+          int dnnl;
+          const memory &user;
+          memory::desc desc;
+          const char *name, *plain;
+        };
+        auto timeConv = [&](Case &cc, const primitive &prim, const std::string &impl, Arg a,
+                            Arg b, Arg out, const Buffer &got, const Buffer &ref) {
+          Port pa = port(a.user, a.desc), pb = port(b.user, b.desc), po = port(out.user, out.desc);
+          toPrim(pa);
+          toPrim(pb);
           auto exec = [&] {
-            fwd.execute(strm, {{DNNL_ARG_SRC, px.prim}, {DNNL_ARG_WEIGHTS, pk.prim},
-                               {DNNL_ARG_DST, py.prim}});
+            prim.execute(strm, {{a.dnnl, pa.prim}, {b.dnnl, pb.prim}, {out.dnnl, po.prim}});
           };
-          auto full = [&] {
-            toPrim(px);
-            toPrim(pk);
-            exec();
-            fromPrim(py);
-            strm.wait();
+          cc.impl[variant] = impl;
+          add(cc, variant, t, medianMs([&] {
+                toPrim(pa);
+                toPrim(pb);
+                exec();
+                fromPrim(po);
+                strm.wait();
+              }));
+          cc.relDiff[variant] = maxRelDiff(got.data(), ref.data(), ref.n);
+          if (!anyLayout)
+            return;
+          auto layout = [](const Arg &arg, const Port &p) {
+            return std::string(arg.name) + " " + (p.same ? arg.plain : "blocked");
           };
-          Case &cc = cases[kForward];
-          cc.impl[variant] = fwdPd.impl_info_str();
-          add(cc, variant, t, medianMs(full));
-          cc.relDiff[variant] = maxRelDiff(yOut.data(), yRef.data(), yRef.n);
-          if (anyLayout)
-            add(cc, "onednn_any_noreorder", t, medianMs([&] { exec(); strm.wait(); }), false,
-                std::string("layouts: src ") + (px.same ? "nhwc" : "blocked") + ", weights " +
-                    (pk.same ? "hwio" : "blocked") + ", dst " + (py.same ? "nhwc" : "blocked"));
-        }
-        // Filter gradient: x, dy in; dw out.
-        {
-          Port px = port(xm, bwPd.src_desc()), pdy = port(dym, bwPd.diff_dst_desc()),
-               pdw = port(dwm, bwPd.diff_weights_desc());
-          toPrim(px);
-          toPrim(pdy);
-          auto exec = [&] {
-            bw.execute(strm, {{DNNL_ARG_SRC, px.prim}, {DNNL_ARG_DIFF_DST, pdy.prim},
-                              {DNNL_ARG_DIFF_WEIGHTS, pdw.prim}});
-          };
-          auto full = [&] {
-            toPrim(px);
-            toPrim(pdy);
-            exec();
-            fromPrim(pdw);
-            strm.wait();
-          };
-          Case &cc = cases[kFilter];
-          cc.impl[variant] = bwPd.impl_info_str();
-          add(cc, variant, t, medianMs(full));
-          cc.relDiff[variant] = maxRelDiff(dwOut.data(), dwRef.data(), dwRef.n);
-          if (anyLayout)
-            add(cc, "onednn_any_noreorder", t, medianMs([&] { exec(); strm.wait(); }), false,
-                std::string("layouts: src ") + (px.same ? "nhwc" : "blocked") + ", diff_dst " +
-                    (pdy.same ? "nhwc" : "blocked") + ", diff_weights " +
-                    (pdw.same ? "hwio" : "blocked"));
-        }
-        // Input gradient: dy, k in; dx out.
-        {
-          Port pdy = port(dym, bdPd.diff_dst_desc()), pk = port(km, bdPd.weights_desc()),
-               pdx = port(dxm, bdPd.diff_src_desc());
-          toPrim(pdy);
-          toPrim(pk);
-          auto exec = [&] {
-            bd.execute(strm, {{DNNL_ARG_DIFF_DST, pdy.prim}, {DNNL_ARG_WEIGHTS, pk.prim},
-                              {DNNL_ARG_DIFF_SRC, pdx.prim}});
-          };
-          auto full = [&] {
-            toPrim(pdy);
-            toPrim(pk);
-            exec();
-            fromPrim(pdx);
-            strm.wait();
-          };
-          Case &cc = cases[kInput];
-          cc.impl[variant] = bdPd.impl_info_str();
-          add(cc, variant, t, medianMs(full));
-          cc.relDiff[variant] = maxRelDiff(dxOut.data(), dxRef.data(), dxRef.n);
-          if (anyLayout)
-            add(cc, "onednn_any_noreorder", t, medianMs([&] { exec(); strm.wait(); }), false,
-                std::string("layouts: diff_dst ") + (pdy.same ? "nhwc" : "blocked") +
-                    ", weights " + (pk.same ? "hwio" : "blocked") + ", diff_src " +
-                    (pdx.same ? "nhwc" : "blocked"));
-        }
+          add(cc, "onednn_any_noreorder", t, medianMs([&] { exec(); strm.wait(); }), false,
+              "layouts: " + layout(a, pa) + ", " + layout(b, pb) + ", " + layout(out, po));
+        };
+        timeConv(cases[kForward], fwd, fwdPd.impl_info_str(),
+                 {DNNL_ARG_SRC, xm, fwdPd.src_desc(), "src", "nhwc"},
+                 {DNNL_ARG_WEIGHTS, km, fwdPd.weights_desc(), "weights", "hwio"},
+                 {DNNL_ARG_DST, ym, fwdPd.dst_desc(), "dst", "nhwc"}, yOut, yRef);
+        timeConv(cases[kFilter], bw, bwPd.impl_info_str(),
+                 {DNNL_ARG_SRC, xm, bwPd.src_desc(), "src", "nhwc"},
+                 {DNNL_ARG_DIFF_DST, dym, bwPd.diff_dst_desc(), "diff_dst", "nhwc"},
+                 {DNNL_ARG_DIFF_WEIGHTS, dwm, bwPd.diff_weights_desc(), "diff_weights", "hwio"},
+                 dwOut, dwRef);
+        timeConv(cases[kInput], bd, bdPd.impl_info_str(),
+                 {DNNL_ARG_DIFF_DST, dym, bdPd.diff_dst_desc(), "diff_dst", "nhwc"},
+                 {DNNL_ARG_WEIGHTS, km, bdPd.weights_desc(), "weights", "hwio"},
+                 {DNNL_ARG_DIFF_SRC, dxm, bdPd.diff_src_desc(), "diff_src", "nhwc"}, dxOut,
+                 dxRef);
       }
   }
 #endif

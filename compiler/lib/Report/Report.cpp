@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -338,38 +339,35 @@ int64_t MemoryPerRank::total() const {
 /// reshape's result is its operand's buffer, which lives as long as either.
 static int64_t activationsAtPeak(func::FuncOp fn) {
   Block &body = fn.getBody().front();
-  DenseMap<Value, Value> bufferOf;      // value -> the value that owns its bytes
-  DenseMap<Value, Operation *> lastUse; // owner -> the body op that reads it last
-  SmallVector<Value> owners;
+  const unsigned end = body.getOperations().size();
   DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(body))
     position[&op] = i;
+  // Each owner of bytes, from the op that makes it to the last op that reads it
+  // or a view of it (the end when returned).
+  DenseMap<Value, Value> ownerOf;
+  llvm::MapVector<Value, unsigned> lastRead;
   for (Operation &op : body) {
     if (isa<arith::ConstantOp>(op))
       continue;
     bool view = isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(op);
     for (Value result : op.getResults()) {
-      Value owner = view ? bufferOf.lookup(op.getOperand(0)) : result;
+      Value owner = view ? ownerOf.lookup(op.getOperand(0)) : result;
       if (!owner)
         continue;
-      bufferOf[result] = owner;
-      if (!view)
-        owners.push_back(owner);
-      for (Operation *user : result.getUsers()) {
-        Operation *inBody = body.findAncestorOpInBlock(*user);
-        Operation *&last = lastUse[owner];
-        if (inBody && (!last || position[last] < position[inBody]))
-          last = inBody;
-      }
+      ownerOf[result] = owner;
+      unsigned &last = lastRead.try_emplace(owner, position[&op]).first->second;
+      for (Operation *user : result.getUsers())
+        if (Operation *inBody = body.findAncestorOpInBlock(*user))
+          last = std::max(last, isa<func::ReturnOp>(inBody) ? end : position[inBody]);
     }
   }
   // Bytes allocated at each op, and freed after each op.
-  SmallVector<int64_t> allocated(body.getOperations().size() + 1), freed(allocated.size());
-  for (Value owner : owners) {
+  SmallVector<int64_t> allocated(end + 1), freed(end + 1);
+  for (auto [owner, last] : lastRead) {
     int64_t bytes = tensorBytes(owner.getType());
     allocated[position[owner.getDefiningOp()]] += bytes;
-    Operation *last = lastUse.lookup(owner);
-    freed[last && !isa<func::ReturnOp>(last) ? position[last] : allocated.size() - 1] += bytes;
+    freed[last] += bytes;
   }
   int64_t live = 0, peak = 0;
   for (auto [in, out] : llvm::zip_equal(allocated, freed)) {

@@ -22,11 +22,27 @@ using namespace mlir::shard;
 
 namespace {
 
+int64_t bytesOf(AllReduceOp op) {
+  auto type = cast<RankedTensorType>(op.getResult().getType());
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
 /// All_reduces that may share one collective: the same grid, axes, reduction
 /// and element type (the result's, which may differ from the operand's).
 struct Bucket {
   SmallVector<AllReduceOp> members;
   int64_t bytes = 0;
+  /// The first op of the body that reads a member's result.
+  Operation *firstReader = nullptr;
+
+  void add(AllReduceOp op, Block &body) {
+    members.push_back(op);
+    bytes += bytesOf(op);
+    for (Operation *user : op->getUsers())
+      if (Operation *inBody = body.findAncestorOpInBlock(*user))
+        if (!firstReader || inBody->isBeforeInBlock(firstReader))
+          firstReader = inBody;
+  }
 
   bool accepts(AllReduceOp op) const {
     AllReduceOp first = members.front();
@@ -39,31 +55,19 @@ struct Bucket {
   }
 };
 
-int64_t bytesOf(AllReduceOp op) {
-  auto type = cast<RankedTensorType>(op.getResult().getType());
-  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-}
-
-/// `value` as a 1-D tensor (a rank-0 one as one element).
-Value flatten(OpBuilder &b, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  auto flat = RankedTensorType::get({type.getNumElements()}, type.getElementType());
-  if (type.getRank() == 1)
+/// `value` reshaped to `type` when one of the two is 1-D (a rank-0 tensor is
+/// one element): a collapse to the 1-D one, an expand from it.
+Value reshape(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  auto from = cast<RankedTensorType>(value.getType());
+  if (from.getRank() == type.getRank())
     return value;
-  if (type.getRank() == 0)
-    return tensor::ExpandShapeOp::create(b, loc, flat, value, ArrayRef<ReassociationIndices>{});
-  ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-  return tensor::CollapseShapeOp::create(b, loc, flat, value, ArrayRef<ReassociationIndices>{all});
-}
-
-/// The inverse of flatten, to `type`.
-Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type) {
-  if (type.getRank() == 1)
-    return flat;
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, flat, ArrayRef<ReassociationIndices>{});
-  ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-  return tensor::ExpandShapeOp::create(b, loc, type, flat, ArrayRef<ReassociationIndices>{all});
+  RankedTensorType wide = from.getRank() > type.getRank() ? from : type;
+  SmallVector<ReassociationIndices> groups;
+  if (std::min(from.getRank(), type.getRank()) == 1)
+    groups.push_back(llvm::to_vector(llvm::seq<int64_t>(0, wide.getRank())));
+  if (wide == from)
+    return tensor::CollapseShapeOp::create(b, loc, type, value, groups);
+  return tensor::ExpandShapeOp::create(b, loc, type, value, groups);
 }
 
 /// One all_reduce of the members' operands, concatenated, where the last
@@ -75,8 +79,11 @@ void emitBucket(Bucket &bucket) {
   OpBuilder b(last);
   Location loc = last.getLoc();
   SmallVector<Value> parts;
-  for (AllReduceOp op : bucket.members)
-    parts.push_back(flatten(b, loc, op.getInput()));
+  for (AllReduceOp op : bucket.members) {
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    parts.push_back(reshape(b, loc, op.getInput(),
+                            RankedTensorType::get({type.getNumElements()}, type.getElementType())));
+  }
   Value all = tensor::ConcatOp::create(b, loc, /*dim=*/0, parts);
   auto resultElement = cast<RankedTensorType>(last.getResult().getType()).getElementType();
   auto allType =
@@ -92,7 +99,7 @@ void emitBucket(Bucket &bucket) {
         b, loc, RankedTensorType::get({size}, resultElement), reduced, ValueRange{}, ValueRange{},
         ValueRange{}, b.getDenseI64ArrayAttr({offset}), b.getDenseI64ArrayAttr({size}),
         b.getDenseI64ArrayAttr({1}));
-    op.getResult().replaceAllUsesWith(unflatten(b, loc, slice, type));
+    op.getResult().replaceAllUsesWith(reshape(b, loc, slice, type));
     offset += size;
   }
   for (AllReduceOp op : bucket.members)
@@ -112,35 +119,21 @@ struct BucketAllReducesPass : public shardc::impl::BucketAllReducesPassBase<Buck
     // A bucket is emitted where its last member is: it closes when a member's
     // result is read before the next all_reduce it could take (that reader
     // would then come before the bucket), or when it is full.
-    auto firstReader = [&](const Bucket &bucket) {
-      Operation *first = nullptr;
-      for (AllReduceOp member : bucket.members)
-        for (Operation *user : member->getUsers())
-          if (Operation *inBody = body.findAncestorOpInBlock(*user))
-            if (!first || inBody->isBeforeInBlock(first))
-              first = inBody;
-      return first;
-    };
     for (Operation &op : body) {
       auto reduce = dyn_cast<AllReduceOp>(op);
       if (!reduce || !isa<RankedTensorType>(reduce.getInput().getType()))
         continue;
       auto *bucket = llvm::find_if(open, [&](Bucket &b) { return b.accepts(reduce); });
-      if (bucket != open.end()) {
-        Operation *reader = firstReader(*bucket);
-        if ((reader && reader->isBeforeInBlock(reduce)) ||
-            bucket->bytes + bytesOf(reduce) > limit) {
-          done.push_back(std::move(*bucket));
-          open.erase(bucket);
-          bucket = open.end();
-        }
+      if (bucket != open.end() &&
+          ((bucket->firstReader && bucket->firstReader->isBeforeInBlock(reduce)) ||
+           bucket->bytes + bytesOf(reduce) > limit)) {
+        done.push_back(std::move(*bucket));
+        open.erase(bucket);
+        bucket = open.end();
       }
-      if (bucket == open.end()) {
-        open.emplace_back();
-        bucket = &open.back();
-      }
-      bucket->members.push_back(reduce);
-      bucket->bytes += bytesOf(reduce);
+      if (bucket == open.end())
+        bucket = &open.emplace_back();
+      bucket->add(reduce, body);
     }
     for (Bucket &bucket : llvm::concat<Bucket>(done, open))
       emitBucket(bucket);
