@@ -71,3 +71,53 @@ func.func @masks(%x: memref<100xi1>, %y: memref<4xf32>) {
   memref.dealloc %f : memref<4xf32>
   return
 }
+
+// -----
+
+// As the deallocation pipeline leaves them: every dealloc at the end. A buffer
+// is live to its last access, here through a pointer taken of it: %a's bytes
+// are free once the call that reads them returns, and %b takes them.
+
+// CHECK-LABEL: func.func @freed_at_the_end
+// CHECK-SAME:    attributes {shardc.arena_bytes = 1024 : i64}
+// CHECK:         arith.constant 0 : index
+// CHECK:         memref.view
+// CHECK:         arith.constant 0 : index
+// CHECK:         memref.view
+func.func private @read(!llvm.ptr)
+func.func @freed_at_the_end(%x: memref<256xf32>, %out: memref<256xf32>) {
+  %a = memref.alloc() : memref<256xf32>
+  memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+  %address = memref.extract_aligned_pointer_as_index %a : memref<256xf32> -> index
+  %i = arith.index_cast %address : index to i64
+  %p = llvm.inttoptr %i : i64 to !llvm.ptr
+  func.call @read(%p) : (!llvm.ptr) -> ()
+  %b = memref.alloc() : memref<256xf32>
+  memref.copy %x, %b : memref<256xf32> to memref<256xf32>
+  memref.copy %b, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  memref.dealloc %b : memref<256xf32>
+  return
+}
+
+// -----
+
+// A buffer read after a later buffer's first use overlaps it: 2 x 1024 bytes.
+
+// CHECK-LABEL: func.func @still_read
+// CHECK-SAME:    attributes {shardc.arena_bytes = 2048 : i64}
+func.func private @read(!llvm.ptr)
+func.func @still_read(%x: memref<256xf32>, %out: memref<256xf32>) {
+  %a = memref.alloc() : memref<256xf32>
+  memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+  %b = memref.alloc() : memref<256xf32>
+  memref.copy %x, %b : memref<256xf32> to memref<256xf32>
+  %address = memref.extract_aligned_pointer_as_index %a : memref<256xf32> -> index
+  %i = arith.index_cast %address : index to i64
+  %p = llvm.inttoptr %i : i64 to !llvm.ptr
+  func.call @read(%p) : (!llvm.ptr) -> ()
+  memref.copy %b, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  memref.dealloc %b : memref<256xf32>
+  return
+}

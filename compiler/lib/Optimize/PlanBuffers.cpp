@@ -11,7 +11,12 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/Support/Debug.h"
+
 #include <limits>
+#include <map>
+
+#define DEBUG_TYPE "shardc-plan-buffers"
 
 namespace shardc {
 #define GEN_PASS_DEF_PLANBUFFERSPASS
@@ -24,8 +29,8 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-/// A buffer of the function's body: allocated at op `first`, freed at op
-/// `last` (positions in the body), `bytes` long, placed at `offset`.
+/// A buffer of the function's body: first used at op `first`, last accessed
+/// at op `last` (positions in the body), `bytes` long, placed at `offset`.
 struct Buffer {
   memref::AllocOp alloc;
   memref::DeallocOp dealloc;
@@ -36,8 +41,38 @@ struct Buffer {
   }
 };
 
+/// The last op of `body` that reads or writes the bytes of `alloc`: every
+/// user of the buffer or of a value made from it (a view, a pointer taken of
+/// it, an index computed from that pointer) counts, since any of them may
+/// reach the bytes. The dealloc itself does not.
+int64_t lastAccess(memref::AllocOp alloc, Block &body,
+                   const DenseMap<Operation *, int64_t> &position) {
+  int64_t last = -1;
+  SmallVector<Value> worklist{alloc.getResult()};
+  DenseSet<Value> seen{alloc.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (Operation *inBody = body.findAncestorOpInBlock(*user))
+        last = std::max(last, position.lookup(inBody));
+      // A load yields a number, not a way to the bytes.
+      if (isa<memref::LoadOp>(user))
+        continue;
+      for (Value derived : user->getResults())
+        if (seen.insert(derived).second)
+          worklist.push_back(derived);
+    }
+  }
+  return last;
+}
+
 /// The body's allocations of static size that one dealloc of the same body
-/// frees, with their live ranges.
+/// frees, with their live ranges: from the first use (hoisting may have
+/// moved the alloc up) to the last access. The deallocation pipeline frees
+/// at the end of the block, not after the last use, so the dealloc's
+/// position would keep every buffer live to the end.
 SmallVector<Buffer> collectBuffers(Block &body) {
   DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(body))
@@ -48,8 +83,6 @@ SmallVector<Buffer> collectBuffers(Block &body) {
     if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getMemorySpace() ||
         !type.getElementType().isIntOrFloat())
       continue;
-    // Live from its first use (hoisting may have moved the alloc up) to its
-    // one dealloc.
     memref::DeallocOp dealloc;
     int64_t firstUse = std::numeric_limits<int64_t>::max();
     bool planned = true;
@@ -67,12 +100,15 @@ SmallVector<Buffer> collectBuffers(Block &body) {
     }
     if (!planned || !dealloc)
       continue;
-    firstUse = std::min(firstUse, position[dealloc]);
+    int64_t last = lastAccess(alloc, body, position);
+    if (last < 0) // never used: live for an instant at its dealloc
+      last = position[dealloc];
+    firstUse = std::min(firstUse, last);
     // Each element in whole bytes, as LLVM stores it (an i1 takes one).
     int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
     int64_t bytes =
         llvm::alignTo(std::max<int64_t>(type.getNumElements() * elementBytes, 1), kAlignment);
-    buffers.push_back({alloc, dealloc, firstUse, position[dealloc], bytes});
+    buffers.push_back({alloc, dealloc, firstUse, last, bytes});
   }
   return buffers;
 }
@@ -104,6 +140,19 @@ int64_t placeBuffers(SmallVector<Buffer> &buffers) {
   return arena;
 }
 
+/// The most bytes live at one op: no placement can do with less.
+[[maybe_unused]] int64_t mostLiveAtOnce(ArrayRef<Buffer> buffers) {
+  std::map<int64_t, int64_t> change;
+  for (const Buffer &b : buffers) {
+    change[b.first] += b.bytes;
+    change[b.last + 1] -= b.bytes;
+  }
+  int64_t live = 0, most = 0;
+  for (auto [at, delta] : change)
+    most = std::max(most, live += delta);
+  return most;
+}
+
 struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPass> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
@@ -114,6 +163,9 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
     if (buffers.size() < 2)
       return;
     int64_t arenaBytes = placeBuffers(buffers);
+    LLVM_DEBUG(llvm::dbgs() << fn.getName() << ": " << buffers.size() << " buffers, arena "
+                            << arenaBytes << " bytes, most live at once "
+                            << mostLiveAtOnce(buffers) << "\n");
 
     OpBuilder b(&body, body.begin());
     Location loc = fn.getLoc();

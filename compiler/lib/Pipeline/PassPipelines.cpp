@@ -47,7 +47,11 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // combined all_reduce may be sliced), and again after it: the fusion moves
 // sums over a sliced axis (the clipping norm's) below the slice, each with a
 // scalar all_reduce that the running sum of the norm then combines.
-// shardc-bucket-all-reduces last, on the all_reduces that are left.
+// shardc-bucket-all-reduces on the all_reduces that are left.
+// shardc-regather-parameters after the last cse, which would merge its
+// gathers back into one that keeps every full weight live (ZeRO-3's copy
+// per use; its attribute keeps the later cse of the bufferize pipeline off
+// them too).
 void shardc::buildPartitionPipeline(OpPassManager &pm) {
   OpPassManager &function = pm.nest<func::FuncOp>();
   function.addPass(createDecomposeReshardsPass());
@@ -61,6 +65,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createFuseReduceScatterPass());
   function.addPass(createCombineAllReducesPass());
   function.addPass(createBucketAllReducesPass());
+  function.addPass(createRegatherParametersPass());
 }
 
 // Why each pass sits where it does:

@@ -102,7 +102,10 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
     the step's memory is whatever the heap grows to. This pass plans it ahead
     of time, as TFLite's arena planner does: each static-shape alloc of the
     function's body that one memref.dealloc of the body frees is live from
-    its first use to that dealloc; the buffers, largest first, go to the
+    its first use to the last op that reaches its bytes (through a view, a
+    pointer taken of it, or anything computed from those), not to the
+    dealloc, which the deallocation pipeline puts at the end of the block;
+    the buffers, largest first, go to the
     lowest 64-byte aligned offset where they overlap no buffer live at the
     same time. The function then allocates one i8 arena on entry and frees it
     on return; each buffer is a `memref.view` of it. The arena's size is left
