@@ -334,6 +334,14 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       return arith::SubFOp::create(n, l, a[0], arith::MulFOp::create(n, l, direction, a[5]));
     });
 
+  case OpKind::keep_if_finite: // the update where the step's health h is finite, else
+                                // the value before it: h - h is 0 unless h is inf or NaN
+    return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
+      Value zero = arith::SubFOp::create(n, l, a[2], a[2]);
+      Value finite = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OEQ, zero, f32(n, 0, l));
+      return arith::SelectOp::create(n, l, finite, a[0], a[1]);
+    });
+
   default: // emitNode handles the forward ops
     break;
   }

@@ -158,6 +158,8 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                               {kActivations, memory.activations},
                               {kActivationsAtPeak, memory.activationsAtPeak},
                               {kTotal, memory.total()}};
+  for (const auto &[role, bytes] : memory.arenas)
+    manifest[kMemoryPerRank][role + "_arena"] = bytes;
   manifest[kPlan] = json::parse(plan);
   return manifest.dump();
 }

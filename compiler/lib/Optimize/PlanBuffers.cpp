@@ -160,14 +160,17 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
       return;
     Block &body = fn.getBody().front();
     SmallVector<Buffer> buffers = collectBuffers(body);
-    if (buffers.size() < 2)
+    OpBuilder b(&body, body.begin());
+    if (buffers.size() < 2) { // nothing to share: the buffer keeps its alloc
+      fn->setAttr("shardc.arena_bytes",
+                  b.getI64IntegerAttr(buffers.empty() ? 0 : buffers.front().bytes));
       return;
+    }
     int64_t arenaBytes = placeBuffers(buffers);
     LLVM_DEBUG(llvm::dbgs() << fn.getName() << ": " << buffers.size() << " buffers, arena "
                             << arenaBytes << " bytes, most live at once "
                             << mostLiveAtOnce(buffers) << "\n");
 
-    OpBuilder b(&body, body.begin());
     Location loc = fn.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
     Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));

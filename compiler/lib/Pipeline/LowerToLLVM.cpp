@@ -93,7 +93,7 @@ static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role
 
 /// @main(argc, argv) returns shardrt_main(argc, argv, manifest, train, eval,
 /// grad), a null pointer for a step the program lacks.
-static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
+LogicalResult shardc::addMain(ModuleOp module, llvm::StringRef manifest) {
   MLIRContext *ctx = module.getContext();
   Location loc = module.getLoc();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
@@ -124,14 +124,19 @@ static LogicalResult addMain(ModuleOp module, llvm::StringRef manifest) {
   return success();
 }
 
-LogicalResult shardc::lowerToLLVM(ModuleOp module, llvm::StringRef manifest) {
+LogicalResult shardc::lowerToLLVM(ModuleOp module) {
   module.getContext()->loadDialect<bufferization::BufferizationDialect, memref::MemRefDialect>();
   for (auto [function, role] : kEntryPoints)
     if (auto step = module.lookupSymbol<func::FuncOp>(function))
       addEntry(module, step, role);
-  if (failed(runPipeline(module, [](OpPassManager &pm) {
-        buildLowerToLLVMPipeline(pm, LowerToLLVMPipelineOptions());
-      })))
-    return failure();
-  return addMain(module, manifest);
+  return runPipeline(module, [](OpPassManager &pm) {
+    buildLowerToLLVMPipeline(pm, LowerToLLVMPipelineOptions());
+  });
+}
+
+void shardc::addPlannedArenas(ModuleOp lowered, MemoryPerRank &memory) {
+  for (auto [function, role] : kEntryPoints)
+    if (Operation *entry = lowered.lookupSymbol(entryName(role)))
+      if (auto bytes = entry->getAttrOfType<IntegerAttr>("shardc.arena_bytes"))
+        memory.arenas.emplace_back(role, bytes.getInt());
 }

@@ -329,9 +329,24 @@ struct PrintCommPlanPass : shardc::impl::PrintCommPlanPassBase<PrintCommPlanPass
 
 } // namespace
 
+int64_t MemoryPerRank::stepArena() const {
+  int64_t largest = -1;
+  for (const auto &[role, bytes] : arenas)
+    if (role != "grad")
+      largest = std::max(largest, bytes);
+  return largest < 0 ? activationsAtPeak : largest;
+}
+
 int64_t MemoryPerRank::total() const {
-  int64_t held = addSaturating(parameters, optimizerState);
-  return addSaturating(addSaturating(held, held), addSaturating(inputs, activationsAtPeak));
+  return addSaturating(addSaturating(parameters, optimizerState),
+                       addSaturating(inputs, stepArena()));
+}
+
+std::string shardc::describeTotal(const MemoryPerRank &memory) {
+  return formatBytes(memory.parameters) + " of parameters and " +
+         formatBytes(memory.optimizerState) + " of optimizer state, " +
+         formatBytes(memory.inputs) + " of inputs, " + formatBytes(memory.stepArena()) +
+         (memory.arenas.empty() ? " of activations at the peak" : " of the larger step arena");
 }
 
 /// The most bytes of intermediate tensors live at once in `fn`'s body, each
@@ -489,7 +504,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                  {"optimizer_state", memory.optimizerState},
                                  {"inputs", memory.inputs},
                                  {"activations", memory.activations},
-                                 {"activations_at_peak", memory.activationsAtPeak}};
+                                 {"activations_at_peak", memory.activationsAtPeak},
+                                 {"total", memory.total()}};
+    for (const auto &[role, bytes] : memory.arenas)
+      report["memory_per_rank"][role + "_arena"] = bytes;
     json list = json::array();
     for (const Collective &c : collectives)
       list.push_back({{"kind", c.kind},
@@ -523,7 +541,12 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "  activations  " << llvm::right_justify(formatBytes(memory.activations), 12)
      << "  (every intermediate tensor, no buffer reuse)\n";
   os << "               " << llvm::right_justify(formatBytes(memory.activationsAtPeak), 12)
-     << "  at the peak (each tensor freed after its last use)\n\n";
+     << "  at the peak (each tensor freed after its last use)\n";
+  for (const auto &[role, bytes] : memory.arenas)
+    os << "  " << llvm::left_justify(role + " arena", 13) << llvm::right_justify(formatBytes(bytes), 12)
+       << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
+  os << "  total        " << llvm::right_justify(formatBytes(memory.total()), 12) << "  ("
+     << describeTotal(memory) << ")\n\n";
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank";
   if (localCount)

@@ -22,6 +22,14 @@
 // The optimizer's state is one tensor per parameter per name (Builtins.def),
 // shaped and sharded like the parameter.
 //
+// The update is kept only where the step is healthy: h = loss + the sum over every
+// gradient of g * 0 is finite exactly when the loss and every gradient are (g * 0
+// is NaN for an infinite or NaN g, 0 otherwise; g * g would overflow for large
+// finite g). Each new parameter and state is select(h - h == 0, new, old)
+// (keep_if_finite, fused into the update's pass), and the loss the step returns
+// is loss + (h - h): NaN on such a step. So the runtime can update its one set of
+// parameters and state in place: a step it stops at or skips has changed nothing.
+//
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Train/StepFunctions.h"
@@ -69,18 +77,28 @@ unsigned learningRate(Graph &graph, const Optimizer &optimizer, unsigned step) {
                      {"end", hyperparameter(optimizer, "end_lr")}});
 }
 
+std::vector<std::string> everyAxis(const Node &node) {
+  std::vector<std::string> axes;
+  for (const Dim &d : node.type.dims)
+    axes.push_back(d.axis);
+  return axes;
+}
+
+/// `total` + `term`, or `term` for the first.
+unsigned addTo(Graph &graph, std::optional<unsigned> total, unsigned term, SMRange at) {
+  return total ? appendNode(graph, OpKind::add, {*total, term}, kScalar, at) : term;
+}
+
 /// The gradients scaled to a global norm of at most `clip`.
 std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
                                        std::vector<unsigned> grads) {
   SMRange at = optimizer.loc;
   std::optional<unsigned> squares;
-  for (unsigned g : grads) {
-    std::vector<std::string> every;
-    for (const Dim &d : graph.nodes[g].type.dims)
-      every.push_back(d.axis);
-    unsigned own = appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}});
-    squares = squares ? appendNode(graph, OpKind::add, {*squares, own}, kScalar, at) : own;
-  }
+  for (unsigned g : grads)
+    squares = addTo(graph, squares,
+                    appendNode(graph, OpKind::contract, {g, g}, kScalar, at,
+                               {{"over", everyAxis(graph.nodes[g])}}),
+                    at);
   if (!squares)
     return grads;
   unsigned scale = appendNode(graph, OpKind::clip_scale, {*squares}, kScalar, at,
@@ -94,12 +112,24 @@ std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
 
 } // namespace
 
-std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
-                                                    const std::vector<unsigned> &params,
-                                                    std::vector<unsigned> grads,
-                                                    const std::vector<std::vector<unsigned>> &state,
-                                                    unsigned step) {
+UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
+                                          unsigned loss, const std::vector<unsigned> &params,
+                                          std::vector<unsigned> grads,
+                                          const std::vector<std::vector<unsigned>> &state,
+                                          unsigned step) {
   SMRange at = optimizer.loc;
+  // The step's health: loss + the sum of every gradient times 0, finite exactly when
+  // the loss and every gradient are (a sum of squares would overflow on large finite
+  // gradients). One read of each gradient, fused into its sum.
+  std::optional<unsigned> health = loss;
+  unsigned zero = appendNode(graph, OpKind::constant, {}, kScalar, at, {{"value", 0.0}});
+  for (unsigned g : grads) {
+    unsigned zeroed = appendNode(graph, OpKind::mul, {g, zero}, graph.nodes[g].type, at);
+    health = addTo(graph, health,
+                   appendNode(graph, OpKind::sum, {zeroed}, kScalar, at,
+                              {{"over", everyAxis(graph.nodes[g])}}),
+                   at);
+  }
   if (hyperparameter(optimizer, "clip") > 0)
     grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
   unsigned lr = learningRate(graph, optimizer, step);
@@ -145,5 +175,18 @@ std::vector<unsigned> shardc::appendOptimizerUpdate(Graph &graph, const Optimize
   }
   for (const std::vector<unsigned> &tensors : newState)
     newParams.insert(newParams.end(), tensors.begin(), tensors.end());
-  return newParams;
+
+  // Where the health is not finite, every parameter and state keeps its value, and
+  // the loss the step returns is NaN, for the runtime to see.
+  UpdateNodes update;
+  std::vector<unsigned> old = params;
+  for (const std::vector<unsigned> &tensors : state)
+    old.insert(old.end(), tensors.begin(), tensors.end());
+  for (size_t i = 0; i < newParams.size(); ++i)
+    update.values.push_back(appendNode(graph, OpKind::keep_if_finite,
+                                       {newParams[i], old[i], *health},
+                                       graph.nodes[old[i]].type, at));
+  unsigned nothing = appendNode(graph, OpKind::sub, {*health, *health}, kScalar, at);
+  update.loss = appendNode(graph, OpKind::add, {loss, nothing}, kScalar, at);
+  return update;
 }

@@ -191,14 +191,15 @@ private:
                                                       optimizer.loc));
     train.args.push_back(step);
 
-    std::vector<unsigned> updated =
-        appendOptimizerUpdate(sp.graph, optimizer, paramNodes, grads, state, step.node);
+    UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, lossAndMetrics.front().node,
+                                                paramNodes, grads, state, step.node);
     // The results mirror the arguments: parameters, then state.
-    for (size_t i = 0; i < updated.size(); ++i) {
+    for (size_t i = 0; i < updated.values.size(); ++i) {
       const FunctionValue &arg = train.args[i];
-      train.results.push_back(like(arg, arg.name, updated[i]));
+      train.results.push_back(like(arg, arg.name, updated.values[i]));
     }
-    llvm::append_range(train.results, lossAndMetrics);
+    train.results.push_back(like(lossAndMetrics.front(), "loss", updated.loss));
+    llvm::append_range(train.results, llvm::ArrayRef(lossAndMetrics).drop_front());
     sp.train = std::move(train);
   }
 };

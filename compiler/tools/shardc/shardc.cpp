@@ -123,13 +123,8 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) 
     return;
   const int64_t limit = parseSize(maxMemoryPerRank);
   if (memory.total() > limit)
-    diags.warning(SMRange(), "a rank needs " + formatBytes(memory.total()) + " (2 x " +
-                                 formatBytes(memory.parameters) + " of parameters and " +
-                                 formatBytes(memory.optimizerState) + " of optimizer state, " +
-                                 formatBytes(memory.inputs) + " of inputs, " +
-                                 formatBytes(memory.activationsAtPeak) +
-                                 " of activations at the peak), more than "
-                                 "--max-memory-per-rank " +
+    diags.warning(SMRange(), "a rank needs " + formatBytes(memory.total()) + " (" +
+                                 describeTotal(memory) + "), more than --max-memory-per-rank " +
                                  maxMemoryPerRank);
 }
 
@@ -169,23 +164,37 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
     return print();
   if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
     return false;
-  const MemoryPerRank memory = memoryPerRank(*module);
+  MemoryPerRank memory = memoryPerRank(*module);
+  const bool reports = report != ReportFormat::None;
+  if (stage == Emit::SPMD && !reports && !strict)
+    return print();
+  // The memory the report and the manifest promise is the arenas planned by the
+  // lowering itself: lower a copy, so that the partitioned module stays for
+  // the report's collectives (and for --emit=spmd).
+  mlir::OwningOpRef<mlir::ModuleOp> lowered;
+  if (stage != Emit::SPMD || reports) {
+    lowered = module->clone();
+    if (mlir::failed(stages.run("llvm", [&] { return lowerToLLVM(*lowered); })))
+      return false;
+    addPlannedArenas(*lowered, memory);
+  }
   warnAboveMemoryLimit(memory, diags);
-  mlir::FailureOr<std::string> plan = buildReport(*module, memory, /*asJson=*/true, /*strict=*/false);
-  if (mlir::failed(plan))
-    return false;
-  std::string manifest = buildManifest(program, *steps, reference, memory, *plan);
-  if (report != ReportFormat::None || strict) {
+  if (reports || strict) {
     auto text = buildReport(*module, memory, report == ReportFormat::JSON, strict);
     if (mlir::failed(text))
       return false;
-    if (report != ReportFormat::None)
+    if (reports)
       llvm::outs() << *text;
   }
   if (stage == Emit::SPMD)
     return print();
-  if (mlir::failed(stages.run("llvm", [&] { return lowerToLLVM(*module, manifest); })))
+  mlir::FailureOr<std::string> plan = buildReport(*module, memory, /*asJson=*/true, /*strict=*/false);
+  if (mlir::failed(plan))
     return false;
+  std::string manifest = buildManifest(program, *steps, reference, memory, *plan);
+  if (mlir::failed(stages.run("llvm", [&] { return addMain(*lowered, manifest); })))
+    return false;
+  module = std::move(lowered);
   if (stage == Emit::LLVM)
     return print();
   return mlir::succeeded(

@@ -138,9 +138,9 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
                  localRanks, limit.c_str());
   else
     std::fprintf(stderr,
-                 "shardrt: error: %s needs %s per rank (parameters and optimizer state twice, "
-                 "inputs, and the intermediates live at the step's peak, as shardc's --report "
-                 "counts them), and rank %d's host offers it %s (%s of memory shared by %d "
+                 "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
+                 "inputs, and the larger of the train and eval steps' planned arenas, as "
+                 "shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
                  "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,

@@ -58,12 +58,15 @@ std::string firstNonFiniteBlock(const std::vector<Block> &blocks) {
   return first == INT_MAX ? std::string() : nameOf(*blocks[first].spec);
 }
 
-std::string firstNonFiniteGradient(const Program &program, const std::vector<Block> &params,
-                                   const std::vector<Block> &inputs) {
+GradientVerdict checkGradients(const Program &program, const std::vector<Block> &params,
+                               const std::vector<Block> &inputs) {
   std::vector<Block> loss, grads = allocateBlocks(program.manifest.params, program.place);
   loss.push_back(allocateBlock(lossSpec(), program.place));
   program.grad(pointersOf({&params, &inputs, &loss, &grads}).data());
-  return firstNonFiniteBlock(grads);
+  GradientVerdict verdict;
+  verdict.lossFinite = finite(loss[0]);
+  verdict.firstNonFinite = firstNonFiniteBlock(grads);
+  return verdict;
 }
 
 } // namespace shardrt

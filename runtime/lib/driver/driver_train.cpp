@@ -3,18 +3,19 @@
 //  1. The checkpoint folder and the metrics file are opened first, then the data of the
 //     inputs bound to files is loaded once per host (driver_data.h); an epoch is
 //     floor(train examples / batch) steps, the remainder dropped.
-//  2. Everything is allocated once: parameters and optimizer state twice, since the
-//     train entry reads one set and writes the other; the two swap roles after each
-//     step (two pointer tables, no copy).
+//  2. Everything is allocated once, parameters and optimizer state too: the train
+//     entry writes their update over them (the compiled step keeps them as they were
+//     where the loss or a gradient is not finite, and returns a NaN loss then).
 //  3. Each step: this rank's rows of the batch (prefetched while the step before ran),
 //     new synthetic inputs, the 1-based step number, the train entry. Only that is
 //     timed.
 //  4. After each epoch (and after the last step, inside an epoch or not, and every
 //     --eval-every steps) the eval entry runs on the test set.
-//  5. A step whose loss or new parameters and state are not finite is never kept:
-//     with --on-nonfinite stop (the default) the run ends there with exit 3, naming
-//     what went first and the checkpoint to resume from; with skip its update is
-//     dropped (the sets do not swap) until --max-skips steps in a row were.
+//  5. A step whose loss or gradients are not finite is never kept: with --on-nonfinite
+//     stop (the default) the run ends there with exit 3, naming what went first and
+//     the checkpoint to resume from; with skip the step changed nothing, until
+//     --max-skips steps in a row were. An update that overflowed from finite gradients
+//     is in the parameters already: the run stops, skip or not.
 //  6. SIGINT or SIGTERM ends the run after the step in progress (the ranks agree on it
 //     in the step's health all-reduce), with a checkpoint of it when checkpoints are
 //     on, and exit 128 + the signal (driver_stop.h).
@@ -47,41 +48,49 @@ const TensorSpec kStepSpec = [] {
 }();
 
 /// Why the run stops at non-finite step `step` (rank 0 says it): what went first, the
-/// first parameter whose gradient did (from `before`, the step's parameters), or else
-/// the first the update made non-finite, and the checkpoint to resume from. Collective.
+/// first parameter whose gradient did (the step kept the parameters it started from),
+/// or else the first the update made non-finite, and the checkpoint to resume from.
+/// Collective.
 void explainNonFinite(const Program &program, int64_t step, int health,
-                      const std::vector<Block> &before, const std::vector<Block> &newParams,
-                      const std::vector<Block> &newState, const std::vector<Block> &inputs,
-                      int64_t skippedInARow, const std::string &newestCheckpoint) {
-  std::string culprit = firstNonFiniteGradient(program, before, inputs);
+                      const std::vector<Block> &params, const std::vector<Block> &state,
+                      const std::vector<Block> &inputs, int64_t skippedInARow,
+                      const std::string &newestCheckpoint) {
+  const bool overflowed = health & kStateNonFinite;
+  GradientVerdict gradients;
+  if (!overflowed)
+    gradients = checkGradients(program, params, inputs);
   std::string where;
-  if (!culprit.empty()) {
-    where = "the first parameter whose gradient is not finite: '" + culprit + "'";
+  if (!gradients.firstNonFinite.empty()) {
+    where = "the first parameter whose gradient is not finite: '" + gradients.firstNonFinite + "'";
   } else {
-    culprit = firstNonFiniteBlock(newParams);
+    std::string culprit = firstNonFiniteBlock(params);
     if (culprit.empty())
-      culprit = firstNonFiniteBlock(newState);
+      culprit = firstNonFiniteBlock(state);
     where = culprit.empty() ? "every gradient is finite"
                             : "every gradient is finite; the update overflowed '" + culprit + "'";
   }
   if (program.rank != 0)
     return;
-  const std::string what = health & kLossNonFinite
+  const std::string what = overflowed ? "the update is not finite"
+                           : !gradients.lossFinite
                                ? "the loss is not finite"
                                : "the loss is finite, the gradients went non-finite first";
   const std::string why =
-      program.options.skipNonFinite
+      overflowed ? "stopping (an update already applied cannot be skipped)"
+      : program.options.skipNonFinite
           ? std::to_string(skippedInARow) +
                 (skippedInARow == 1 ? " step was" : " steps in a row were") +
                 " not finite and skipped (--max-skips " +
                 std::to_string(program.options.maxSkips) + ")"
           : "stopping (--on-nonfinite stop; skip drops such a step's update instead)";
+  const std::string kept = overflowed ? "the parameters in memory are not finite"
+                                      : "nothing of this step was kept";
   const std::string resume =
       newestCheckpoint.empty()
           ? "no checkpoint was written"
           : "resume from " + newestCheckpoint + " (written from finite values)";
-  std::fprintf(stderr, "shardrt: error: step %lld: %s (%s); %s; nothing of this step was kept; %s\n",
-               (long long)step, what.c_str(), where.c_str(), why.c_str(), resume.c_str());
+  std::fprintf(stderr, "shardrt: error: step %lld: %s (%s); %s; %s; %s\n", (long long)step,
+               what.c_str(), where.c_str(), why.c_str(), kept.c_str(), resume.c_str());
 }
 
 /// Rank 0 says where a stop signal ended the run, and how to go on.
@@ -129,14 +138,11 @@ int runTraining(const Program &program) {
     return 1;
 
   const Placement &place = program.place;
-  std::vector<Block> params[2], state[2];
-  for (int set = 0; set < 2; ++set) {
-    params[set] = allocateBlocks(manifest.params, place);
-    // State kind major: every parameter's first kind (adam's mu), then the next.
-    for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
-      for (const TensorSpec &param : manifest.params)
-        state[set].push_back(allocateBlock(param, place));
-  }
+  std::vector<Block> params = allocateBlocks(manifest.params, place), state;
+  // State kind major: every parameter's first kind (adam's mu), then the next.
+  for (size_t kind = 0; kind < manifest.optimizerState.size(); ++kind)
+    for (const TensorSpec &param : manifest.params)
+      state.push_back(allocateBlock(param, place));
   std::vector<Block> inputs = allocateBlocks(manifest.inputs, place);
   std::vector<Block> step;
   step.push_back(allocateBlock(kStepSpec, place));
@@ -144,9 +150,9 @@ int runTraining(const Program &program) {
   std::vector<Block> evalResults = allocateBlocks(manifest.evalResults, place);
   RunPosition resumed; // step 0 when starting afresh
   if (options.resume.empty())
-    fillParams(params[0], options.seed);
+    fillParams(params, options.seed);
   else
-    resumed = checkpointer.restore(options.resume, params[0], state[0], /*resuming=*/true);
+    resumed = checkpointer.restore(options.resume, params, state, /*resuming=*/true);
   if (resumed.step >= totalSteps) {
     if (program.rank == 0)
       std::fprintf(stderr,
@@ -155,20 +161,17 @@ int runTraining(const Program &program) {
                    (long long)resumed.step, (long long)totalSteps);
     return 2;
   }
-  // Table c reads set c and writes set 1 - c.
-  std::vector<void *> trainBuffers[2], evalBuffers[2];
-  for (int c = 0; c < 2; ++c) {
-    trainBuffers[c] = pointersOf(
-        {&params[c], &state[c], &inputs, &step, &params[1 - c], &state[1 - c], &trainResults});
-    evalBuffers[c] = pointersOf({&params[c], &inputs, &evalResults});
-  }
+  // The train entry writes the new parameters and state over the ones it reads: it
+  // copies its results out after its last read of them.
+  std::vector<void *> trainBuffers =
+      pointersOf({&params, &state, &inputs, &step, &params, &state, &trainResults});
+  std::vector<void *> evalBuffers = pointersOf({&params, &inputs, &evalResults});
 
   TrainingReport report(program, metrics, resumed.step, totalSteps, stepsPerEpoch);
   std::unique_ptr<TrainBatches> batches;
   if (readsData)
     batches = std::make_unique<TrainBatches>(program.data, arrays, inputs, place, options.seed,
                                              stepsPerEpoch, totalSteps, options.prefetch);
-  int current = 0;
   int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
@@ -185,12 +188,10 @@ int runTraining(const Program &program) {
     fillInputs(inputs, stepSeed(options.seed, s), program.data.synthetic);
     step[0].floats()[0] = float(s);
     setWatchedPhase("train step", s);
-    program.train(trainBuffers[current].data());
+    program.train(trainBuffers.data());
     int signal = 0;
-    const int health = stepHealth(trainResults[0].floats()[0], params[1 - current],
-                                  state[1 - current], signal);
+    const int health = stepHealth(trainResults[0].floats()[0], params, state, signal);
     if (health == kFinite) {
-      current = 1 - current;
       skippedInARow = 0;
     } else {
       ++nonFiniteSteps;
@@ -198,9 +199,10 @@ int runTraining(const Program &program) {
     }
     trainSeconds += std::chrono::duration<double>(Clock::now() - start).count();
     report.step(s, epoch, trainResults, trainSeconds, nonFiniteSteps);
-    if (health != kFinite && (!options.skipNonFinite || skippedInARow >= options.maxSkips)) {
-      explainNonFinite(program, s, health, params[current], params[1 - current],
-                       state[1 - current], inputs, skippedInARow, checkpointer.newest());
+    if (health != kFinite && (!options.skipNonFinite || (health & kStateNonFinite) ||
+                              skippedInARow >= options.maxSkips)) {
+      explainNonFinite(program, s, health, params, state, inputs, skippedInARow,
+                       checkpointer.newest());
       report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
                     trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
                     {s, /*nonFinite=*/true, 0});
@@ -214,12 +216,12 @@ int runTraining(const Program &program) {
     if (evaluates) {
       setWatchedPhase("evaluation after step", s);
       evaluation =
-          evaluate(program, evalBuffers[current].data(), inputs, evalResults, arrays);
+          evaluate(program, evalBuffers.data(), inputs, evalResults, arrays);
       report.evaluation(s, epoch, evaluation);
     }
     setWatchedPhase("checkpoint after step", s);
     if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps || signal,
-                                params[current], state[current],
+                                params, state,
                                 evaluates ? &evaluation : nullptr))
       return 1;
     if (signal && s < totalSteps) {

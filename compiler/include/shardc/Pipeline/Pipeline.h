@@ -17,6 +17,7 @@
 #ifndef SHARDC_PIPELINE_PIPELINE_H
 #define SHARDC_PIPELINE_PIPELINE_H
 
+#include "shardc/Report/Report.h"
 #include "shardc/Support/Diagnostics.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -123,10 +124,16 @@ mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
 /// Lowers a partitioned (or reference) module to the LLVM dialect: wraps each
-/// step function in an entry point on buffers, runs shardc-lower-to-llvm, and
-/// adds `shardc_<role>(void **buffers)` for each entry and a `main` that calls
-/// shardrt_main with `manifest`.
-mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module, llvm::StringRef manifest);
+/// step function in an entry point on buffers and runs shardc-lower-to-llvm.
+mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module);
+
+/// Records in `memory` the arena shardc-plan-buffers planned for each entry
+/// point of a lowered module (`shardc.arena_bytes`).
+void addPlannedArenas(mlir::ModuleOp lowered, MemoryPerRank &memory);
+
+/// Adds to a lowered module `shardc_<role>(void **buffers)` for each entry and
+/// a `main` that calls shardrt_main with `manifest`.
+mlir::LogicalResult addMain(mlir::ModuleOp lowered, llvm::StringRef manifest);
 
 /// Translates to LLVM IR, optimises at -O3 for the host, writes an object
 /// file and links it with libshardrt from `runtimeLibDir` into `output`.

@@ -15,6 +15,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Support/LLVM.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include <cstdint>
 #include <string>
 
@@ -24,15 +26,23 @@ namespace shardc {
 /// reference) module: the arguments of its train step (its eval step without an
 /// optimizer) by their `shardc.role`, and its intermediate tensors: all of them
 /// (`activations`, no buffer reuse) and the most live at once
-/// (`activationsAtPeak`, each freed after its last use).
+/// (`activationsAtPeak`, each freed after its last use). The arenas are those
+/// shardc-plan-buffers planned for each step function when the module was
+/// lowered (addPlannedArenas), by role: "train", "eval", "grad".
 struct MemoryPerRank {
   int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0,
           activationsAtPeak = 0;
+  llvm::SmallVector<std::pair<std::string, int64_t>, 3> arenas;
+  /// The larger of the train and eval steps' arenas (the runtime runs one at a
+  /// time; grad_step only to explain a failure), or the activations at the peak
+  /// before the module is lowered.
+  int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
-  /// state twice (the step reads one set and writes the other), inputs, the
-  /// activations at the peak.
+  /// state (once: the step updates them in place), inputs, the step's arena.
   int64_t total() const;
 };
+/// What total() adds up, in words and sizes.
+std::string describeTotal(const MemoryPerRank &memory);
 MemoryPerRank memoryPerRank(mlir::ModuleOp module);
 
 /// The communication plan of a partitioned module (text, or JSON): memory

@@ -84,15 +84,23 @@ std::optional<std::vector<unsigned>> appendGradient(Graph &graph, unsigned loss,
                                                     const std::vector<unsigned> &wrt,
                                                     DiagnosticEngine &diags);
 
+/// The nodes of an optimizer update: the new parameters, then the new state in
+/// the same order; and the loss the train step returns (NaN where the update was
+/// not applied).
+struct UpdateNodes {
+  std::vector<unsigned> values;
+  unsigned loss = 0;
+};
+
 /// Appends the optimizer's update (optax semantics) of `params` (nodes) by
 /// `grads`, with the state nodes `state[s][p]` and the 1-based update number
-/// `step` (an f32 scalar node). Returns the new parameters, then the new
-/// state in the same order.
-std::vector<unsigned> appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
-                                            const std::vector<unsigned> &params,
-                                            std::vector<unsigned> grads,
-                                            const std::vector<std::vector<unsigned>> &state,
-                                            unsigned step);
+/// `step` (an f32 scalar node), applied only where `loss` and every gradient are
+/// finite (else each parameter and state keeps its value).
+UpdateNodes appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer, unsigned loss,
+                                  const std::vector<unsigned> &params,
+                                  std::vector<unsigned> grads,
+                                  const std::vector<std::vector<unsigned>> &state,
+                                  unsigned step);
 
 /// Appends a node of `op` on `operands`; returns its id.
 unsigned appendNode(Graph &graph, OpKind op, std::vector<unsigned> operands,

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Memory per rank: what `shardc --report` promises against what a run uses.
+
+For each model and layout: the report's total per rank (parameters and optimizer state
+twice, inputs, and the larger of the train and eval steps' planned arenas: what the
+runtime's memory check compares with the host), and the peak resident memory of the
+largest rank (VmHWM, from the run's summary) over a few synthetic training steps on 8
+local ranks, with their ratio. Models: W2 (examples/cnn), W4 (examples/gpt) and W7's
+GPT-2 small shape (examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor
+parallel rules where the example has them.
+
+    bench/memory/run.py            # every case (about 15 minutes on 2 cores)
+    bench/memory/run.py --quick    # W2 and W4 only
+
+Prints ONE JSON object on stdout; progress goes to stderr. Sets itself up: builds
+build/bin/shardc with scripts/build.sh (which installs the Debian packages) when it is
+missing.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SHARDC = os.path.join(REPO, "build", "bin", "shardc")
+
+_spec = importlib.util.spec_from_file_location("train_bench", os.path.join(REPO, "bench", "train", "run.py"))
+tb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tb)
+
+EX = os.path.join(REPO, "examples")
+# (name, model, {layout: rules}, steps)
+CASES = [
+    ("W2", f"{EX}/cnn/cnn.shard", {"dp": f"{EX}/cnn/dp.rules", "tp": f"{EX}/cnn/2d.rules"}, 3),
+    ("W4", f"{EX}/gpt/gpt.shard", {l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")}, 3),
+    ("GPT-2 small", f"{EX}/gpt2/gpt2-small.shard",
+     {l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")}, 2),
+]
+RANKS = 8
+
+
+def log(*a):
+    print("[bench/memory]", *a, file=sys.stderr, flush=True)
+
+
+def setup():
+    if not os.path.exists(SHARDC):
+        log("building shardc (scripts/build.sh)")
+        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
+                       stdout=sys.stderr, stderr=sys.stderr)
+
+
+def report(model, rules):
+    r = subprocess.run([SHARDC, model, "--rules", rules, "--report=json"], capture_output=True,
+                       text=True, cwd=REPO, check=True)
+    return json.loads(r.stdout)["memory_per_rank"]
+
+
+def measure(model, rules, steps, workdir):
+    exe = os.path.join(workdir, "model")
+    compile_seconds = tb.compile_shardc(SHARDC, model, rules, exe)
+    summary = tb.run_shardc(exe, RANKS, ["--synthetic", "--steps", str(steps), "--no-eval"], steps)
+    return compile_seconds, summary["resident_bytes_per_rank"]["peak"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="W2 and W4 only")
+    args = parser.parse_args()
+    setup()
+    mib = lambda b: round(b / 2**20, 1)
+    results = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, model, layouts, steps in CASES:
+            if args.quick and name.startswith("GPT-2"):
+                continue
+            for layout, rules in layouts.items():
+                log(f"{name} under {os.path.relpath(rules, REPO)}")
+                promised = report(model, rules)
+                compile_seconds, peak = measure(model, rules, steps, workdir)
+                row = {"model": name, "layout": layout, "rules": os.path.relpath(rules, REPO),
+                       "report_total_mib": mib(promised["total"]),
+                       "measured_peak_resident_mib": mib(peak),
+                       "measured_over_report": round(peak / promised["total"], 3),
+                       "train_arena_mib": mib(promised.get("train_arena", 0)),
+                       "eval_arena_mib": mib(promised.get("eval_arena", 0)),
+                       "parameters_mib": mib(promised["parameters"]),
+                       "optimizer_state_mib": mib(promised["optimizer_state"]),
+                       "inputs_mib": mib(promised["inputs"]),
+                       "compile_seconds": round(compile_seconds, 1)}
+                log("  ", json.dumps(row))
+                results.append(row)
+    print(json.dumps({"bench": "memory", "ranks": RANKS, "cases": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
