@@ -1,10 +1,11 @@
 // Partition rules files (*.rules): a device mesh with named axes, rules from
-// logical axes to mesh axes, and per-parameter overrides.
+// logical axes to mesh axes, per-parameter overrides, and which scanned blocks
+// recompute their activations in the backward pass.
 grammar ShardRules;
 import ShardLexerCommon;
 
 // Sections may come in any order; sema checks there is exactly one mesh.
-rulesFile : (meshDecl | rulesBlock | overrideDecl)* EOF ;
+rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl)* EOF ;
 
 meshDecl : 'mesh' '(' meshAxis (',' meshAxis)* ')' ;
 meshAxis : IDENT '=' INT ;
@@ -17,3 +18,7 @@ meshTarget : 'none' | IDENT | '(' IDENT (',' IDENT)* ')' ;
 
 // override "layers.*.W2" : [none, model, none]
 overrideDecl : 'override' STRING ':' '[' (meshTarget (',' meshTarget)*)? ']' ;
+
+// remat "blocks" : nothing   (a glob over scanned blocks' paths; the policy: nothing,
+// dots or everything, what the backward pass keeps of the forward's values)
+rematDecl : 'remat' STRING ':' IDENT ;

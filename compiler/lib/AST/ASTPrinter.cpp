@@ -100,6 +100,8 @@ public:
         dims += (dims.empty() ? "" : ", ") + target(d);
       line(1, o.range, "override \"" + o.pattern + "\" : [" + dims + "]");
     }
+    for (const auto &remat : r.remats)
+      line(1, remat.range, "remat \"" + remat.pattern + "\" : " + remat.policy);
   }
 
 private:

@@ -746,6 +746,19 @@ static StringRef argumentRole(const TypedProgram &program, const StepProgram &st
   return kInputRole;
 }
 
+/// Marks the ops after `before` in `block` (all of them without it) as the remat
+/// copies of group `group` (Gradient.cpp): `shardc.remat` keeps cse from merging
+/// them with the forward's ops of the same operands, which would keep every value
+/// the copies recompute live from the forward pass to the backward. Sharding
+/// annotations stay unmarked, as propagation expects them.
+static void stampRemat(Block &block, Operation *before, int64_t group) {
+  auto ops = before ? llvm::make_range(std::next(before->getIterator()), block.end())
+                    : llvm::make_range(block.begin(), block.end());
+  for (Operation &op : ops)
+    if (!isa<shard::ShardOp>(op))
+      op.setAttr(kRematAttr, IntegerAttr::get(IntegerType::get(op.getContext(), 64), group));
+}
+
 /// One function of the step program: its arguments annotated on entry, the
 /// nodes its results depend on in graph order, each result annotated where
 /// it is made (sharding-propagation expects a value's annotation right after
@@ -804,8 +817,12 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
                           function.name);
       return false;
-    } else if (!(values[node.id] = emitNode(node, values))) {
-      return false;
+    } else {
+      Operation *before = entry->empty() ? nullptr : &entry->back();
+      if (!(values[node.id] = emitNode(node, values)))
+        return false;
+      if (auto group = node.attrs.find("remat"); group != node.attrs.end())
+        stampRemat(*entry, before, std::get<int64_t>(group->second));
     }
     if (result != resultOf.end())
       values[node.id] = annotate(values[node.id], result->second->sharding,

@@ -292,6 +292,18 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                                             f32(n, warmup, l));
       return arith::SelectOp::create(n, l, warming, rising, lr);
     });
+  case OpKind::finite_zero: // the sum of g * 0 over every axis: 0 where every g is
+                            // finite, NaN elsewhere. One reduction, which
+                            // shardc-fuse-reduce-scatter sums slice by slice under
+                            // FSDP. (An annotation of g as its parameter is split
+                            // spreads back into the backward pass: W4 under FSDP
+                            // then all-to-alls every activation gradient.)
+    return reduce(operand(0), SmallVector<bool>(steps.graph.nodes[node.operands[0]].type.dims.size(), true),
+                  cast<TypedAttr>(b.getZeroAttr(b.getF32Type())), at,
+                  [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                    return arith::AddFOp::create(n, l, a[1],
+                                                 arith::MulFOp::create(n, l, a[0], f32(n, 0, l)));
+                  });
   case OpKind::clip_scale: // clip / max(sqrt(sum of squares), clip)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value clip = f32(n, number(node, "clip"), l);

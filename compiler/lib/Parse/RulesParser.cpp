@@ -61,5 +61,14 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
       override.dims.push_back(buildTarget(source, t));
     rules->overrides.push_back(std::move(override));
   }
+  for (auto *r : root->rematDecl()) {
+    RematAST remat;
+    remat.pattern = unquote(r->STRING()->getText());
+    remat.range = source.range(r);
+    remat.patternRange = source.range(r->STRING());
+    remat.policy = r->IDENT()->getText();
+    remat.policyRange = source.range(r->IDENT());
+    rules->remats.push_back(std::move(remat));
+  }
   return diags.errorCount() == errorsBefore ? std::move(rules) : nullptr;
 }

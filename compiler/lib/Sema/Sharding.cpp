@@ -104,6 +104,7 @@ public:
     for (ShardedTensor &t : program.outputs)
       shard(t, false, overrideUsed);
     reportUnused(overrideUsed);
+    applyRemat();
     return diags.errorCount() == errorsBefore;
   }
 
@@ -346,6 +347,40 @@ private:
                   "override \"" + rules.overrides[i].pattern +
                       "\" matches no parameter; the parameters are " +
                       (paths.empty() ? "none" : paths));
+    }
+  }
+
+  /// Each `remat` names scanned blocks by a glob over their paths; the first that
+  /// matches a scan gives it its policy (attribute `remat` of the scan node).
+  void applyRemat() {
+    std::vector<Node *> scans;
+    std::string paths;
+    for (Node &node : program.graph.nodes)
+      if (node.op == OpKind::scan) {
+        scans.push_back(&node);
+        paths += (paths.empty() ? "" : ", ") + std::get<std::string>(node.attrs.at("instance"));
+      }
+    for (const RematAST &remat : rules.remats) {
+      if (!llvm::is_contained(kRematPolicies, remat.policy)) {
+        diags.error(remat.policyRange, "unknown remat policy '" + remat.policy +
+                                           "': nothing (recompute the block), dots (keep "
+                                           "the matmuls' and contractions' outputs) or "
+                                           "everything (recompute nothing)");
+        continue;
+      }
+      bool matched = false;
+      for (Node *scan : scans) {
+        if (!globMatch(remat.pattern, std::get<std::string>(scan->attrs.at("instance"))))
+          continue;
+        matched = true;
+        scan->attrs.try_emplace("remat", remat.policy);
+      }
+      if (!matched)
+        diags.error(remat.patternRange,
+                    "remat \"" + remat.pattern +
+                        "\" matches no scanned block (remat applies to the layers of a "
+                        "scan); the scanned blocks are " +
+                        (paths.empty() ? "none" : paths));
     }
   }
 

@@ -24,8 +24,9 @@ namespace {
 
 class Flattener {
 public:
-  Flattener(const TypedProgram &program, Graph &out, DiagnosticEngine &diags)
-      : out(out), diags(diags) {
+  Flattener(const TypedProgram &program, Graph &out, std::vector<RematGroup> &remat,
+            DiagnosticEngine &diags)
+      : out(out), remat(remat), diags(diags) {
     for (const Node &node : program.graph.nodes)
       if (node.op == OpKind::scan)
         for (size_t i = 1; i < node.operands.size(); ++i)
@@ -101,6 +102,7 @@ private:
     const Graph &body = *scan.body;
     int64_t length = std::get<int64_t>(scan.attrs.at("length"));
     FlatNode carry = ids[scan.operands[0]];
+    auto policy = scan.attrs.find("remat");
     for (int64_t layer = 0; layer < length; ++layer) {
       std::vector<FlatNode> inner(body.nodes.size());
       inner[body.args[0]] = carry;
@@ -108,8 +110,12 @@ private:
         unsigned slice = layerSlice(graph.nodes[scan.operands[i]], layer);
         inner[body.args[i]] = {slice, slice};
       }
+      unsigned begin = out.nodes.size();
       if (!copy(body, inner, /*outer=*/false))
         return false;
+      if (policy != scan.attrs.end() && std::get<std::string>(policy->second) != "everything")
+        remat.push_back({std::get<std::string>(policy->second), begin,
+                         static_cast<unsigned>(out.nodes.size())});
       carry = inner[body.result];
     }
     ids[scan.id] = carry;
@@ -125,6 +131,7 @@ private:
   }
 
   Graph &out;
+  std::vector<RematGroup> &remat;
   DiagnosticEngine &diags;
   std::set<unsigned> stacked;
 };
@@ -132,7 +139,8 @@ private:
 } // namespace
 
 bool shardc::flattenForwards(const TypedProgram &program, Graph &out,
-                             std::vector<FlatNode> &newIds, DiagnosticEngine &diags) {
+                             std::vector<FlatNode> &newIds, std::vector<RematGroup> &remat,
+                             DiagnosticEngine &diags) {
   newIds.assign(program.graph.nodes.size(), FlatNode());
-  return Flattener(program, out, diags).copy(program.graph, newIds, /*outer=*/true);
+  return Flattener(program, out, remat, diags).copy(program.graph, newIds, /*outer=*/true);
 }

@@ -22,6 +22,18 @@
 // A sharding constraint's gradient is the same constraint on the cotangent,
 // as JAX transposes with_sharding_constraint.
 //
+// Remat (jax.checkpoint): the backward walk reaches a remat group (one layer of
+// a scanned block, Flatten.cpp) at its last node. There it first appends a copy
+// of each of the group's nodes its policy does not keep (`nothing`: all; `dots`:
+// all but matmuls and contractions), reading the copies of the others and the
+// originals of what the group takes in (its input, the layer's parameters), and
+// every gradient node from then on reads a copy where there is one. The copies
+// come right before the layer's gradient in the graph's order, which is the
+// order MLIRGen emits, so a layer's forward values are live in the forward pass
+// only until the next layer has used them. Each copy carries `remat` (its
+// group): MLIRGen stamps it on the ops it emits, so that cse keeps them apart
+// from the forward's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Train/StepFunctions.h"
@@ -32,10 +44,16 @@ namespace {
 
 class GradientBuilder {
 public:
-  GradientBuilder(Graph &graph, DiagnosticEngine &diags) : graph(graph), diags(diags) {}
+  GradientBuilder(Graph &graph, const std::vector<RematGroup> &remat, DiagnosticEngine &diags)
+      : graph(graph), remat(remat), diags(diags) {}
 
   std::optional<std::vector<unsigned>> run(unsigned loss, const std::vector<unsigned> &wrt) {
     size_t forwardSize = graph.nodes.size();
+    std::vector<int> groupOf(forwardSize, -1);
+    for (auto [g, group] : llvm::enumerate(remat))
+      for (unsigned id = group.begin; id < group.end; ++id)
+        groupOf[id] = static_cast<int>(g);
+    std::vector<bool> recomputed(remat.size(), false);
     active.assign(forwardSize, false);
     for (unsigned id : wrt)
       active[id] = true;
@@ -51,6 +69,10 @@ public:
     for (size_t id = loss + 1; id-- > 0;) {
       if (adjoint[id] < 0 || graph.nodes[id].operands.empty())
         continue;
+      if (groupOf[id] >= 0 && !recomputed[groupOf[id]]) {
+        recompute(static_cast<unsigned>(groupOf[id]));
+        recomputed[groupOf[id]] = true;
+      }
       const Node &node = graph.nodes[id];
       if (!backward(node, static_cast<unsigned>(adjoint[id])))
         return std::nullopt;
@@ -70,15 +92,38 @@ public:
 
 private:
   Graph &graph;
+  const std::vector<RematGroup> &remat;
   DiagnosticEngine &diags;
   std::vector<bool> active;
   std::vector<int> adjoint; // gradient node of each forward node, -1 for none yet
+  std::map<unsigned, unsigned> recomputedAs; // forward node -> its remat copy
 
   const TensorType &typeOf(unsigned id) const { return graph.nodes[id].type; }
 
+  /// A gradient node: it reads the remat copy of a forward value where there is one.
   unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type,
                 SMRange loc, std::map<std::string, Attribute> attrs = {}) {
+    for (unsigned &operand : operands)
+      if (auto copy = recomputedAs.find(operand); copy != recomputedAs.end())
+        operand = copy->second;
     return appendNode(graph, op, std::move(operands), type, loc, std::move(attrs));
+  }
+
+  /// Appends the copies of group `g`'s nodes that its policy does not keep.
+  void recompute(unsigned g) {
+    const RematGroup &group = remat[g];
+    for (unsigned id = group.begin; id < group.end; ++id) {
+      const Node &node = graph.nodes[id];
+      bool dot = node.op == OpKind::matmul || node.op == OpKind::contract;
+      if (node.operands.empty() || (group.policy == "dots" && dot))
+        continue;
+      Node copy = node;
+      for (unsigned &operand : copy.operands)
+        if (auto recomputed = recomputedAs.find(operand); recomputed != recomputedAs.end())
+          operand = recomputed->second;
+      copy.attrs["remat"] = static_cast<int64_t>(g);
+      recomputedAs[id] = graph.add(std::move(copy));
+    }
   }
 
   unsigned constant(double value, SMRange loc) {
@@ -296,6 +341,7 @@ private:
 
 std::optional<std::vector<unsigned>> shardc::appendGradient(Graph &graph, unsigned loss,
                                                             const std::vector<unsigned> &wrt,
+                                                            const std::vector<RematGroup> &remat,
                                                             DiagnosticEngine &diags) {
-  return GradientBuilder(graph, diags).run(loss, wrt);
+  return GradientBuilder(graph, remat, diags).run(loss, wrt);
 }

@@ -23,9 +23,9 @@
 // shaped and sharded like the parameter.
 //
 // The update is kept only where the step is healthy: h = loss + the sum over every
-// gradient of g * 0 is finite exactly when the loss and every gradient are (g * 0
-// is NaN for an infinite or NaN g, 0 otherwise; g * g would overflow for large
-// finite g). Each new parameter and state is select(h - h == 0, new, old)
+// gradient of g * 0 (finite_zero) is finite exactly when the loss and every
+// gradient are (g * 0 is NaN for an infinite or NaN g, 0 otherwise; g * g would
+// overflow for large finite g). Each new parameter and state is select(h - h == 0, new, old)
 // (keep_if_finite, fused into the update's pass), and the loss the step returns
 // is loss + (h - h): NaN on such a step. So the runtime can update its one set of
 // parameters and state in place: a step it stops at or skips has changed nothing.
@@ -120,16 +120,10 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
   SMRange at = optimizer.loc;
   // The step's health: loss + the sum of every gradient times 0, finite exactly when
   // the loss and every gradient are (a sum of squares would overflow on large finite
-  // gradients). One read of each gradient, fused into its sum.
+  // gradients). One read of each gradient.
   std::optional<unsigned> health = loss;
-  unsigned zero = appendNode(graph, OpKind::constant, {}, kScalar, at, {{"value", 0.0}});
-  for (unsigned g : grads) {
-    unsigned zeroed = appendNode(graph, OpKind::mul, {g, zero}, graph.nodes[g].type, at);
-    health = addTo(graph, health,
-                   appendNode(graph, OpKind::sum, {zeroed}, kScalar, at,
-                              {{"over", everyAxis(graph.nodes[g])}}),
-                   at);
-  }
+  for (unsigned g : grads)
+    health = addTo(graph, health, appendNode(graph, OpKind::finite_zero, {g}, kScalar, at), at);
   if (hyperparameter(optimizer, "clip") > 0)
     grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
   unsigned lr = learningRate(graph, optimizer, step);

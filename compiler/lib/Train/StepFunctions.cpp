@@ -13,7 +13,8 @@ public:
 
   std::optional<StepProgram> run() {
     std::vector<FlatNode> ids;
-    if (!flattenForwards(program, sp.graph, ids, diags))
+    std::vector<RematGroup> remat;
+    if (!flattenForwards(program, sp.graph, ids, remat, diags))
       return std::nullopt;
     for (const Parameter &p : program.params)
       llvm::append_range(sp.params, layersOf(p, OpKind::param));
@@ -27,7 +28,7 @@ public:
     for (const FunctionValue &p : sp.params)
       paramNodes.push_back(p.node);
     unsigned loss = ids[program.loss].train;
-    auto grads = appendGradient(sp.graph, loss, paramNodes, diags);
+    auto grads = appendGradient(sp.graph, loss, paramNodes, remat, diags);
     if (!grads)
       return std::nullopt;
 

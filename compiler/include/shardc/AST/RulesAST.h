@@ -48,11 +48,21 @@ struct OverrideAST {
   std::vector<MeshTargetAST> dims;
 };
 
+/// remat "blocks" : nothing
+struct RematAST {
+  std::string pattern; // glob over scanned blocks' paths
+  SMRange range;
+  SMRange patternRange;
+  std::string policy;
+  SMRange policyRange;
+};
+
 struct RulesFileAST {
   std::string path;
   std::vector<MeshAST> meshes; // sema checks there is exactly one
   std::vector<RuleAST> rules;
   std::vector<OverrideAST> overrides;
+  std::vector<RematAST> remats;
 };
 
 } // namespace shardc

@@ -24,6 +24,9 @@ inline constexpr const char *kNameAttr = "shardc.name";
 inline constexpr const char *kLayerAttr = "shardc.layer";
 /// An eval result returned per example.
 inline constexpr const char *kPerExampleAttr = "shardc.per_example";
+/// On ops: a value the backward pass recomputes (remat), with its group (one
+/// layer of a scanned block under a `remat` policy).
+inline constexpr const char *kRematAttr = "shardc.remat";
 
 /// On arguments: what the runtime passes there (its ABI, runtime/README.md),
 /// one of the roles below.

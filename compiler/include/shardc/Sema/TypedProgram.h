@@ -172,6 +172,12 @@ struct Optimizer {
   llvm::StringRef name() const { return optimizerName(kind); }
 };
 
+/// What the backward pass of a scanned block keeps of its forward values (the rules
+/// file's `remat`, JAX's checkpoint policies): `nothing` (recompute the block from
+/// its input), `dots` (keep the matmuls' and contractions' outputs, recompute the
+/// rest), `everything` (recompute nothing, as without remat).
+inline constexpr const char *kRematPolicies[] = {"nothing", "dots", "everything"};
+
 struct TypedProgram {
   std::string modelName;
   std::string modelPath, rulesPath;

@@ -69,19 +69,30 @@ struct FlatNode {
   unsigned train = 0, eval = 0;
 };
 
+/// One layer of a scanned block under a `remat` policy other than `everything`:
+/// the flat graph's nodes [begin, end), which the gradient recomputes before the
+/// layer's backward pass instead of keeping them from the forward.
+struct RematGroup {
+  std::string policy;
+  unsigned begin = 0, end = 0;
+};
+
 /// Copies the program's forward into `out` for training and for evaluation,
 /// every scan unrolled: the body once per layer, stacked parameters and
 /// dropout inputs as per-layer `param` and `input` nodes (attribute
 /// `layer`). `newIds` maps the program graph's node ids to `out`'s.
 bool flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNode> &newIds,
-                     DiagnosticEngine &diags);
+                     std::vector<RematGroup> &remat, DiagnosticEngine &diags);
 
 /// Appends the reverse-mode gradient of `loss` (a scalar) to `graph`; returns
 /// one gradient node per node of `wrt` (a zero constant where the loss does
 /// not depend on it), or std::nullopt after reporting an op it cannot
-/// differentiate.
+/// differentiate. The forward values of each `remat` group that its policy does
+/// not keep are recomputed, just before the group's own gradient, by copies
+/// (attribute `remat`: the group's index) that the gradient reads instead.
 std::optional<std::vector<unsigned>> appendGradient(Graph &graph, unsigned loss,
                                                     const std::vector<unsigned> &wrt,
+                                                    const std::vector<RematGroup> &remat,
                                                     DiagnosticEngine &diags);
 
 /// The nodes of an optimizer update: the new parameters, then the new state in
