@@ -7,7 +7,8 @@ runtime's memory check compares with the host), and the peak resident memory of 
 largest rank (VmHWM, from the run's summary) over a few synthetic training steps on 8
 local ranks, with their ratio. Models: W2 (examples/cnn), W4 (examples/gpt) and W7's
 GPT-2 small shape (examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor
-parallel rules where the example has them.
+parallel rules where the example has them, and GPT-2 small under FSDP with every block
+recomputed (examples/gpt2/fsdp-remat.rules).
 
     bench/memory/run.py            # every case (about 15 minutes on 2 cores)
     bench/memory/run.py --quick    # W2 and W4 only
@@ -39,7 +40,8 @@ CASES = [
     ("W2", f"{EX}/cnn/cnn.shard", {"dp": f"{EX}/cnn/dp.rules", "tp": f"{EX}/cnn/2d.rules"}, 3),
     ("W4", f"{EX}/gpt/gpt.shard", {l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")}, 3),
     ("GPT-2 small", f"{EX}/gpt2/gpt2-small.shard",
-     {l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")}, 2),
+     dict({l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")},
+          **{"fsdp+remat": f"{EX}/gpt2/fsdp-remat.rules"}), 2),
 ]
 RANKS = 8
 

@@ -29,6 +29,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
@@ -410,6 +411,18 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
       memory.activations = addSaturating(memory.activations, tensorBytes(t));
   });
   memory.activationsAtPeak = activationsAtPeak(fn);
+  fn.walk([&](linalg::LinalgOp op) {
+    int64_t iterations = 1;
+    for (int64_t range : op.getStaticLoopRanges())
+      if (!ShapedType::isDynamic(range))
+        iterations = range && iterations > INT64_MAX / range ? INT64_MAX : iterations * range;
+    int64_t flops = op.getNumReductionLoops() ? 2 * iterations : iterations;
+    memory.stepFlops = addSaturating(memory.stepFlops, flops);
+    if (op->hasAttr(kRematAttr)) {
+      memory.rematFlops = addSaturating(memory.rematFlops, flops);
+      ++memory.rematOps;
+    }
+  });
   return memory;
 }
 
@@ -505,7 +518,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                  {"inputs", memory.inputs},
                                  {"activations", memory.activations},
                                  {"activations_at_peak", memory.activationsAtPeak},
-                                 {"total", memory.total()}};
+                                 {"total", memory.total()},
+                                 {"step_flops", memory.stepFlops},
+                                 {"remat_flops", memory.rematFlops}};
     for (const auto &[role, bytes] : memory.arenas)
       report["memory_per_rank"][role + "_arena"] = bytes;
     json list = json::array();
@@ -547,6 +562,12 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
        << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
   os << "  total        " << llvm::right_justify(formatBytes(memory.total()), 12) << "  ("
      << describeTotal(memory) << ")\n\n";
+  if (memory.rematOps)
+    os << llvm::formatv("remat: the backward pass recomputes {0} ops, {1:F2} GFLOP per rank and "
+                        "step ({2:F1} % of the step's {3:F2})\n\n",
+                        memory.rematOps, memory.rematFlops / 1e9,
+                        100.0 * memory.rematFlops / std::max<int64_t>(memory.stepFlops, 1),
+                        memory.stepFlops / 1e9);
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank";
   if (localCount)
