@@ -67,7 +67,7 @@ def measure(model, rules, steps, workdir):
     exe = os.path.join(workdir, "model")
     compile_seconds = tb.compile_shardc(SHARDC, model, rules, exe)
     summary = tb.run_shardc(exe, RANKS, ["--synthetic", "--steps", str(steps), "--no-eval"], steps)
-    return compile_seconds, summary["resident_bytes_per_rank"]["peak"]
+    return compile_seconds, summary["resident_bytes_per_rank"]
 
 
 def main():
@@ -84,11 +84,18 @@ def main():
             for layout, rules in layouts.items():
                 log(f"{name} under {os.path.relpath(rules, REPO)}")
                 promised = report(model, rules)
-                compile_seconds, peak = measure(model, rules, steps, workdir)
+                compile_seconds, resident = measure(model, rules, steps, workdir)
+                peak = resident["peak"]
                 row = {"model": name, "layout": layout, "rules": os.path.relpath(rules, REPO),
                        "report_total_mib": mib(promised["total"]),
                        "measured_peak_resident_mib": mib(peak),
                        "measured_over_report": round(peak / promised["total"], 3),
+                       # At the end of the run, the largest rank's: anonymous memory
+                       # (the program's), file-backed (libraries) and shared (MPI's
+                       # shared-memory transport).
+                       "end_anonymous_mib": mib(resident["anonymous"]),
+                       "end_file_mib": mib(resident["file"]),
+                       "end_shared_mib": mib(resident["shared"]),
                        "train_arena_mib": mib(promised.get("train_arena", 0)),
                        "eval_arena_mib": mib(promised.get("eval_arena", 0)),
                        "parameters_mib": mib(promised["parameters"]),
