@@ -24,7 +24,7 @@ without sizes); metrics (f32 and i32); every optimizer (with a learning-rate sch
 and global-norm clipping or not) or none; model config
 parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
 for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
-path or glob.
+path or glob, activation checkpointing (remat) of a scan by name or glob.
 
 Values stay finite: log only of sigmoid(.) + 1, division only by sigmoid(.) + 1, exp
 only of tanh(.). Layouts the partitioner does not handle yet (a split class axis of
@@ -66,6 +66,7 @@ class Program:
         self.lets = []           # model lines after the inputs
         self.values = []         # tensors usable by later lets
         self.params = []         # parameter paths (for overrides) with their ranks
+        self.scans = []          # scan instances (for remat)
         self.counter = 0
         self.block_names = set()
         self.inputs = []
@@ -386,6 +387,7 @@ class Program:
             self.lets.append(f"  let {inst} = scan({name}(depth = {depth}), {layers})")
             call = f"{inst}({v.name})"
         self.params += [(f"{inst}.W1", 3), (f"{inst}.W2", 3)]
+        self.scans.append(inst)
         self.sizes.setdefault("layer", layers)
         if self.sizes["layer"] != layers or layers % 2:
             self.unsplittable.add("layer")
@@ -547,6 +549,10 @@ class Program:
                 rank = same[0] if len(set(same)) == 1 else None
             if rank is not None:
                 lines.append(f'override "{pattern}" : [{", ".join(["none"] * rank)}]')
+        # Activation checkpointing of a scan, by its name or a glob of all of them.
+        if self.scans and r.random() < 0.5:
+            pattern = r.choice(self.scans + ["stack*"])
+            lines.append(f'remat "{pattern}" : {r.choice(["nothing", "dots", "everything"])}')
         return "\n".join(lines) + "\n"
 
 
