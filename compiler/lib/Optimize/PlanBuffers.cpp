@@ -11,12 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 
-#include "llvm/Support/Debug.h"
-
 #include <limits>
-#include <map>
-
-#define DEBUG_TYPE "shardc-plan-buffers"
 
 namespace shardc {
 #define GEN_PASS_DEF_PLANBUFFERSPASS
@@ -140,19 +135,6 @@ int64_t placeBuffers(SmallVector<Buffer> &buffers) {
   return arena;
 }
 
-/// The most bytes live at one op: no placement can do with less.
-[[maybe_unused]] int64_t mostLiveAtOnce(ArrayRef<Buffer> buffers) {
-  std::map<int64_t, int64_t> change;
-  for (const Buffer &b : buffers) {
-    change[b.first] += b.bytes;
-    change[b.last + 1] -= b.bytes;
-  }
-  int64_t live = 0, most = 0;
-  for (auto [at, delta] : change)
-    most = std::max(most, live += delta);
-  return most;
-}
-
 struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPass> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
@@ -162,14 +144,11 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
     SmallVector<Buffer> buffers = collectBuffers(body);
     OpBuilder b(&body, body.begin());
     if (buffers.size() < 2) { // nothing to share: the buffer keeps its alloc
-      fn->setAttr("shardc.arena_bytes",
+      fn->setAttr(shardc::kArenaBytesAttr,
                   b.getI64IntegerAttr(buffers.empty() ? 0 : buffers.front().bytes));
       return;
     }
     int64_t arenaBytes = placeBuffers(buffers);
-    LLVM_DEBUG(llvm::dbgs() << fn.getName() << ": " << buffers.size() << " buffers, arena "
-                            << arenaBytes << " bytes, most live at once "
-                            << mostLiveAtOnce(buffers) << "\n");
 
     Location loc = fn.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
@@ -185,7 +164,7 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
     }
     b.setInsertionPoint(body.getTerminator());
     memref::DeallocOp::create(b, loc, arena);
-    fn->setAttr("shardc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+    fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
   }
 };
 

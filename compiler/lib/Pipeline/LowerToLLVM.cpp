@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/MLIRGen.h"
+#include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -137,6 +138,6 @@ LogicalResult shardc::lowerToLLVM(ModuleOp module) {
 void shardc::addPlannedArenas(ModuleOp lowered, MemoryPerRank &memory) {
   for (auto [function, role] : kEntryPoints)
     if (Operation *entry = lowered.lookupSymbol(entryName(role)))
-      if (auto bytes = entry->getAttrOfType<IntegerAttr>("shardc.arena_bytes"))
+      if (auto bytes = entry->getAttrOfType<IntegerAttr>(shardc::kArenaBytesAttr))
         memory.arenas.emplace_back(role, bytes.getInt());
 }

@@ -353,6 +353,8 @@ private:
   /// Each `remat` names scanned blocks by a glob over their paths; the first that
   /// matches a scan gives it its policy (attribute `remat` of the scan node).
   void applyRemat() {
+    if (rules.remats.empty())
+      return;
     std::vector<Node *> scans;
     std::string paths;
     for (Node &node : program.graph.nodes)

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,8 +31,8 @@ bool gathersParameter(shard::AllGatherOp gather, func::FuncOp fn) {
   auto arg = dyn_cast<BlockArgument>(gather.getInput());
   if (!arg || arg.getOwner() != &fn.getBody().front())
     return false;
-  auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "shardc.role");
-  return role && role.getValue() == "parameter";
+  auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), shardc::kRoleAttr);
+  return role && role.getValue() == shardc::kParameterRole;
 }
 
 struct RegatherParametersPass

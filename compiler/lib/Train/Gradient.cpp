@@ -100,12 +100,17 @@ private:
 
   const TensorType &typeOf(unsigned id) const { return graph.nodes[id].type; }
 
-  /// A gradient node: it reads the remat copy of a forward value where there is one.
-  unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type,
-                SMRange loc, std::map<std::string, Attribute> attrs = {}) {
+  /// Each operand that has a remat copy reads the copy instead.
+  void readCopies(std::vector<unsigned> &operands) const {
     for (unsigned &operand : operands)
       if (auto copy = recomputedAs.find(operand); copy != recomputedAs.end())
         operand = copy->second;
+  }
+
+  /// A gradient node: it reads the remat copy of a forward value where there is one.
+  unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type,
+                SMRange loc, std::map<std::string, Attribute> attrs = {}) {
+    readCopies(operands);
     return appendNode(graph, op, std::move(operands), type, loc, std::move(attrs));
   }
 
@@ -118,9 +123,7 @@ private:
       if (node.operands.empty() || (group.policy == "dots" && dot))
         continue;
       Node copy = node;
-      for (unsigned &operand : copy.operands)
-        if (auto recomputed = recomputedAs.find(operand); recomputed != recomputedAs.end())
-          operand = recomputed->second;
+      readCopies(copy.operands);
       copy.attrs["remat"] = static_cast<int64_t>(g);
       recomputedAs[id] = graph.add(std::move(copy));
     }

@@ -77,28 +77,18 @@ unsigned learningRate(Graph &graph, const Optimizer &optimizer, unsigned step) {
                      {"end", hyperparameter(optimizer, "end_lr")}});
 }
 
-std::vector<std::string> everyAxis(const Node &node) {
-  std::vector<std::string> axes;
-  for (const Dim &d : node.type.dims)
-    axes.push_back(d.axis);
-  return axes;
-}
-
-/// `total` + `term`, or `term` for the first.
-unsigned addTo(Graph &graph, std::optional<unsigned> total, unsigned term, SMRange at) {
-  return total ? appendNode(graph, OpKind::add, {*total, term}, kScalar, at) : term;
-}
-
 /// The gradients scaled to a global norm of at most `clip`.
 std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
                                        std::vector<unsigned> grads) {
   SMRange at = optimizer.loc;
   std::optional<unsigned> squares;
-  for (unsigned g : grads)
-    squares = addTo(graph, squares,
-                    appendNode(graph, OpKind::contract, {g, g}, kScalar, at,
-                               {{"over", everyAxis(graph.nodes[g])}}),
-                    at);
+  for (unsigned g : grads) {
+    std::vector<std::string> every;
+    for (const Dim &d : graph.nodes[g].type.dims)
+      every.push_back(d.axis);
+    unsigned own = appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}});
+    squares = squares ? appendNode(graph, OpKind::add, {*squares, own}, kScalar, at) : own;
+  }
   if (!squares)
     return grads;
   unsigned scale = appendNode(graph, OpKind::clip_scale, {*squares}, kScalar, at,
@@ -121,9 +111,11 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
   // The step's health: loss + the sum of every gradient times 0, finite exactly when
   // the loss and every gradient are (a sum of squares would overflow on large finite
   // gradients). One read of each gradient.
-  std::optional<unsigned> health = loss;
+  unsigned health = loss;
   for (unsigned g : grads)
-    health = addTo(graph, health, appendNode(graph, OpKind::finite_zero, {g}, kScalar, at), at);
+    health = appendNode(graph, OpKind::add,
+                        {health, appendNode(graph, OpKind::finite_zero, {g}, kScalar, at)},
+                        kScalar, at);
   if (hyperparameter(optimizer, "clip") > 0)
     grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
   unsigned lr = learningRate(graph, optimizer, step);
@@ -178,9 +170,9 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
     old.insert(old.end(), tensors.begin(), tensors.end());
   for (size_t i = 0; i < newParams.size(); ++i)
     update.values.push_back(appendNode(graph, OpKind::keep_if_finite,
-                                       {newParams[i], old[i], *health},
+                                       {newParams[i], old[i], health},
                                        graph.nodes[old[i]].type, at));
-  unsigned nothing = appendNode(graph, OpKind::sub, {*health, *health}, kScalar, at);
+  unsigned nothing = appendNode(graph, OpKind::sub, {health, health}, kScalar, at);
   update.loss = appendNode(graph, OpKind::add, {loss, nothing}, kScalar, at);
   return update;
 }

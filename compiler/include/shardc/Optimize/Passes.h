@@ -12,6 +12,9 @@
 
 namespace shardc {
 
+/// On a function shardc-plan-buffers planned: the bytes of its one arena.
+inline constexpr llvm::StringLiteral kArenaBytesAttr = "shardc.arena_bytes";
+
 #define GEN_PASS_DECL
 #include "shardc/Optimize/Passes.h.inc"
 
