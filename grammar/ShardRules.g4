@@ -1,11 +1,12 @@
 // Partition rules files (*.rules): a device mesh with named axes, rules from
-// logical axes to mesh axes, per-parameter overrides, and which scanned blocks
-// recompute their activations in the backward pass.
+// logical axes to mesh axes, per-parameter overrides, which scanned blocks
+// recompute their activations in the backward pass, and the training batch's
+// microbatches.
 grammar ShardRules;
 import ShardLexerCommon;
 
 // Sections may come in any order; sema checks there is exactly one mesh.
-rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl)* EOF ;
+rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl | microbatchesDecl)* EOF ;
 
 meshDecl : 'mesh' '(' meshAxis (',' meshAxis)* ')' ;
 meshAxis : IDENT '=' INT ;
@@ -22,3 +23,7 @@ overrideDecl : 'override' STRING ':' '[' (meshTarget (',' meshTarget)*)? ']' ;
 // remat "blocks" : nothing   (a glob over scanned blocks' paths; the policy: nothing,
 // dots or everything, what the backward pass keeps of the forward's values)
 rematDecl : 'remat' STRING ':' IDENT ;
+
+// microbatches 4   (the training step runs the batch in 4 slices, their gradients
+// summed before they are reduced across ranks and applied: gradient accumulation)
+microbatchesDecl : 'microbatches' INT ;

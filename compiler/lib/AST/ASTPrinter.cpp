@@ -102,6 +102,8 @@ public:
     }
     for (const auto &remat : r.remats)
       line(1, remat.range, "remat \"" + remat.pattern + "\" : " + remat.policy);
+    for (const auto &m : r.microbatches)
+      line(1, m.range, "microbatches " + std::to_string(m.count));
   }
 
 private:

@@ -729,21 +729,16 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   return {};
 }
 
-/// What the runtime passes as argument `i` of `function`, by its place in
-/// the ABI (StepFunctions.h): parameters, then (train_step) optimizer state,
-/// then inputs, then (train_step) the step number.
-static StringRef argumentRole(const TypedProgram &program, const StepProgram &steps,
-                              const StepFunction &function, size_t i) {
-  const bool isTrain = steps.train && &function == &*steps.train;
-  const size_t params = steps.params.size();
-  const size_t state = isTrain ? params * optimizerState(program.optimizer->kind).size() : 0;
-  if (i < params)
-    return kParameterRole;
-  if (i < params + state)
-    return kOptimizerStateRole;
-  if (isTrain && i + 1 == function.args.size())
-    return kStepRole;
-  return kInputRole;
+static StringRef roleName(ArgRole role) {
+  switch (role) {
+  case ArgRole::parameter: return kParameterRole;
+  case ArgRole::optimizer_state: return kOptimizerStateRole;
+  case ArgRole::input: return kInputRole;
+  case ArgRole::step: return kStepRole;
+  case ArgRole::gradient: return kGradientRole;
+  case ArgRole::loss: return kLossRole;
+  }
+  llvm_unreachable("unknown argument role");
 }
 
 /// Marks the ops after `before` in `block` (all of them without it) as the remat
@@ -782,10 +777,15 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
   };
   for (auto [i, a] : llvm::enumerate(function.args)) {
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setArgAttr(n, k, v); }, i, a);
-    fn.setArgAttr(i, kRoleAttr, b.getStringAttr(argumentRole(program, steps, function, i)));
+    fn.setArgAttr(i, kRoleAttr, b.getStringAttr(roleName(a.role)));
+    if (a.microbatchDim >= 0)
+      fn.setArgAttr(i, kMicrobatchDimAttr, b.getI64IntegerAttr(a.microbatchDim));
   }
-  for (auto [i, r] : llvm::enumerate(function.results))
+  for (auto [i, r] : llvm::enumerate(function.results)) {
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setResultAttr(n, k, v); }, i, r);
+    if (r.microbatchScale != 1)
+      fn.setResultAttr(i, kMicrobatchScaleAttr, b.getF64FloatAttr(r.microbatchScale));
+  }
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -862,8 +862,14 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     auto grid = shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
     grid->setAttr(kAxisNamesAttr, b.getStrArrayAttr(names));
   }
-  if (steps.train && !emitFunction(*module, *steps.train))
+  if (steps.microbatches) {
+    (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(steps.microbatches->count));
+    if (!emitFunction(*module, steps.microbatches->grads) ||
+        !emitFunction(*module, steps.microbatches->apply))
+      return nullptr;
+  } else if (steps.train && !emitFunction(*module, *steps.train)) {
     return nullptr;
+  }
   if (!emitFunction(*module, steps.eval) || !emitFunction(*module, steps.grad))
     return nullptr;
   // The verifier's errors go to the context's handler (shardc's reports them

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 #include <limits>
@@ -24,12 +25,15 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-/// A buffer of the function's body: first used at op `first`, last accessed
-/// at op `last` (positions in the body), `bytes` long, placed at `offset`.
+/// A buffer of a block: first used at op `first`, last accessed at op `last`
+/// (positions in the block), `bytes` long, placed at `offset`. Or, without an
+/// alloc, the buffers of a loop's body (`inner`, placed within it), live while
+/// the loop runs.
 struct Buffer {
   memref::AllocOp alloc;
   memref::DeallocOp dealloc;
   int64_t first, last, bytes, offset = 0;
+  std::vector<Buffer> inner;
 
   bool overlapsInTime(const Buffer &other) const {
     return first <= other.last && other.first <= last;
@@ -111,7 +115,7 @@ SmallVector<Buffer> collectBuffers(Block &body) {
 /// Greedy by size (the planner of TFLite's arena): largest first, each at the
 /// lowest offset where it overlaps no placed buffer that is live at the same
 /// time. Returns the arena's size.
-int64_t placeBuffers(SmallVector<Buffer> &buffers) {
+int64_t placeBuffers(std::vector<Buffer> &buffers) {
   SmallVector<Buffer *> order = llvm::map_to_vector(buffers, [](Buffer &b) { return &b; });
   llvm::stable_sort(order, [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
   SmallVector<Buffer *> placed;
@@ -135,33 +139,60 @@ int64_t placeBuffers(SmallVector<Buffer> &buffers) {
   return arena;
 }
 
+/// The buffers of `body` and, as one buffer each, those of the loops in it
+/// (an iteration's temporaries, planned within the loop's bytes), placed.
+/// Returns the bytes they take.
+int64_t planBlock(Block &body, std::vector<Buffer> &buffers) {
+  SmallVector<Buffer> own = collectBuffers(body);
+  buffers.assign(own.begin(), own.end());
+  for (auto [i, op] : llvm::enumerate(body)) {
+    if (!isa<scf::ForOp>(op))
+      continue;
+    Buffer loop;
+    loop.first = loop.last = i;
+    loop.bytes = llvm::alignTo(planBlock(*cast<scf::ForOp>(op).getBody(), loop.inner), kAlignment);
+    if (!loop.inner.empty())
+      buffers.push_back(std::move(loop));
+  }
+  return placeBuffers(buffers);
+}
+
+/// Each planned alloc becomes a view of `arena` at its offset (`base` + its
+/// place), and its dealloc goes.
+void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpBuilder &b) {
+  for (Buffer &buffer : buffers) {
+    if (!buffer.alloc) {
+      replaceByViews(buffer.inner, arena, base + buffer.offset, b);
+      continue;
+    }
+    b.setInsertionPoint(buffer.alloc);
+    Location loc = buffer.alloc.getLoc();
+    Value offset = arith::ConstantIndexOp::create(b, loc, base + buffer.offset);
+    Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena, offset, ValueRange{});
+    buffer.alloc.replaceAllUsesWith(view);
+    buffer.alloc.erase();
+    buffer.dealloc.erase();
+  }
+}
+
 struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPass> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     if (fn.isExternal() || !fn.getBody().hasOneBlock())
       return;
     Block &body = fn.getBody().front();
-    SmallVector<Buffer> buffers = collectBuffers(body);
+    std::vector<Buffer> buffers;
+    int64_t arenaBytes = planBlock(body, buffers);
     OpBuilder b(&body, body.begin());
-    if (buffers.size() < 2) { // nothing to share: the buffer keeps its alloc
-      fn->setAttr(shardc::kArenaBytesAttr,
-                  b.getI64IntegerAttr(buffers.empty() ? 0 : buffers.front().bytes));
+    // Nothing to share: the one buffer keeps its alloc.
+    if (buffers.empty() || (buffers.size() == 1 && buffers.front().alloc)) {
+      fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
       return;
     }
-    int64_t arenaBytes = placeBuffers(buffers);
-
     Location loc = fn.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
     Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));
-    for (Buffer &buffer : buffers) {
-      b.setInsertionPoint(buffer.alloc);
-      Value offset = arith::ConstantIndexOp::create(b, buffer.alloc.getLoc(), buffer.offset);
-      Value view = memref::ViewOp::create(b, buffer.alloc.getLoc(), buffer.alloc.getType(), arena,
-                                          offset, ValueRange{});
-      buffer.alloc.replaceAllUsesWith(view);
-      buffer.alloc.erase();
-      buffer.dealloc.erase();
-    }
+    replaceByViews(buffers, arena, 0, b);
     b.setInsertionPoint(body.getTerminator());
     memref::DeallocOp::create(b, loc, arena);
     fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));

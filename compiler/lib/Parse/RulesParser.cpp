@@ -70,5 +70,16 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
     remat.policyRange = source.range(r->IDENT());
     rules->remats.push_back(std::move(remat));
   }
+  for (auto *m : root->microbatchesDecl()) {
+    MicrobatchesAST microbatches;
+    errno = 0;
+    microbatches.count = std::strtoll(m->INT()->getText().c_str(), nullptr, 10);
+    microbatches.range = source.range(m);
+    microbatches.countRange = source.range(m->INT());
+    if (errno == ERANGE)
+      diags.error(microbatches.countRange, "microbatches " + m->INT()->getText() +
+                                               " is too large");
+    rules->microbatches.push_back(microbatches);
+  }
   return diags.errorCount() == errorsBefore ? std::move(rules) : nullptr;
 }

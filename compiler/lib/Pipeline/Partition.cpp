@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Shard/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -37,4 +38,8 @@ LogicalResult shardc::propagateShardings(ModuleOp module) {
 
 LogicalResult shardc::partition(ModuleOp module) {
   return runPipeline(module, buildPartitionPipeline);
+}
+
+LogicalResult shardc::accumulateMicrobatches(ModuleOp module) {
+  return runPipeline(module, [](OpPassManager &pm) { pm.addPass(createAccumulateMicrobatchesPass()); });
 }

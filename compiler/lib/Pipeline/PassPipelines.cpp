@@ -47,6 +47,9 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // combined all_reduce may be sliced), and again after it: the fusion moves
 // sums over a sliced axis (the clipping norm's) below the slice, each with a
 // scalar all_reduce that the running sum of the norm then combines.
+// shardc-accumulate-microbatches (with microbatches) after the combining, on
+// each gradient's own collective, which it moves after its loop, and before the
+// bucketing, which then buckets those.
 // shardc-bucket-all-reduces on the all_reduces that are left.
 // shardc-regather-parameters after the last cse, which would merge its
 // gathers back into one that keeps every full weight live (ZeRO-3's copy
@@ -64,8 +67,10 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCombineAllReducesPass());
   function.addPass(createFuseReduceScatterPass());
   function.addPass(createCombineAllReducesPass());
-  function.addPass(createBucketAllReducesPass());
-  function.addPass(createRegatherParametersPass());
+  pm.addPass(createAccumulateMicrobatchesPass());
+  OpPassManager &after = pm.nest<func::FuncOp>();
+  after.addPass(createBucketAllReducesPass());
+  after.addPass(createRegatherParametersPass());
 }
 
 // Why each pass sits where it does:

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
@@ -350,11 +351,21 @@ std::string shardc::describeTotal(const MemoryPerRank &memory) {
          (memory.arenas.empty() ? " of activations at the peak" : " of the larger step arena");
 }
 
+/// How many times `op` runs per call of `fn`: the product of the trip counts of
+/// the loops around it (the microbatches').
+static int64_t timesRun(Operation *op, func::FuncOp fn) {
+  int64_t times = 1;
+  for (Operation *parent = op->getParentOp(); parent && parent != fn; parent = parent->getParentOp())
+    if (auto loop = dyn_cast<scf::ForOp>(parent))
+      if (std::optional<APInt> trips = loop.getStaticTripCount())
+        times = mulSaturating(times, trips->getSExtValue());
+  return times;
+}
+
 /// The most bytes of intermediate tensors live at once in `fn`'s body, each
 /// from the op that makes it to its last use (a returned one to the end); a
 /// reshape's result is its operand's buffer, which lives as long as either.
-static int64_t activationsAtPeak(func::FuncOp fn) {
-  Block &body = fn.getBody().front();
+static int64_t activationsAtPeak(Block &body) {
   const unsigned end = body.getOperations().size();
   DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(body))
@@ -385,6 +396,13 @@ static int64_t activationsAtPeak(func::FuncOp fn) {
     allocated[position[owner.getDefiningOp()]] += bytes;
     freed[last] += bytes;
   }
+  // A loop's body (one microbatch) peaks while the loop runs.
+  for (Operation &op : body)
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      int64_t inner = activationsAtPeak(*loop.getBody());
+      allocated[position[&op]] += inner;
+      freed[position[&op]] += inner;
+    }
   int64_t live = 0, peak = 0;
   for (auto [in, out] : llvm::zip_equal(allocated, freed)) {
     live = addSaturating(live, in);
@@ -405,18 +423,20 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
       *total = addSaturating(*total, tensorBytes(arg.getType()));
   }
   fn.walk([&](Operation *op) {
-    if (op->getParentOp() != fn || isa<arith::ConstantOp>(op))
+    // The function's ops and a microbatch loop's (once: the same bytes each time).
+    if (!isa<func::FuncOp, scf::ForOp>(op->getParentOp()) || isa<arith::ConstantOp>(op))
       return;
     for (Type t : op->getResultTypes())
       memory.activations = addSaturating(memory.activations, tensorBytes(t));
   });
-  memory.activationsAtPeak = activationsAtPeak(fn);
+  memory.activationsAtPeak = activationsAtPeak(fn.getBody().front());
   fn.walk([&](linalg::LinalgOp op) {
     int64_t iterations = 1;
     for (int64_t range : op.getStaticLoopRanges())
       if (!ShapedType::isDynamic(range))
         iterations = range && iterations > INT64_MAX / range ? INT64_MAX : iterations * range;
-    int64_t flops = op.getNumReductionLoops() ? 2 * iterations : iterations;
+    int64_t flops = mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations,
+                                  timesRun(op, fn));
     memory.stepFlops = addSaturating(memory.stepFlops, flops);
     if (op->hasAttr(kRematAttr)) {
       memory.rematFlops = addSaturating(memory.rematFlops, flops);
@@ -467,10 +487,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
           seen.loc == c->loc && seen.label() == c->label()) {
-        ++seen.count;
+        seen.count += timesRun(op, fn);
         return;
       }
-    c->count = 1;
+    c->count = timesRun(op, fn);
     collectives.push_back(*c);
   });
 

@@ -284,8 +284,24 @@ std::optional<std::string> Elaborator::resolveAxisName(const std::string &name, 
   return it->second;
 }
 
+std::optional<int64_t> Elaborator::splitSize(const std::string &axis, int64_t size,
+                                             SMRange range, llvm::StringRef what) {
+  if (program.microbatchAxis.empty())
+    program.microbatchAxis = axis;
+  if (axis != program.microbatchAxis)
+    return size;
+  if (size % inputSplit->count) {
+    diags.error(range, "the microbatches do not divide the batch: " + what + " has '" + axis +
+                           "' = " + std::to_string(size) + ", not a multiple of " +
+                           std::to_string(inputSplit->count));
+    diags.note(inputSplit->loc, "microbatches asked for here");
+    return std::nullopt;
+  }
+  return size / inputSplit->count;
+}
+
 std::optional<TensorType> Elaborator::resolveType(const TensorTypeAST &ast, Scope &scope,
-                                                  llvm::StringRef what) {
+                                                  llvm::StringRef what, bool isModelInput) {
   TensorType type;
   type.dtype = ast.dtype;
   std::set<std::string> seen;
@@ -304,6 +320,8 @@ std::optional<TensorType> Elaborator::resolveType(const TensorTypeAST &ast, Scop
     auto known = scope.axes->sizes.find(*axis);
     if (d.size) {
       auto size = evalSize(*d.size, scope);
+      if (size && isModelInput && inputSplit)
+        size = splitSize(*axis, *size, d.range, what);
       if (!size) {
         ok = false;
         continue;

@@ -93,7 +93,7 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
       scope.names.emplace(in.name, Value());
       continue;
     }
-    auto type = resolveType(in.type, scope, "input '" + in.name + "'");
+    auto type = resolveType(in.type, scope, "input '" + in.name + "'", /*isModelInput=*/true);
     if (!type) {
       scope.names.emplace(in.name, Value());
       continue;

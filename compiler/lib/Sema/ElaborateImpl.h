@@ -111,6 +111,9 @@ public:
   /// Elaborates `model` into the program. Returns false after reporting errors.
   bool elaborateModel(const ModelAST &model);
 
+  /// The inputs' first axis is `microbatches.count` times smaller than written.
+  void splitInputs(const Microbatches &microbatches) { inputSplit = microbatches; }
+
 private:
   // ---- the model (Elaborate.cpp)
   void let(const LetAST &let, Scope &scope, GraphContext &ctx, const std::string &prefix);
@@ -132,7 +135,10 @@ private:
   std::optional<std::string> resolveAxisName(const std::string &name, SMRange range,
                                              Scope &scope);
   std::optional<TensorType> resolveType(const TensorTypeAST &type, Scope &scope,
-                                        llvm::StringRef what);
+                                        llvm::StringRef what, bool isModelInput = false);
+  /// An input's size of the axis the microbatches split, divided by their number.
+  std::optional<int64_t> splitSize(const std::string &axis, int64_t size, SMRange range,
+                                   llvm::StringRef what);
   auto constantEvaluator() {
     return [this](const Expr &expr, Scope &scope) { return evalConstant(expr, scope); };
   }
@@ -196,6 +202,7 @@ private:
   std::vector<std::unique_ptr<Instance>> instances;
   Instance modelOwner;
   std::set<std::string> usedPaths;
+  std::optional<Microbatches> inputSplit;
   std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
   unsigned numDropouts = 0; // K of the next `dropout.K`
 };

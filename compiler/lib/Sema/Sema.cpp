@@ -72,7 +72,8 @@ void Sema::checkBlock(const BlockAST &block) {
   }
 }
 
-std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::StringRef modelPath) {
+std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::StringRef modelPath,
+                                               const Microbatches *microbatch) {
   if (main.models.empty()) {
     if (diags.errorCount() == errorsAtStart)
       diags.fileError(main.path, "no model in this file: a model file needs one "
@@ -87,7 +88,10 @@ std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::Stri
     return std::nullopt;
   TypedProgram program;
   program.modelPath = modelPath.str();
-  if (!sema::Elaborator(diags, blocks, program).elaborateModel(main.models[0]))
+  sema::Elaborator elaborator(diags, blocks, program);
+  if (microbatch)
+    elaborator.splitInputs(*microbatch);
+  if (!elaborator.elaborateModel(main.models[0]))
     return std::nullopt;
   collectOutputs(program);
   return program;

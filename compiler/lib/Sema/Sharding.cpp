@@ -105,6 +105,7 @@ public:
       shard(t, false, overrideUsed);
     reportUnused(overrideUsed);
     applyRemat();
+    applyMicrobatches();
     return diags.errorCount() == errorsBefore;
   }
 
@@ -384,6 +385,46 @@ private:
                         "scan); the scanned blocks are " +
                         (paths.empty() ? "none" : paths));
     }
+  }
+
+  /// `microbatches N`: at most one, N at least 1, and a training step to run them.
+  void applyMicrobatches() {
+    if (rules.microbatches.empty())
+      return;
+    const MicrobatchesAST &first = rules.microbatches.front();
+    for (const MicrobatchesAST &again : llvm::drop_begin(rules.microbatches)) {
+      diags.error(again.range, "more than one microbatches line");
+      diags.note(first.range, "the first is here");
+    }
+    if (first.count < 1)
+      diags.error(first.countRange, "microbatches must be at least 1, not " +
+                                        std::to_string(first.count));
+    else if (!program.optimizer)
+      diags.error(first.range, "microbatches split the training step's batch, and model '" +
+                                   program.modelName + "' has no optimizer to train with");
+    else if (program.microbatchAxis.empty()) // not the microbatch's own program
+      checkMicrobatchRows(first);
+    program.microbatches = {first.count, first.range};
+  }
+
+  /// Each rank's rows of the batch (the first input's first dim) divide into the
+  /// microbatches: one error here rather than one per tensor of the microbatch.
+  void checkMicrobatchRows(const MicrobatchesAST &microbatches) {
+    auto input = llvm::find_if(program.inputs, [](const Input &t) { return !t.type.dims.empty(); });
+    if (input == program.inputs.end() || input->sharding.dims.empty())
+      return;
+    const Dim &batch = input->type.dims.front();
+    int64_t shards = 1;
+    for (const std::string &axis : input->sharding.dims.front().meshAxes)
+      shards *= program.mesh.size(axis);
+    if (batch.size % shards == 0 && (batch.size / shards) % microbatches.count == 0)
+      return;
+    diags.error(microbatches.countRange,
+                std::to_string(microbatches.count) + " microbatches do not divide the batch: '" +
+                    batch.axis + "' = " + std::to_string(batch.size) + " of input '" +
+                    input->path + "' over " + std::to_string(shards) + " shards is " +
+                    std::to_string(batch.size / shards) + " per rank");
+    diags.note(input->loc, "'" + input->path + "' is declared here");
   }
 
   TypedProgram &program;

@@ -36,6 +36,10 @@ unsigned DiagnosticEngine::addFile(llvm::StringRef path, SMLoc includedFrom) {
 
 void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
                             const llvm::Twine &message) {
+  if (kind != llvm::SourceMgr::DK_Note)
+    inHiddenWarning = kind == llvm::SourceMgr::DK_Warning && !warningsShown;
+  if (inHiddenWarning)
+    return;
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
   // Without a place in a file, the tool speaks: `shardc: error: ...`.

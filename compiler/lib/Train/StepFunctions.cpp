@@ -11,53 +11,28 @@ public:
   StepProgramBuilder(const TypedProgram &program, DiagnosticEngine &diags)
       : program(program), diags(diags) {}
 
-  std::optional<StepProgram> run() {
-    std::vector<FlatNode> ids;
-    std::vector<RematGroup> remat;
-    if (!flattenForwards(program, sp.graph, ids, remat, diags))
+  std::optional<StepProgram> run(const TypedProgram *microbatch) {
+    std::optional<Forward> forward = differentiate(program);
+    if (!forward)
       return std::nullopt;
-    for (const Parameter &p : program.params)
-      llvm::append_range(sp.params, layersOf(p, OpKind::param));
-    std::vector<FunctionValue> inputs;
-    for (const Input &t : program.inputs)
-      llvm::append_range(inputs, layersOf(t, OpKind::input));
-    if (diags.hasErrors())
-      return std::nullopt;
-
-    std::vector<unsigned> paramNodes;
-    for (const FunctionValue &p : sp.params)
-      paramNodes.push_back(p.node);
-    unsigned loss = ids[program.loss].train;
-    auto grads = appendGradient(sp.graph, loss, paramNodes, remat, diags);
-    if (!grads)
-      return std::nullopt;
-
-    // The training results of train_step and grad_step: the loss, then the
-    // metrics.
-    std::vector<FunctionValue> lossAndMetrics{scalarResult("loss", loss)};
-    for (const auto &[name, id] : program.metrics) {
-      // The runtime's train results are f32 (driver.h): an i32 metric is converted.
-      unsigned metric = ids[id].train;
-      const Node &node = sp.graph.nodes[metric];
-      if (node.type.dtype != DType::F32)
-        metric = appendNode(sp.graph, OpKind::to_f32, {metric}, TensorType{DType::F32, {}}, node.loc);
-      lossAndMetrics.push_back(scalarResult(name, metric));
-    }
+    sp.params = forward->params;
 
     sp.grad.name = "grad_step";
     sp.grad.args = sp.params;
-    llvm::append_range(sp.grad.args, inputs);
-    sp.grad.results = {lossAndMetrics.front()};
+    llvm::append_range(sp.grad.args, forward->inputs);
+    sp.grad.results = {forward->lossAndMetrics.front()};
     for (size_t i = 0; i < sp.params.size(); ++i)
-      sp.grad.results.push_back(like(sp.params[i], sp.params[i].name, (*grads)[i]));
+      sp.grad.results.push_back(like(sp.params[i], sp.params[i].name, forward->grads[i]));
 
     sp.eval.name = "eval_step";
     sp.eval.args = sp.grad.args;
     for (const Output &o : program.outputs)
-      sp.eval.results.push_back(evalResult(o, ids[o.node].eval));
+      sp.eval.results.push_back(evalResult(o, forward->ids[o.node].eval));
 
     if (program.optimizer)
-      buildTrain(*program.optimizer, inputs, *grads, lossAndMetrics);
+      buildTrain(*program.optimizer, forward->inputs, forward->grads, forward->lossAndMetrics);
+    if (microbatch && !buildMicrobatches(*microbatch))
+      return std::nullopt;
     return std::move(sp);
   }
 
@@ -65,6 +40,49 @@ private:
   const TypedProgram &program;
   DiagnosticEngine &diags;
   StepProgram sp;
+
+  /// A program's training forward and gradient in the flat graph.
+  struct Forward {
+    std::vector<FlatNode> ids;
+    std::vector<FunctionValue> params, inputs;
+    std::vector<unsigned> grads;
+    std::vector<FunctionValue> lossAndMetrics; // the loss, then the metrics
+  };
+
+  /// Appends `p`'s forwards and the gradient of its loss to the flat graph.
+  std::optional<Forward> differentiate(const TypedProgram &p) {
+    Forward forward;
+    std::vector<RematGroup> remat;
+    const unsigned begin = sp.graph.nodes.size();
+    if (!flattenForwards(p, sp.graph, forward.ids, remat, diags))
+      return std::nullopt;
+    for (const Parameter &param : p.params)
+      llvm::append_range(forward.params, layersOf(param, OpKind::param, begin));
+    for (const Input &t : p.inputs)
+      llvm::append_range(forward.inputs, layersOf(t, OpKind::input, begin));
+    if (diags.hasErrors())
+      return std::nullopt;
+
+    std::vector<unsigned> paramNodes;
+    for (const FunctionValue &param : forward.params)
+      paramNodes.push_back(param.node);
+    unsigned loss = forward.ids[p.loss].train;
+    auto grads = appendGradient(sp.graph, loss, paramNodes, remat, diags);
+    if (!grads)
+      return std::nullopt;
+    forward.grads = std::move(*grads);
+
+    forward.lossAndMetrics.push_back(scalarResult("loss", loss));
+    for (const auto &[name, id] : p.metrics) {
+      // The runtime's train results are f32 (driver.h): an i32 metric is converted.
+      unsigned metric = forward.ids[id].train;
+      const Node &node = sp.graph.nodes[metric];
+      if (node.type.dtype != DType::F32)
+        metric = appendNode(sp.graph, OpKind::to_f32, {metric}, TensorType{DType::F32, {}}, node.loc);
+      forward.lossAndMetrics.push_back(scalarResult(name, metric));
+    }
+    return forward;
+  }
 
   /// A node without operands: an argument of the step functions.
   unsigned addNode(OpKind op, const std::string &name, const TensorType &type,
@@ -92,10 +110,10 @@ private:
 
   /// The arguments of a parameter or input (`op` is its node's): the tensor,
   /// or a stacked one layer by layer, each sharded without its layer dim.
-  std::vector<FunctionValue> layersOf(const ShardedTensor &t, OpKind op) {
+  std::vector<FunctionValue> layersOf(const ShardedTensor &t, OpKind op, unsigned begin) {
     std::vector<const Node *> layers;
     const Node *whole = nullptr;
-    for (const Node &node : sp.graph.nodes) {
+    for (const Node &node : llvm::drop_begin(sp.graph.nodes, begin)) {
       if (node.op != op || node.name != t.path)
         continue;
       if (node.attrs.count("layer"))
@@ -107,6 +125,7 @@ private:
     v.name = t.path;
     v.loc = t.loc;
     v.sharding = t.sharding;
+    v.role = op == OpKind::param ? ArgRole::parameter : ArgRole::input;
     if (layers.empty()) {
       v.node = whole ? whole->id : addNode(op, t.path, t.type, t.loc);
       return {v};
@@ -168,46 +187,182 @@ private:
     return v;
   }
 
+  /// Optimizer state arguments shaped like `params`, appended to `args`: the
+  /// state nodes, kind major.
+  std::vector<std::vector<unsigned>> addState(const Optimizer &optimizer,
+                                              const std::vector<FunctionValue> &params,
+                                              std::vector<FunctionValue> &args) {
+    std::vector<std::vector<unsigned>> state;
+    for (llvm::StringRef kind : optimizerState(optimizer.kind)) {
+      state.emplace_back();
+      for (const FunctionValue &p : params) {
+        std::string name = (kind + "/" + p.name).str();
+        unsigned node = addNode(OpKind::optimizer_state, name, sp.graph.nodes[p.node].type, p.loc);
+        state.back().push_back(node);
+        args.push_back(like(p, name, node));
+        args.back().role = ArgRole::optimizer_state;
+      }
+    }
+    return state;
+  }
+
+  FunctionValue stepArgument(const Optimizer &optimizer) {
+    FunctionValue step = scalarResult(
+        "step", addNode(OpKind::step, "step", TensorType{DType::F32, {}}, optimizer.loc));
+    step.role = ArgRole::step;
+    return step;
+  }
+
+  static std::vector<unsigned> nodesOf(const std::vector<FunctionValue> &values) {
+    std::vector<unsigned> nodes;
+    for (const FunctionValue &v : values)
+      nodes.push_back(v.node);
+    return nodes;
+  }
+
+  /// The update's results, mirroring the arguments: parameters, then state.
+  static void addUpdateResults(StepFunction &fn, const UpdateNodes &updated) {
+    for (size_t i = 0; i < updated.values.size(); ++i) {
+      const FunctionValue &arg = fn.args[i];
+      fn.results.push_back(like(arg, arg.name, updated.values[i]));
+    }
+  }
+
   void buildTrain(const Optimizer &optimizer, const std::vector<FunctionValue> &inputs,
                   const std::vector<unsigned> &grads,
                   const std::vector<FunctionValue> &lossAndMetrics) {
     StepFunction train;
     train.name = "train_step";
     train.args = sp.params;
-    std::vector<unsigned> paramNodes;
-    std::vector<std::vector<unsigned>> state;
-    for (const FunctionValue &p : sp.params)
-      paramNodes.push_back(p.node);
-    for (llvm::StringRef kind : optimizerState(optimizer.kind)) {
-      state.emplace_back();
-      for (const FunctionValue &p : sp.params) {
-        std::string name = (kind + "/" + p.name).str();
-        unsigned node = addNode(OpKind::optimizer_state, name, sp.graph.nodes[p.node].type, p.loc);
-        state.back().push_back(node);
-        train.args.push_back(like(p, name, node));
-      }
-    }
+    std::vector<std::vector<unsigned>> state = addState(optimizer, sp.params, train.args);
     llvm::append_range(train.args, inputs);
-    FunctionValue step = scalarResult("step", addNode(OpKind::step, "step", TensorType{DType::F32, {}},
-                                                      optimizer.loc));
+    FunctionValue step = stepArgument(optimizer);
     train.args.push_back(step);
 
     UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, lossAndMetrics.front().node,
-                                                paramNodes, grads, state, step.node);
-    // The results mirror the arguments: parameters, then state.
-    for (size_t i = 0; i < updated.values.size(); ++i) {
-      const FunctionValue &arg = train.args[i];
-      train.results.push_back(like(arg, arg.name, updated.values[i]));
-    }
+                                                nodesOf(sp.params), grads, state, step.node);
+    addUpdateResults(train, updated);
     train.results.push_back(like(lossAndMetrics.front(), "loss", updated.loss));
     llvm::append_range(train.results, llvm::ArrayRef(lossAndMetrics).drop_front());
     sp.train = std::move(train);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Microbatches
+  //===--------------------------------------------------------------------===//
+
+  static bool hasAxis(const TensorType &type, llvm::StringRef axis) {
+    return llvm::any_of(type.dims, [&](const Dim &d) { return d.axis == axis; });
+  }
+
+  /// Only the loss and the metrics may mix the microbatch axis's examples (as
+  /// their outermost mean or sum): anything else reducing over it (a batch
+  /// norm's statistics, a contraction over the batch) computes one value per
+  /// microbatch, not the batch's.
+  bool checkBatchReductions(const TypedProgram &micro) {
+    const std::string &axis = micro.microbatchAxis;
+    for (const Node &node : micro.graph.nodes) {
+      if (node.id == micro.loss ||
+          llvm::any_of(micro.metrics, [&](const auto &m) { return m.second == node.id; }) ||
+          node.op == OpKind::reshape || node.op == OpKind::flatten ||
+          node.op == OpKind::rename || hasAxis(node.type, axis) ||
+          llvm::none_of(node.operands, [&](unsigned operand) {
+            return hasAxis(micro.graph.nodes[operand].type, axis);
+          }))
+        continue;
+      diags.error(node.loc, "this mixes the examples of the batch (it reduces over '" + axis +
+                                "'), so microbatches would change what it computes; only "
+                                "the loss and the metrics may, as a mean or a sum");
+      diags.note(program.microbatches.loc, "microbatches asked for here");
+      return false;
+    }
+    return true;
+  }
+
+  /// The factor of the sum over microbatches of a loss or metric (`id` in
+  /// `micro`'s graph) that gives the batch's value: 1/N for a mean over the
+  /// microbatch axis, 1 for a sum.
+  std::optional<double> microbatchScale(const TypedProgram &micro, unsigned id,
+                                        const std::string &what) {
+    const Node &node = micro.graph.nodes[id];
+    if ((node.op == OpKind::mean || node.op == OpKind::sum) &&
+        hasAxis(micro.graph.nodes[node.operands[0]].type, micro.microbatchAxis))
+      return node.op == OpKind::mean ? 1.0 / double(program.microbatches.count) : 1.0;
+    diags.error(node.loc, what + " must be a mean or a sum over '" + micro.microbatchAxis +
+                              "' to be accumulated over microbatches");
+    diags.note(program.microbatches.loc, "microbatches asked for here");
+    return std::nullopt;
+  }
+
+  /// microbatch_step and apply_step, from the program at one microbatch's size.
+  bool buildMicrobatches(const TypedProgram &micro) {
+    if (micro.microbatchAxis.empty()) {
+      diags.error(program.microbatches.loc,
+                  "microbatches split the inputs' first axis, and model '" +
+                      program.modelName + "' has no input with an axis");
+      return false;
+    }
+    if (!checkBatchReductions(micro))
+      return false;
+    std::optional<Forward> forward = differentiate(micro);
+    if (!forward)
+      return false;
+    MicrobatchSteps steps;
+    steps.count = program.microbatches.count;
+
+    steps.grads.name = "microbatch_step";
+    steps.grads.args = forward->params;
+    for (FunctionValue input : forward->inputs) {
+      const std::vector<Dim> &dims = sp.graph.nodes[input.node].type.dims;
+      auto at = llvm::find_if(dims, [&](const Dim &d) { return d.axis == micro.microbatchAxis; });
+      input.microbatchDim = at == dims.end() ? -1 : at - dims.begin();
+      steps.grads.args.push_back(input);
+    }
+    for (auto [i, result] : llvm::enumerate(forward->lossAndMetrics)) {
+      unsigned root = i ? micro.metrics[i - 1].second : micro.loss;
+      auto scale = microbatchScale(micro, root, i ? "metric '" + result.name + "'" : "the loss");
+      if (!scale)
+        return false;
+      result.microbatchScale = *scale;
+      steps.grads.results.push_back(result);
+    }
+    const double lossScale = steps.grads.results.front().microbatchScale;
+    for (auto [param, grad] : llvm::zip_equal(forward->params, forward->grads)) {
+      steps.grads.results.push_back(like(param, param.name, grad));
+      steps.grads.results.back().microbatchScale = lossScale;
+    }
+
+    // apply_step: the sums over the microbatches are its arguments.
+    const Optimizer &optimizer = *program.optimizer;
+    steps.apply.name = "apply_step";
+    steps.apply.args = forward->params;
+    std::vector<std::vector<unsigned>> state = addState(optimizer, forward->params, steps.apply.args);
+    std::vector<unsigned> grads;
+    for (const FunctionValue &param : forward->params) {
+      std::string name = "grad/" + param.name;
+      grads.push_back(addNode(OpKind::input, name, sp.graph.nodes[param.node].type, param.loc));
+      steps.apply.args.push_back(like(param, name, grads.back()));
+      steps.apply.args.back().role = ArgRole::gradient;
+    }
+    FunctionValue loss = forward->lossAndMetrics.front();
+    loss.node = addNode(OpKind::input, "loss", sp.graph.nodes[loss.node].type, loss.loc);
+    loss.role = ArgRole::loss;
+    steps.apply.args.push_back(loss);
+    FunctionValue step = stepArgument(optimizer);
+    steps.apply.args.push_back(step);
+    UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, loss.node,
+                                                nodesOf(forward->params), grads, state, step.node);
+    addUpdateResults(steps.apply, updated);
+    steps.apply.results.push_back(like(loss, "loss", updated.loss));
+    sp.microbatches = std::move(steps);
+    return true;
   }
 };
 
 } // namespace
 
 std::optional<StepProgram> shardc::buildStepProgram(const TypedProgram &program,
-                                                    DiagnosticEngine &diags) {
-  return StepProgramBuilder(program, diags).run();
+                                                    DiagnosticEngine &diags,
+                                                    const TypedProgram *microbatch) {
+  return StepProgramBuilder(program, diags).run(microbatch);
 }

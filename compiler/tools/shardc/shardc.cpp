@@ -130,15 +130,17 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) 
 
 /// The MLIR stages: prints the module at `stage` to `os`, or writes the
 /// executable. MLIR's diagnostics are shown with the source lines.
-bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticEngine &diags,
-           llvm::raw_ostream &os) {
+/// `microbatch` is the program at one microbatch's size, if the rules ask for
+/// microbatches.
+bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit stage,
+           bool printStage, DiagnosticEngine &diags, llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
   mlir::MLIRContext context(registry);
   StageDiagnostics stages(context, diags);
   if (mlir::failed(checkPassManagerOptions(context)))
     return false;
-  std::optional<StepProgram> steps = buildStepProgram(program, diags);
+  std::optional<StepProgram> steps = buildStepProgram(program, diags, microbatch);
   if (!steps)
     return false;
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -162,7 +164,9 @@ bool lower(const TypedProgram &program, Emit stage, bool printStage, DiagnosticE
     return false;
   if (stage == Emit::Sharded)
     return print();
-  if (!reference && mlir::failed(stages.run("spmd", [&] { return partition(*module); })))
+  if (mlir::failed(stages.run("spmd", [&] {
+        return reference ? accumulateMicrobatches(*module) : partition(*module);
+      })))
     return false;
   MemoryPerRank memory = memoryPerRank(*module);
   const bool reports = report != ReportFormat::None;
@@ -250,6 +254,16 @@ int compile() {
     auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
     if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
       program.reset();
+    // Gradient accumulation compiles the training step at one microbatch's size
+    // too; the full program's warnings are not said twice.
+    std::optional<TypedProgram> microbatch;
+    if (program && program->microbatches.count > 1 && stage > Emit::Typed) {
+      diags.showWarnings(false);
+      microbatch = sema.analyzeModel(*modelModule, modelFile, &program->microbatches);
+      if (!microbatch || !applyRules(*microbatch, *rules, diags))
+        program.reset();
+      diags.showWarnings(true);
+    }
     if (program && stage == Emit::Layout)
       printLayouts(*program, os);
     else if (program && stage == Emit::Typed) {
@@ -258,10 +272,12 @@ int compile() {
       // partition it too, so that a layout the partitioner rejects fails here
       // as it would with -o.
       if (!emit.getNumOccurrences() && !reference &&
-          !lower(*program, Emit::SPMD, /*printStage=*/false, diags, llvm::nulls()))
+          !lower(*program, microbatch ? &*microbatch : nullptr, Emit::SPMD,
+                 /*printStage=*/false, diags, llvm::nulls()))
         return reportErrors(diags, 1);
     }
-    else if (program && !lower(*program, stage, printStage, diags, os))
+    else if (program &&
+             !lower(*program, microbatch ? &*microbatch : nullptr, stage, printStage, diags, os))
       return reportErrors(diags, 1);
     else if (program && stage == Emit::Executable)
       return 0; // written by the linker

@@ -57,12 +57,20 @@ struct RematAST {
   SMRange policyRange;
 };
 
+/// microbatches 4
+struct MicrobatchesAST {
+  int64_t count = 0;
+  SMRange range;
+  SMRange countRange;
+};
+
 struct RulesFileAST {
   std::string path;
   std::vector<MeshAST> meshes; // sema checks there is exactly one
   std::vector<RuleAST> rules;
   std::vector<OverrideAST> overrides;
   std::vector<RematAST> remats;
+  std::vector<MicrobatchesAST> microbatches; // sema checks there is at most one
 };
 
 } // namespace shardc

@@ -16,6 +16,10 @@ inline constexpr const char *kTrainFunction = "train_step";
 inline constexpr const char *kEvalFunction = "eval_step";
 inline constexpr const char *kGradFunction = "grad_step";
 inline constexpr const char *kGridName = "mesh";
+/// With microbatches, in place of train_step until shardc-accumulate-microbatches
+/// builds it from them (StepFunctions.h).
+inline constexpr const char *kMicrobatchFunction = "microbatch_step";
+inline constexpr const char *kApplyFunction = "apply_step";
 
 /// On arguments and results: the parameter path, `mu/` + path, input name,
 /// `step`, `loss`, ...
@@ -35,6 +39,16 @@ inline constexpr const char *kParameterRole = "parameter";
 inline constexpr const char *kOptimizerStateRole = "optimizer_state";
 inline constexpr const char *kInputRole = "input";
 inline constexpr const char *kStepRole = "step";
+/// apply_step's: the sums over the microbatches.
+inline constexpr const char *kGradientRole = "gradient";
+inline constexpr const char *kLossRole = "loss";
+
+/// On the module: the number of microbatches of train_step.
+inline constexpr const char *kMicrobatchesAttr = "shardc.microbatches";
+/// On a microbatch_step input: the dim the microbatches split.
+inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
+/// On a microbatch_step result: the factor of its sum over the microbatches.
+inline constexpr const char *kMicrobatchScaleAttr = "shardc.microbatch_scale";
 
 /// On the module: the rules file the shardings come from.
 inline constexpr const char *kRulesAttr = "shardc.rules";

@@ -111,6 +111,11 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
     on return; each buffer is a `memref.view` of it. The arena's size is left
     on the function as `shardc.arena_bytes`.
 
+    The body of an scf.for (the microbatches' loop) is planned the same way
+    within the loop, and its plan is one buffer of the block around it, live
+    while the loop runs: an iteration's temporaries reuse one region of the
+    arena, iteration after iteration.
+
     Allocs freed elsewhere (in a branch, or not at all) keep their own
     allocation.
 

@@ -123,6 +123,10 @@ mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 /// shardc-partition on the module.
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
+/// The reference build's train_step from its microbatch functions
+/// (shardc-accumulate-microbatches), which partition() runs otherwise.
+mlir::LogicalResult accumulateMicrobatches(mlir::ModuleOp module);
+
 /// Lowers a partitioned (or reference) module to the LLVM dialect: wraps each
 /// step function in an entry point on buffers and runs shardc-lower-to-llvm.
 mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module);

@@ -30,7 +30,10 @@ public:
   /// Instantiates the blocks the model of `main` uses, infers named shapes
   /// through every operation and checks them. `modelPath` is the path the
   /// user gave. Reports errors and returns std::nullopt if there were any.
-  std::optional<TypedProgram> analyzeModel(const ModuleAST &main, llvm::StringRef modelPath);
+  /// With `microbatch`, the inputs' first axis is `microbatch->count` times
+  /// smaller than the model writes it: the program one microbatch runs.
+  std::optional<TypedProgram> analyzeModel(const ModuleAST &main, llvm::StringRef modelPath,
+                                           const Microbatches *microbatch = nullptr);
 
 private:
   void checkBlock(const BlockAST &block);

@@ -178,6 +178,13 @@ struct Optimizer {
 /// rest), `everything` (recompute nothing, as without remat).
 inline constexpr const char *kRematPolicies[] = {"nothing", "dots", "everything"};
 
+/// Gradient accumulation (the rules file's `microbatches N`): the training step
+/// runs its batch in `count` slices of the inputs' first axis, one after another.
+struct Microbatches {
+  int64_t count = 1;
+  SMRange loc;
+};
+
 struct TypedProgram {
   std::string modelName;
   std::string modelPath, rulesPath;
@@ -190,6 +197,10 @@ struct TypedProgram {
   std::vector<std::pair<std::string, unsigned>> metrics;
   std::optional<Optimizer> optimizer;
   std::vector<Output> outputs;
+  Microbatches microbatches;
+  /// Set on the program elaborated at one microbatch's size (`microbatches`
+  /// slices of the batch): the inputs' first axis, which it divides.
+  std::string microbatchAxis;
 };
 
 /// Fills `outputs`: the loss, the metrics, then the model's named values in

@@ -276,6 +276,47 @@ def RegatherParametersPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def AccumulateMicrobatchesPass : Pass<"shardc-accumulate-microbatches", "::mlir::ModuleOp"> {
+  let summary = "Build train_step from microbatch_step and apply_step: a loop "
+                "over the microbatches, their gradients reduced once";
+  let description = [{
+    Gradient accumulation (the rules' `microbatches N`). MLIRGen emits, in
+    place of train_step, @microbatch_step (the forward and backward pass of
+    one microbatch: loss, metrics, gradients) and @apply_step (the
+    optimizer's update of summed gradients), each partitioned on its own.
+    This pass, after partitioning, on local shapes:
+
+    1. Defers the reductions of microbatch_step's results: a result made by
+       a sum all_reduce or reduce_scatter is returned unreduced, and the
+       collective moves after the loop (both are linear, so reducing the sum
+       equals summing the reductions): one collective per gradient per step,
+       not per microbatch.
+    2. Builds @train_step (the runtime's ABI: parameters, state, inputs,
+       step): an scf.for over the N microbatches slices each input along its
+       `shardc.microbatch_dim` (the rank's rows of microbatch k are rows
+       [k*b, (k+1)*b) of its rows of the batch) and adds microbatch_step's
+       results into zero-filled accumulators; after the loop each sum is
+       scaled (`shardc.microbatch_scale`: 1/N for a mean over the batch),
+       reduced as deferred, and apply_step updates.
+    3. Inlines both functions into it and erases them, so that the later
+       passes and the report see one train_step.
+
+    ```mlir
+    func.func @microbatch_step(%w: tensor<4x4xf32>, %x: tensor<2x4xf32> {shardc.microbatch_dim = 0})
+        -> (tensor<f32>, tensor<4x4xf32> {shardc.microbatch_scale = 0.5}) {
+      ...
+      %g = shard.all_reduce %partial on @mesh grid_axes = [0] : tensor<4x4xf32> -> tensor<4x4xf32>
+      return %loss, %g
+    }
+    ```
+
+    becomes a train_step whose loop adds `%partial` of each microbatch, and
+    whose one all_reduce reduces the sum after the loop.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
   let summary = "Slice the operands of a computation instead of its result, "
                 "so that each rank computes only the block it keeps";

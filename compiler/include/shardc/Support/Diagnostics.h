@@ -39,6 +39,10 @@ public:
   /// An error about the command or the environment: `shardc: error: ...`.
   void toolError(const llvm::Twine &message);
 
+  /// Off while a second analysis of the same program runs (the microbatch's):
+  /// its warnings and their notes were shown by the first.
+  void showWarnings(bool show) { warningsShown = show; }
+
   unsigned errorCount() const { return numErrors; }
   bool hasErrors() const { return numErrors != 0; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
@@ -51,6 +55,8 @@ private:
   llvm::SourceMgr &sourceMgr;
   llvm::raw_ostream &out;
   unsigned numErrors = 0;
+  bool warningsShown = true;
+  bool inHiddenWarning = false; // its notes are hidden too
 };
 
 } // namespace shardc

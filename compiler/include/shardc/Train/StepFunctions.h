@@ -16,6 +16,15 @@
 // evaluation forward, where dropout is the identity (its inputs unused).
 // Argument and result order is the runtime's ABI (runtime/README.md).
 //
+// With microbatches (gradient accumulation), train_step is built after
+// partitioning (shardc-accumulate-microbatches) from two functions of a
+// second flat graph, the program at one microbatch's size:
+//
+//   microbatch_step  params, one microbatch's inputs -> loss, metrics,
+//                    one gradient per parameter
+//   apply_step       params, optimizer state, gradients, loss, step ->
+//                    new params, new state, loss
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SHARDC_TRAIN_STEPFUNCTIONS_H
@@ -28,6 +37,11 @@
 
 namespace shardc {
 
+/// What an argument of a step function is: the runtime's ABI for the functions
+/// it calls (parameters, then state, inputs, the step), and for apply_step
+/// what the microbatches summed.
+enum class ArgRole { parameter, optimizer_state, input, step, gradient, loss };
+
 /// An argument or a result of a step function: a node of the flat graph.
 struct FunctionValue {
   std::string name;  // parameter path, input name, `mu/conv1.w`, `step`, `loss`
@@ -39,11 +53,25 @@ struct FunctionValue {
   /// A loss or metric that is the mean over the batch, returned unreduced
   /// by eval_step so that the runtime can leave out a padded batch's rows.
   bool perExample = false;
+  ArgRole role = ArgRole::input; // of an argument
+  /// Of a microbatch_step input: its dim that the microbatches split (-1: none).
+  int64_t microbatchDim = -1;
+  /// Of a microbatch_step result: the factor of its sum over the microbatches
+  /// (1/N for a mean over the batch, 1 for a sum).
+  double microbatchScale = 1;
 };
 
 struct StepFunction {
   std::string name;
   std::vector<FunctionValue> args, results;
+};
+
+/// Gradient accumulation: train_step runs `grads` on each of `count` slices of
+/// its inputs, sums (and scales) the results, reduces the gradients across
+/// ranks once and updates with `apply`.
+struct MicrobatchSteps {
+  int64_t count = 1;
+  StepFunction grads, apply;
 };
 
 struct StepProgram {
@@ -55,11 +83,17 @@ struct StepProgram {
   std::vector<FunctionValue> params;
   std::optional<StepFunction> train; // none without an optimizer
   StepFunction eval, grad;
+  /// With microbatches: `train` stays the runtime's ABI, and MLIRGen emits these
+  /// instead of it.
+  std::optional<MicrobatchSteps> microbatches;
 };
 
-/// Builds the flat graph and the three functions. Reports what it cannot
-/// differentiate or unroll at its source location and returns std::nullopt.
-std::optional<StepProgram> buildStepProgram(const TypedProgram &program, DiagnosticEngine &diags);
+/// Builds the flat graph and the three functions; with `microbatch` (the
+/// program at one microbatch's size, TypedProgram::microbatchAxis set) also the
+/// microbatch steps. Reports what it cannot differentiate or unroll, or
+/// accumulate over microbatches, at its source location and returns std::nullopt.
+std::optional<StepProgram> buildStepProgram(const TypedProgram &program, DiagnosticEngine &diags,
+                                            const TypedProgram *microbatch = nullptr);
 
 /// Where a node of the typed program is in the flat graph: in the training
 /// forward, where each dropout applies its mask, and in the evaluation
