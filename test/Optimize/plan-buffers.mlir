@@ -121,3 +121,45 @@ func.func @still_read(%x: memref<256xf32>, %out: memref<256xf32>) {
   memref.dealloc %b : memref<256xf32>
   return
 }
+
+// -----
+
+// A loop's body (a microbatch) is planned within the loop: its two temporaries, one
+// dead before the other is made, share 1024 bytes, which the function's plan places
+// after %before (live across the loop, read after it): 2048 bytes, every iteration
+// reusing the same ones.
+
+// CHECK-LABEL: func.func @loop_body
+// CHECK-SAME:    attributes {shardc.arena_bytes = 2048 : i64}
+// CHECK:         %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2048xi8>
+// CHECK:         arith.constant 4 : index
+// CHECK-NEXT:    %[[AT_BEFORE:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    memref.view %[[ARENA]][%[[AT_BEFORE]]][] : memref<2048xi8> to memref<256xf32>
+// CHECK:         scf.for
+// CHECK:           %[[AT_A:.*]] = arith.constant 1024 : index
+// CHECK-NEXT:      memref.view %[[ARENA]][%[[AT_A]]][] : memref<2048xi8> to memref<256xf32>
+// CHECK:           %[[AT_B:.*]] = arith.constant 1024 : index
+// CHECK-NEXT:      memref.view %[[ARENA]][%[[AT_B]]][] : memref<2048xi8> to memref<256xf32>
+// CHECK-NOT:       memref.dealloc
+// CHECK:         }
+// CHECK:         memref.dealloc %[[ARENA]]
+func.func @loop_body(%x: memref<256xf32>, %out: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %before = memref.alloc() : memref<256xf32>
+  memref.copy %x, %before : memref<256xf32> to memref<256xf32>
+  scf.for %k = %c0 to %c4 step %c1 {
+    %a = memref.alloc() : memref<256xf32>
+    memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+    memref.copy %a, %out : memref<256xf32> to memref<256xf32>
+    memref.dealloc %a : memref<256xf32>
+    %b = memref.alloc() : memref<256xf32>
+    memref.copy %out, %b : memref<256xf32> to memref<256xf32>
+    memref.copy %b, %out : memref<256xf32> to memref<256xf32>
+    memref.dealloc %b : memref<256xf32>
+  }
+  memref.copy %before, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %before : memref<256xf32>
+  return
+}

@@ -258,6 +258,8 @@ Value Elaborator::evalShape(const std::vector<DimAST> &dims, Scope &scope) {
     int64_t size = -1;
     if (d.size) {
       auto s = evalSize(*d.size, scope);
+      if (s && inputSplit && *axis == program.microbatchAxis)
+        s = splitSize(*axis, *s, d.range, "the shape " + printShape(dims));
       if (!s)
         return {};
       size = *s;
@@ -284,6 +286,8 @@ std::optional<std::string> Elaborator::resolveAxisName(const std::string &name, 
   return it->second;
 }
 
+/// The microbatch's program divides every size written for the batch axis: the
+/// inputs' first axis, found at the first input.
 std::optional<int64_t> Elaborator::splitSize(const std::string &axis, int64_t size,
                                              SMRange range, llvm::StringRef what) {
   if (program.microbatchAxis.empty())
@@ -320,7 +324,7 @@ std::optional<TensorType> Elaborator::resolveType(const TensorTypeAST &ast, Scop
     auto known = scope.axes->sizes.find(*axis);
     if (d.size) {
       auto size = evalSize(*d.size, scope);
-      if (size && isModelInput && inputSplit)
+      if (size && inputSplit && (isModelInput || *axis == program.microbatchAxis))
         size = splitSize(*axis, *size, d.range, what);
       if (!size) {
         ok = false;

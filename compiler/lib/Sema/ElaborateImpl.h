@@ -136,7 +136,7 @@ private:
                                              Scope &scope);
   std::optional<TensorType> resolveType(const TensorTypeAST &type, Scope &scope,
                                         llvm::StringRef what, bool isModelInput = false);
-  /// An input's size of the axis the microbatches split, divided by their number.
+  /// A size written for the axis the microbatches split, divided by their number.
   std::optional<int64_t> splitSize(const std::string &axis, int64_t size, SMRange range,
                                    llvm::StringRef what);
   auto constantEvaluator() {

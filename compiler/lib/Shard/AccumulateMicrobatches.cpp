@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Shard/Matchers.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,29 +31,56 @@ StringRef roleOf(func::FuncOp fn, unsigned arg) {
   return role ? role.getValue() : StringRef();
 }
 
-/// The sum collective that makes `value`, which is as linear as the sum over
-/// microbatches: reducing the sum equals summing the reductions.
-Operation *sumCollective(Value value) {
-  if (auto reduce = value.getDefiningOp<shard::AllReduceOp>())
-    return reduce.getReduction() == shard::ReductionKind::Sum ? reduce : nullptr;
-  if (auto scatter = value.getDefiningOp<shard::ReduceScatterOp>())
-    return scatter.getReduction() == shard::ReductionKind::Sum ? scatter : nullptr;
+/// Where microbatch_step's result `value` is reduced across ranks by a sum
+/// all_reduce that may move after the loop (it is linear: reducing the sum equals
+/// summing the reductions): `value` itself (a loss or metric) or, for a
+/// gradient's running sum `sum + g`, the term `g` added to the sum argument.
+/// Not a reduce_scatter (FSDP's gradients): deferred, each rank would hold the
+/// sum of the whole gradient instead of its shard.
+OpOperand *deferrableReduction(OpOperand &result) {
+  if (shardc::soleSum(result.get()))
+    return &result;
+  auto add = result.get().getDefiningOp<linalg::LinalgOp>();
+  if (!add || !add->hasOneUse() || !shardc::isElementwiseAdd(add))
+    return nullptr;
+  for (unsigned side : {0u, 1u})
+    if (isa<BlockArgument>(add->getOperand(1 - side)) && shardc::soleSum(add->getOperand(side)))
+      return &add->getOpOperand(side);
   return nullptr;
 }
 
-/// `value` * `factor`, elementwise.
-Value scale(OpBuilder &b, Location loc, Value value, double factor) {
-  auto type = cast<RankedTensorType>(value.getType());
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+/// A linalg.generic on `value`, elementwise into `init`: `payload(value's
+/// element, init's element)`.
+Value elementwise(OpBuilder &b, Location loc, Value value, Value init,
+                  function_ref<Value(OpBuilder &, Location, Value, Value)> payload) {
+  auto type = cast<RankedTensorType>(init.getType());
   AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
       b, loc, type, value, init, ArrayRef<AffineMap>{identity, identity}, parallel,
       [&](OpBuilder &nested, Location at, ValueRange args) {
-        Value c = arith::ConstantOp::create(nested, at, FloatAttr::get(type.getElementType(), factor));
-        linalg::YieldOp::create(nested, at, ValueRange{arith::MulFOp::create(nested, at, args[0], c)});
+        linalg::YieldOp::create(nested, at, payload(nested, at, args[0], args[1]));
       });
   return generic.getResult(0);
+}
+
+/// `value` * `factor`.
+Value scale(OpBuilder &b, Location loc, Value value, double factor) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return elementwise(b, loc, value, init, [&](OpBuilder &nested, Location at, Value x, Value) {
+    Value c = arith::ConstantOp::create(nested, at, FloatAttr::get(type.getElementType(), factor));
+    return arith::MulFOp::create(nested, at, x, c).getResult();
+  });
+}
+
+/// `sum` + `value`, written over `sum`: the payload reads its output, so that
+/// bufferization keeps one buffer for the sum through the loop, and elementwise
+/// fusion (which gives an op whose output it does not read a new one) leaves it.
+Value accumulate(OpBuilder &b, Location loc, Value sum, Value value) {
+  return elementwise(b, loc, value, sum, [](OpBuilder &nested, Location at, Value x, Value acc) {
+    return arith::AddFOp::create(nested, at, acc, x).getResult();
+  });
 }
 
 /// Replaces `call` by a copy of `callee`'s body (one block).
@@ -96,20 +124,34 @@ struct AccumulateMicrobatchesPass
       inlineCall(call, call.getCallee() == micro.getName() ? micro : apply);
     micro.erase();
     apply.erase();
+    train.walk([](scf::ForOp loop) { addInPlace(loop); });
   }
 
-  /// Step 1: each result of `micro` that a sum collective makes is returned
-  /// unreduced; the collectives, by result (null: none), for after the loop.
+  /// Step 4: each running sum `sum + g` the loop yields (microbatch_step's)
+  /// becomes an accumulation into `sum`.
+  static void addInPlace(scf::ForOp loop) {
+    for (auto [sum, yielded] : llvm::zip_equal(loop.getRegionIterArgs(), loop.getYieldedValues())) {
+      auto add = yielded.getDefiningOp<linalg::LinalgOp>();
+      if (!add || !shardc::isElementwiseAdd(add) || !llvm::is_contained(add.getDpsInputs(), sum))
+        continue;
+      Value term = add.getDpsInputs()[add.getDpsInputs()[0] == sum ? 1 : 0];
+      OpBuilder b(add);
+      add->getResult(0).replaceAllUsesWith(accumulate(b, add.getLoc(), sum, term));
+      add->erase();
+    }
+  }
+
+  /// Step 1: each result of `micro` that a sum all_reduce reduces is returned
+  /// unreduced; the all_reduces, by result (null: none), for after the loop.
   static SmallVector<Operation *> deferReductions(func::FuncOp micro) {
     Operation *ret = micro.getBody().front().getTerminator();
     SmallVector<Operation *> deferred(ret->getNumOperands(), nullptr);
-    for (OpOperand &operand : ret->getOpOperands())
-      if (Operation *collective = sumCollective(operand.get())) {
-        deferred[operand.getOperandNumber()] = collective;
-        operand.set(collective->getOperand(0));
+    for (OpOperand &result : ret->getOpOperands())
+      if (OpOperand *reduced = deferrableReduction(result)) {
+        auto reduce = reduced->get().getDefiningOp<shard::AllReduceOp>();
+        deferred[result.getOperandNumber()] = reduce;
+        reduced->set(reduce.getInput());
       }
-    micro.setFunctionType(FunctionType::get(micro.getContext(), micro.getArgumentTypes(),
-                                            ret->getOperandTypes()));
     return deferred;
   }
 
@@ -120,11 +162,16 @@ struct AccumulateMicrobatchesPass
     // The signature, each argument described as where it comes from.
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
-    SmallVector<unsigned> params, state, inputs; // argument numbers in micro, apply, micro
-    std::optional<unsigned> step, loss;           // in apply
+    SmallVector<unsigned> params, sums, inputs, state; // argument numbers in micro, then apply
+    std::optional<unsigned> step, loss;                // in apply
     unsigned gradients = 0;
-    for (unsigned i = 0; i < micro.getNumArguments(); ++i)
-      (roleOf(micro, i) == shardc::kParameterRole ? params : inputs).push_back(i);
+    for (unsigned i = 0; i < micro.getNumArguments(); ++i) {
+      StringRef role = roleOf(micro, i);
+      (role == shardc::kParameterRole  ? params
+       : role == shardc::kGradientRole ? sums
+                                        : inputs)
+          .push_back(i);
+    }
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
       StringRef role = roleOf(apply, i);
       if (role == shardc::kOptimizerStateRole)
@@ -137,7 +184,8 @@ struct AccumulateMicrobatchesPass
         ++gradients;
     }
     const unsigned metrics = micro.getNumResults() - 1 - gradients;
-    if (!step || !loss || gradients != params.size() || micro.getNumResults() < 1 + gradients) {
+    if (!step || !loss || gradients != params.size() || sums.size() != params.size() ||
+        micro.getNumResults() < 1 + gradients) {
       apply.emitError("internal error: apply_step does not match microbatch_step");
       return nullptr;
     }
@@ -191,7 +239,8 @@ struct AccumulateMicrobatchesPass
     ValueRange stateArgs = args.slice(params.size(), state.size());
     ValueRange inputArgs = args.slice(params.size() + state.size(), inputs.size());
 
-    // The loop: each microbatch's inputs sliced, its results added up.
+    // The loop: each microbatch's inputs sliced, its loss and metrics added up,
+    // its gradients added to their sums by microbatch_step itself.
     SmallVector<Value> zeros;
     for (Type t : micro.getResultTypes()) {
       auto type = cast<RankedTensorType>(t);
@@ -204,8 +253,9 @@ struct AccumulateMicrobatchesPass
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto loop = scf::ForOp::create(
         b, loc, lower, upper, one, zeros,
-        [&](OpBuilder &nested, Location at, Value k, ValueRange sums) {
+        [&](OpBuilder &nested, Location at, Value k, ValueRange totals) {
           SmallVector<Value> operands(paramArgs);
+          llvm::append_range(operands, totals.take_back(gradients));
           for (auto [i, input] : llvm::zip_equal(inputs, inputArgs)) {
             auto dim = micro.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr);
             if (!dim) {
@@ -225,9 +275,10 @@ struct AccumulateMicrobatchesPass
           }
           auto call = func::CallOp::create(nested, at, micro, operands);
           SmallVector<Value> next;
-          for (auto [sum, value] : llvm::zip_equal(sums, call.getResults()))
-            next.push_back(linalg::AddOp::create(nested, at, ValueRange{sum, value}, ValueRange{sum})
-                               .getResult(0));
+          for (auto [total, value] : llvm::zip_equal(totals.drop_back(gradients),
+                                                     call.getResults().drop_back(gradients)))
+            next.push_back(accumulate(nested, at, total, value));
+          llvm::append_range(next, call.getResults().take_back(gradients));
           scf::YieldOp::create(nested, at, next);
         });
 

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/Shard/Matchers.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,37 +22,10 @@ namespace shardc {
 
 using namespace mlir;
 using namespace mlir::shard;
+using shardc::isElementwiseAdd;
+using shardc::soleSum;
 
 namespace {
-
-/// Whether `op` is out = in0 + in1 elementwise on operands of out's shape (a
-/// linalg.add, or a linalg.generic that is one).
-bool isElementwiseAdd(linalg::LinalgOp op) {
-  if (isa<linalg::AddOp>(op.getOperation()))
-    return op.hasPureTensorSemantics();
-  if (!isa<linalg::GenericOp>(op.getOperation()) || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
-      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) { return map.isIdentity(); }))
-    return false;
-  Block &body = *op.getBlock();
-  if (body.getOperations().size() != 2)
-    return false;
-  auto add = dyn_cast<arith::AddFOp>(body.front());
-  if (!add)
-    return false;
-  Value a = body.getArgument(0), b = body.getArgument(1);
-  return (add.getLhs() == a && add.getRhs() == b) || (add.getLhs() == b && add.getRhs() == a);
-}
-
-/// The sum all_reduce that makes `value` for this one use, or null.
-AllReduceOp soleSum(Value value) {
-  auto reduce = value.getDefiningOp<AllReduceOp>();
-  if (!reduce || !reduce->hasOneUse() || reduce.getReduction() != ReductionKind::Sum ||
-      reduce.getInput().getType() != reduce.getResult().getType())
-    return {};
-  return reduce;
-}
 
 /// Whether two all_reduces sum over the same grid axes.
 bool sameReduction(AllReduceOp a, AllReduceOp b) {

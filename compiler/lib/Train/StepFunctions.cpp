@@ -100,6 +100,14 @@ private:
     return v;
   }
 
+  /// An argument for a gradient of parameter `p` (a sum of them), sharded like it.
+  FunctionValue gradientArgument(const FunctionValue &p) {
+    std::string name = "grad/" + p.name;
+    FunctionValue v = like(p, name, addNode(OpKind::input, name, sp.graph.nodes[p.node].type, p.loc));
+    v.role = ArgRole::gradient;
+    return v;
+  }
+
   FunctionValue scalarResult(const std::string &name, unsigned node) {
     FunctionValue v;
     v.name = name;
@@ -311,24 +319,35 @@ private:
     steps.count = program.microbatches.count;
 
     steps.grads.name = "microbatch_step";
+    // The gradients are added to their sums in the function, as train_step's
+    // update reads them: sharding propagation then reduces each where the sum
+    // needs it (a reduce-scatter under FSDP); a gradient returned as it is made
+    // would ask its contraction for the parameter's sharding (all-to-alls of
+    // its operands, every rank computing it from the whole batch).
     steps.grads.args = forward->params;
+    std::vector<FunctionValue> sums;
+    for (const FunctionValue &param : forward->params)
+      sums.push_back(gradientArgument(param));
+    llvm::append_range(steps.grads.args, sums);
     for (FunctionValue input : forward->inputs) {
       const std::vector<Dim> &dims = sp.graph.nodes[input.node].type.dims;
       auto at = llvm::find_if(dims, [&](const Dim &d) { return d.axis == micro.microbatchAxis; });
       input.microbatchDim = at == dims.end() ? -1 : at - dims.begin();
       steps.grads.args.push_back(input);
     }
-    for (auto [i, result] : llvm::enumerate(forward->lossAndMetrics)) {
+    for (auto [i, value] : llvm::enumerate(forward->lossAndMetrics)) {
       unsigned root = i ? micro.metrics[i - 1].second : micro.loss;
-      auto scale = microbatchScale(micro, root, i ? "metric '" + result.name + "'" : "the loss");
+      auto scale = microbatchScale(micro, root, i ? "metric '" + value.name + "'" : "the loss");
       if (!scale)
         return false;
-      result.microbatchScale = *scale;
-      steps.grads.results.push_back(result);
+      steps.grads.results.push_back(value);
+      steps.grads.results.back().microbatchScale = *scale;
     }
     const double lossScale = steps.grads.results.front().microbatchScale;
-    for (auto [param, grad] : llvm::zip_equal(forward->params, forward->grads)) {
-      steps.grads.results.push_back(like(param, param.name, grad));
+    for (auto [sum, grad] : llvm::zip_equal(sums, forward->grads)) {
+      const Node &node = sp.graph.nodes[sum.node];
+      steps.grads.results.push_back(
+          like(sum, sum.name, appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc)));
       steps.grads.results.back().microbatchScale = lossScale;
     }
 
@@ -339,10 +358,8 @@ private:
     std::vector<std::vector<unsigned>> state = addState(optimizer, forward->params, steps.apply.args);
     std::vector<unsigned> grads;
     for (const FunctionValue &param : forward->params) {
-      std::string name = "grad/" + param.name;
-      grads.push_back(addNode(OpKind::input, name, sp.graph.nodes[param.node].type, param.loc));
-      steps.apply.args.push_back(like(param, name, grads.back()));
-      steps.apply.args.back().role = ArgRole::gradient;
+      steps.apply.args.push_back(gradientArgument(param));
+      grads.push_back(steps.apply.args.back().node);
     }
     FunctionValue loss = forward->lossAndMetrics.front();
     loss.node = addNode(OpKind::input, "loss", sp.graph.nodes[loss.node].type, loss.loc);

@@ -24,7 +24,7 @@ without sizes); metrics (f32 and i32); every optimizer (with a learning-rate sch
 and global-norm clipping or not) or none; model config
 parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
 for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
-path or glob, activation checkpointing (remat) of a scan by name or glob.
+path or glob, activation checkpointing (remat) of a scan by name or glob, microbatches.
 
 Values stay finite: log only of sigmoid(.) + 1, division only by sigmoid(.) + 1, exp
 only of tanh(.). Layouts the partitioner does not handle yet (a split class axis of
@@ -67,6 +67,7 @@ class Program:
         self.values = []         # tensors usable by later lets
         self.params = []         # parameter paths (for overrides) with their ranks
         self.scans = []          # scan instances (for remat)
+        self.accumulates = False # a loss microbatches can sum
         self.counter = 0
         self.block_names = set()
         self.inputs = []
@@ -490,6 +491,8 @@ class Program:
                     "momentum": f"  optimizer momentum(lr = 0.01{r.choice(['', ', beta = 0.8'])}{extra})",
                     "adam": f"  optimizer adam(lr = 1e-3{r.choice(['', ', b1 = 0.8', ', eps = 1e-6'])}{extra})",
                     "adamw": f"  optimizer adamw(lr = 1e-3{r.choice(['', ', weight_decay = 0.1'])}{extra})"}[opt]
+        # Gradient accumulation needs a loss that is a mean or a sum over the batch.
+        self.accumulates = bool(opt_line) and not loss.endswith("/ 8.0")
         config = f"(width: int = {self.sizes[feat] // 2}, unused: float = 0.5)" if config else ""
         imports = []
         if self.uses_nn:
@@ -553,6 +556,10 @@ class Program:
         if self.scans and r.random() < 0.5:
             pattern = r.choice(self.scans + ["stack*"])
             lines.append(f'remat "{pattern}" : {r.choice(["nothing", "dots", "everything"])}')
+        # Gradient accumulation: each rank's rows of the batch of 8 (split over at most
+        # 2 x 2 ranks) in 2 slices, which the reference runs whole.
+        if self.accumulates and r.random() < 0.3:
+            lines.append("microbatches 2")
         return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,8 @@ public:
   /// through every operation and checks them. `modelPath` is the path the
   /// user gave. Reports errors and returns std::nullopt if there were any.
   /// With `microbatch`, the inputs' first axis is `microbatch->count` times
-  /// smaller than the model writes it: the program one microbatch runs.
+  /// smaller than the model writes it (wherever it writes its size): the program
+  /// one microbatch runs.
   std::optional<TypedProgram> analyzeModel(const ModuleAST &main, llvm::StringRef modelPath,
                                            const Microbatches *microbatch = nullptr);
 

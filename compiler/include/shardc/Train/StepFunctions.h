@@ -20,8 +20,8 @@
 // partitioning (shardc-accumulate-microbatches) from two functions of a
 // second flat graph, the program at one microbatch's size:
 //
-//   microbatch_step  params, one microbatch's inputs -> loss, metrics,
-//                    one gradient per parameter
+//   microbatch_step  params, the gradients' sums so far, one microbatch's
+//                    inputs -> loss, metrics, the sums plus its gradients
 //   apply_step       params, optimizer state, gradients, loss, step ->
 //                    new params, new state, loss
 //
