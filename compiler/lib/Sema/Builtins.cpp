@@ -37,12 +37,18 @@ static ArgKind parseKind(llvm::StringRef text) {
   llvm::report_fatal_error("Builtins.def: unknown kind '" + text + "'");
 }
 
-/// Parses `a: tensor, stride: int = 1` (defaults hold no commas).
+/// Parses `a: tensor, stride: int = 1` (defaults hold no commas); the
+/// parameters after a `*` are passed by name only, as in Python.
 static std::vector<SignatureParam> parseSignature(llvm::StringRef text) {
   std::vector<SignatureParam> params;
   llvm::SmallVector<llvm::StringRef> parts;
   text.split(parts, ',', -1, /*KeepEmpty=*/false);
+  bool keywordOnly = false;
   for (llvm::StringRef part : parts) {
+    if (part.trim() == "*") {
+      keywordOnly = true;
+      continue;
+    }
     auto [decl, def] = part.split('=');
     auto [name, kind] = decl.split(':');
     SignatureParam p;
@@ -50,6 +56,7 @@ static std::vector<SignatureParam> parseSignature(llvm::StringRef text) {
     p.kind = parseKind(kind.trim());
     p.hasDefault = part.contains('=');
     p.defaultText = def.trim().str();
+    p.keywordOnly = keywordOnly;
     params.push_back(std::move(p));
   }
   return params;

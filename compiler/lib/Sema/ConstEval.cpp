@@ -262,6 +262,16 @@ Value Elaborator::evalShape(const std::vector<DimAST> &dims, Scope &scope) {
         s = splitSize(*axis, *s, d.range, "the shape " + printShape(dims));
       if (!s)
         return {};
+      // Within one scope an axis has one size: a shape may name it, not resize it.
+      if (auto known = scope.axes->sizes.find(*axis);
+          known != scope.axes->sizes.end() && known->second.first != *s) {
+        diags.error(d.range, "axis '" + *axis + "' has size " + std::to_string(*s) +
+                                 " here but " + std::to_string(known->second.first) +
+                                 " where it was first given; a reshape to other sizes needs "
+                                 "axes of other names");
+        diags.note(known->second.second, "'" + *axis + "' first given here");
+        return {};
+      }
       size = *s;
     } else if (auto it = scope.axes->sizes.find(*axis); it != scope.axes->sizes.end()) {
       size = it->second.first;

@@ -250,6 +250,8 @@ void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std
       if (!d.size)
         continue;
       auto size = evalSize(*d.size, scope);
+      if (size && inputSplit && names[i] == program.microbatchAxis)
+        size = splitSize(names[i], *size, d.range, "the constraint " + printShape(*l.constraint));
       if (!size)
         return;
       if (*size != type.dims[i].size) {

@@ -40,6 +40,17 @@ Elaborator::bindArguments(llvm::StringRef callee, const std::vector<SignaturePar
         ok = false;
         continue;
       }
+      if (position < signature.size() && signature[position].keywordOnly) {
+        std::string positional, named;
+        for (const SignatureParam &p : signature)
+          (p.keywordOnly ? named : positional) +=
+              ((p.keywordOnly ? named : positional).empty() ? "" : ", ") + p.name;
+        diags.error(arg.value->range,
+                    "too many positional arguments to '" + callee + "': it takes " +
+                        std::to_string(position) + " (" + positional + "); " + named +
+                        " are passed by name, as in " + signature[position].name + " = ...");
+        return std::nullopt;
+      }
       if (position >= signature.size()) {
         diags.error(arg.value->range, "too many arguments to '" + callee + "': it takes " +
                                           std::to_string(signature.size()) + ", got " +

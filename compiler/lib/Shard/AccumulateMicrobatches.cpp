@@ -128,16 +128,28 @@ struct AccumulateMicrobatchesPass
   }
 
   /// Step 4: each running sum `sum + g` the loop yields (microbatch_step's)
-  /// becomes an accumulation into `sum`.
+  /// becomes an accumulation into `sum`; anything else it yields in place of a
+  /// sum is copied into it. A loop that yielded a new buffer per iteration would
+  /// need the deallocation pipeline's runtime ownership checks, which the
+  /// bare-pointer lowering does not support.
   static void addInPlace(scf::ForOp loop) {
     for (auto [sum, yielded] : llvm::zip_equal(loop.getRegionIterArgs(), loop.getYieldedValues())) {
-      auto add = yielded.getDefiningOp<linalg::LinalgOp>();
-      if (!add || !shardc::isElementwiseAdd(add) || !llvm::is_contained(add.getDpsInputs(), sum))
+      if (yielded == sum)
         continue;
-      Value term = add.getDpsInputs()[add.getDpsInputs()[0] == sum ? 1 : 0];
-      OpBuilder b(add);
-      add->getResult(0).replaceAllUsesWith(accumulate(b, add.getLoc(), sum, term));
-      add->erase();
+      auto op = yielded.getDefiningOp<linalg::LinalgOp>();
+      if (op && op.getNumDpsInits() == 1 && op.getDpsInits()[0] == sum)
+        continue; // an accumulation already (the loss's, a metric's)
+      OpBuilder b(loop.getBody()->getTerminator());
+      Value inPlace;
+      if (op && shardc::isElementwiseAdd(op) && llvm::is_contained(op.getDpsInputs(), sum)) {
+        b.setInsertionPoint(op);
+        inPlace = accumulate(b, op.getLoc(), sum, op.getDpsInputs()[op.getDpsInputs()[0] == sum]);
+      } else {
+        inPlace = linalg::CopyOp::create(b, loop.getLoc(), yielded, sum).getResult(0);
+      }
+      loop.getBody()->getTerminator()->replaceUsesOfWith(yielded, inPlace);
+      if (op && op->use_empty())
+        op->erase();
     }
   }
 

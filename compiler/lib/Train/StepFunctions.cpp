@@ -263,24 +263,42 @@ private:
     return llvm::any_of(type.dims, [&](const Dim &d) { return d.axis == axis; });
   }
 
+  /// Whether `node` mixes the examples of the microbatch axis: it reduces over
+  /// it (a batch norm's statistics, a contraction over the batch), normalises
+  /// over it (a softmax whose last axis it is) or depends on a row's position in
+  /// it (a causal mask over it). One microbatch would compute its own.
+  static bool mixesExamples(const Graph &graph, const Node &node, llvm::StringRef axis) {
+    auto operandHas = [&](unsigned operand) {
+      return hasAxis(graph.nodes[operand].type, axis);
+    };
+    switch (node.op) {
+    case OpKind::reshape:
+    case OpKind::flatten:
+    case OpKind::rename:
+      return false;
+    case OpKind::softmax:
+    case OpKind::log_softmax:
+      return !node.type.dims.empty() && node.type.dims.back().axis == axis;
+    case OpKind::causal_mask:
+      return std::get<std::string>(node.attrs.at("query")) == axis ||
+             std::get<std::string>(node.attrs.at("key")) == axis;
+    default:
+      return !hasAxis(node.type, axis) && llvm::any_of(node.operands, operandHas);
+    }
+  }
+
   /// Only the loss and the metrics may mix the microbatch axis's examples (as
-  /// their outermost mean or sum): anything else reducing over it (a batch
-  /// norm's statistics, a contraction over the batch) computes one value per
-  /// microbatch, not the batch's.
+  /// their outermost mean or sum).
   bool checkBatchReductions(const TypedProgram &micro) {
     const std::string &axis = micro.microbatchAxis;
     for (const Node &node : micro.graph.nodes) {
       if (node.id == micro.loss ||
           llvm::any_of(micro.metrics, [&](const auto &m) { return m.second == node.id; }) ||
-          node.op == OpKind::reshape || node.op == OpKind::flatten ||
-          node.op == OpKind::rename || hasAxis(node.type, axis) ||
-          llvm::none_of(node.operands, [&](unsigned operand) {
-            return hasAxis(micro.graph.nodes[operand].type, axis);
-          }))
+          !mixesExamples(micro.graph, node, axis))
         continue;
-      diags.error(node.loc, "this mixes the examples of the batch (it reduces over '" + axis +
+      diags.error(node.loc, "this mixes the examples of the batch ('" + axis +
                                 "'), so microbatches would change what it computes; only "
-                                "the loss and the metrics may, as a mean or a sum");
+                                "the loss and the metrics may, as a mean or a sum over it");
       diags.note(program.microbatches.loc, "microbatches asked for here");
       return false;
     }
@@ -345,9 +363,15 @@ private:
     }
     const double lossScale = steps.grads.results.front().microbatchScale;
     for (auto [sum, grad] : llvm::zip_equal(sums, forward->grads)) {
+      // A parameter the loss does not read (a zero gradient) keeps its sum.
       const Node &node = sp.graph.nodes[sum.node];
-      steps.grads.results.push_back(
-          like(sum, sum.name, appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc)));
+      const Node &g = sp.graph.nodes[grad];
+      auto value = g.attrs.find("value");
+      const bool zero = g.op == OpKind::constant && value != g.attrs.end() &&
+                        std::get<double>(value->second) == 0.0;
+      unsigned next = zero ? sum.node
+                           : appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc);
+      steps.grads.results.push_back(like(sum, sum.name, next));
       steps.grads.results.back().microbatchScale = lossScale;
     }
 

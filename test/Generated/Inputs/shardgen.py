@@ -68,6 +68,7 @@ class Program:
         self.params = []         # parameter paths (for overrides) with their ranks
         self.scans = []          # scan instances (for remat)
         self.accumulates = False # a loss microbatches can sum
+        self.mixes_batch = False # an op mixing the batch's rows (a causal mask over it)
         self.counter = 0
         self.block_names = set()
         self.inputs = []
@@ -214,6 +215,8 @@ class Program:
         key = v.dims[-1][0]
         query = self.r.choice(v.dims[:-1])[0]
         self.unsplittable.add(key)
+        # A row's mask depends on its place in the batch: not for microbatches.
+        self.mixes_batch |= "batch" in (query, key)
         return self.let(f"softmax(causal_mask({v.name}, query = {query}, key = {key}))", v.dims)
 
     def op_dense(self):
@@ -492,7 +495,7 @@ class Program:
                     "adam": f"  optimizer adam(lr = 1e-3{r.choice(['', ', b1 = 0.8', ', eps = 1e-6'])}{extra})",
                     "adamw": f"  optimizer adamw(lr = 1e-3{r.choice(['', ', weight_decay = 0.1'])}{extra})"}[opt]
         # Gradient accumulation needs a loss that is a mean or a sum over the batch.
-        self.accumulates = bool(opt_line) and not loss.endswith("/ 8.0")
+        self.accumulates = bool(opt_line) and not loss.endswith("/ 8.0") and not self.mixes_batch
         config = f"(width: int = {self.sizes[feat] // 2}, unused: float = 0.5)" if config else ""
         imports = []
         if self.uses_nn:

@@ -27,6 +27,7 @@ struct SignatureParam {
   ArgKind kind = ArgKind::Tensor;
   bool hasDefault = false;
   std::string defaultText; // source text of the default, e.g. `1`, `"SAME"`, `[]`
+  bool keywordOnly = false; // after a `*` in the signature: passed by name only
 };
 
 enum class BuiltinCategory { Op, Initializer, Optimizer };
