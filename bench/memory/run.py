@@ -8,7 +8,8 @@ largest rank (VmHWM, from the run's summary) over a few synthetic training steps
 local ranks, with their ratio. Models: W2 (examples/cnn), W4 (examples/gpt) and W7's
 GPT-2 small shape (examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor
 parallel rules where the example has them, and GPT-2 small under FSDP with every block
-recomputed (examples/gpt2/fsdp-remat.rules).
+recomputed (examples/gpt2/fsdp-remat.rules) and under tensor parallelism with 4
+microbatches (examples/gpt2/tp-microbatches.rules).
 
     bench/memory/run.py            # every case (about 15 minutes on 2 cores)
     bench/memory/run.py --quick    # W2 and W4 only
@@ -41,7 +42,8 @@ CASES = [
     ("W4", f"{EX}/gpt/gpt.shard", {l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")}, 3),
     ("GPT-2 small", f"{EX}/gpt2/gpt2-small.shard",
      dict({l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")},
-          **{"fsdp+remat": f"{EX}/gpt2/fsdp-remat.rules"}), 2),
+          **{"fsdp+remat": f"{EX}/gpt2/fsdp-remat.rules",
+             "tp+microbatches": f"{EX}/gpt2/tp-microbatches.rules"}), 2),
 ]
 RANKS = 8
 

@@ -79,11 +79,14 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
       diags.error(c.range, "a model cannot take axis parameters; name the axis directly");
       continue;
     }
+    auto set = llvm::find_if(overrides, [&](const ConfigOverride &o) { return o.name == c.name; });
     SignatureParam sig{c.name, argKindOf(c.kind), /*hasDefault=*/false, /*defaultText=*/""};
-    Value v = evalArgument(sig, c.defaultValue.get(), scope, evaluate, c.range);
+    Value v = set != overrides.end() ? overriddenConfig(c, *set)
+                                     : evalArgument(sig, c.defaultValue.get(), scope, evaluate, c.range);
     if (v.ok())
       declare(c.name, c.range, v);
   }
+  checkOverridesUsed(model);
 
   for (const InputAST &in : model.inputs) {
     // The runtime fills f32 (data, normal, uniform) and i32 (labels, integers).
@@ -206,6 +209,67 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     program.optimizer = result;
   }
   return diags.errorCount() == errorsBefore;
+}
+
+Value Elaborator::overriddenConfig(const ConfigParamAST &param, const ConfigOverride &set) {
+  llvm::StringRef text = set.value;
+  Value v;
+  int64_t integer = 0;
+  double number = 0;
+  switch (param.kind) {
+  case ScalarKind::Int:
+    if (!text.getAsInteger(10, integer)) {
+      v.kind = Value::Int;
+      v.intValue = integer;
+    }
+    break;
+  case ScalarKind::Float:
+    if (!text.getAsDouble(number)) {
+      v.kind = Value::Float;
+      v.floatValue = number;
+    }
+    break;
+  case ScalarKind::Bool:
+    if (text == "true" || text == "false") {
+      v.kind = Value::Bool;
+      v.boolValue = text == "true";
+    }
+    break;
+  case ScalarKind::String:
+    v.kind = Value::String;
+    v.text = text.str();
+    break;
+  case ScalarKind::Axis:
+    break; // a model takes no axis parameters (reported at the declaration)
+  }
+  if (!v.ok())
+    diags.error(set.valueRange, "'" + param.name + "' is " +
+                                    (param.kind == ScalarKind::Int ? "an int" : param.kind == ScalarKind::Float ? "a float" : "a bool") +
+                                    ", not '" + set.value + "'");
+  return v;
+}
+
+void Elaborator::checkOverridesUsed(const ModelAST &model) {
+  for (const ConfigOverride &set : overrides) {
+    if (llvm::any_of(model.config, [&](const ConfigParamAST &c) { return c.name == set.name; }))
+      continue;
+    std::string names, nearest;
+    unsigned bestDistance = 3;
+    for (const ConfigParamAST &c : model.config) {
+      names += (names.empty() ? "" : ", ") + c.name;
+      unsigned d = llvm::StringRef(set.name).edit_distance(c.name, true, bestDistance);
+      if (d < bestDistance) {
+        bestDistance = d;
+        nearest = c.name;
+      }
+    }
+    diags.error(set.nameRange,
+                "model '" + model.name + "' has no config parameter '" + set.name + "'" +
+                    (!nearest.empty() ? "; did you mean '" + nearest + "'?" : "") +
+                    (names.empty() ? " (it takes none: model " + model.name + "(name: int = 1) "
+                                     "declares one)"
+                                   : " (its parameters: " + names + ")"));
+  }
 }
 
 /// `let name = value [: constraint]` in a model, block or forward function.

@@ -105,8 +105,9 @@ using Evaluator = llvm::function_ref<Value(const Expr &, Scope &)>;
 /// creates on the way.
 class Elaborator {
 public:
-  Elaborator(DiagnosticEngine &diags, const BlockTable &blocks, TypedProgram &program)
-      : diags(diags), blocks(blocks), program(program) {}
+  Elaborator(DiagnosticEngine &diags, const BlockTable &blocks, TypedProgram &program,
+             llvm::ArrayRef<ConfigOverride> overrides = {})
+      : diags(diags), blocks(blocks), program(program), overrides(overrides) {}
 
   /// Elaborates `model` into the program. Returns false after reporting errors.
   bool elaborateModel(const ModelAST &model);
@@ -203,6 +204,13 @@ private:
   Instance modelOwner;
   std::set<std::string> usedPaths;
   std::optional<Microbatches> inputSplit;
+  llvm::ArrayRef<ConfigOverride> overrides; // --set, for the model's config
+
+  /// A config parameter's value from --set (its text parsed as `param`'s kind), or
+  /// None after an error at the value.
+  Value overriddenConfig(const ConfigParamAST &param, const ConfigOverride &set);
+  /// Errors for --set names that are no config parameter of `model`.
+  void checkOverridesUsed(const ModelAST &model);
   std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
   unsigned numDropouts = 0; // K of the next `dropout.K`
 };

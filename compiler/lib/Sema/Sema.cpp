@@ -88,7 +88,7 @@ std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::Stri
     return std::nullopt;
   TypedProgram program;
   program.modelPath = modelPath.str();
-  sema::Elaborator elaborator(diags, blocks, program);
+  sema::Elaborator elaborator(diags, blocks, program, config);
   if (microbatch)
     elaborator.splitInputs(*microbatch);
   if (!elaborator.elaborateModel(main.models[0]))

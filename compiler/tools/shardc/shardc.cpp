@@ -91,6 +91,34 @@ cl::opt<std::string> maxMemoryPerRank(
     cl::value_desc("size"), cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
+cl::list<std::string> configSets(
+    "set", cl::desc("Set a config parameter of the model instead of its default (repeatable)"),
+    cl::value_desc("NAME=VALUE"), cl::cat(category));
+
+/// The --set flags, each in a buffer of its own (`--set NAME=VALUE`) so that
+/// diagnostics point into it.
+std::optional<std::vector<ConfigOverride>> parseConfigSets(llvm::SourceMgr &sourceMgr,
+                                                           DiagnosticEngine &diags) {
+  std::vector<ConfigOverride> sets;
+  for (const std::string &set : configSets) {
+    auto [name, value] = llvm::StringRef(set).split('=');
+    if (!llvm::StringRef(set).contains('=') || name.trim().empty()) {
+      diags.toolError("--set wants NAME=VALUE (a config parameter of the model), not '" + set +
+                      "'");
+      return std::nullopt;
+    }
+    const std::string text = "--set " + set;
+    unsigned buffer = sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, "<command line>"), llvm::SMLoc());
+    const char *start = sourceMgr.getMemoryBuffer(buffer)->getBufferStart() + 6;
+    auto range = [](const char *begin, size_t size) {
+      return SMRange(llvm::SMLoc::getFromPointer(begin), llvm::SMLoc::getFromPointer(begin + size));
+    };
+    sets.push_back({name.trim().str(), value.trim().str(), range(start, name.size()),
+                    range(start + name.size() + 1, value.size())});
+  }
+  return sets;
+}
 
 int reportErrors(DiagnosticEngine &diags, unsigned atLeast = 0) {
   unsigned n = std::max(diags.errorCount(), atLeast);
@@ -247,17 +275,25 @@ int compile() {
       diags.toolError("an executable needs -o FILE");
       return reportErrors(diags);
     }
+    auto sets = parseConfigSets(sourceMgr, diags);
+    if (!sets)
+      return reportErrors(diags);
     Sema sema(diags);
+    sema.setConfig(*sets);
     ModuleLoader loader(std::vector<std::string>(importDirs.begin(), importDirs.end()), diags);
     const ModuleAST *modelModule = loader.loadModelFile(
         modelFile, [&](const ModuleAST &module) { sema.addModule(module); });
     auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
-    if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags)))
+    if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags))) {
       program.reset();
+      for (const ConfigOverride &set : *sets)
+        diags.note(set.nameRange, "the model's '" + set.name + "' is " + set.value +
+                                      " by this flag");
+    }
     // Gradient accumulation compiles the training step at one microbatch's size
     // too; the full program's warnings are not said twice.
     std::optional<TypedProgram> microbatch;
-    if (program && program->microbatches.count > 1 && stage > Emit::Typed) {
+    if (program && program->microbatches.count > 1 && stage != Emit::Layout) {
       diags.showWarnings(false);
       microbatch = sema.analyzeModel(*modelModule, modelFile, &program->microbatches);
       if (!microbatch || !applyRules(*microbatch, *rules, diags))

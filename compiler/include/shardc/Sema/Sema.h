@@ -15,6 +15,13 @@ namespace shardc {
 /// The blocks of every loaded file, by name.
 using BlockTable = std::map<std::string, const BlockAST *>;
 
+/// `--set NAME=VALUE`: a model config parameter's value from the command line,
+/// the text of each part located in a buffer of the source manager.
+struct ConfigOverride {
+  std::string name, value;
+  SMRange nameRange, valueRange;
+};
+
 /// Semantic analysis of one model program. The driver hands it every loaded
 /// file (a ModuleLoader's `onLoaded`), then the file holding the model.
 class Sema {
@@ -36,12 +43,16 @@ public:
   std::optional<TypedProgram> analyzeModel(const ModuleAST &main, llvm::StringRef modelPath,
                                            const Microbatches *microbatch = nullptr);
 
+  /// Config parameters that analyzeModel sets instead of their defaults.
+  void setConfig(std::vector<ConfigOverride> overrides) { config = std::move(overrides); }
+
 private:
   void checkBlock(const BlockAST &block);
 
   DiagnosticEngine &diags;
   unsigned errorsAtStart;
   BlockTable blocks;
+  std::vector<ConfigOverride> config;
 };
 
 /// Applies a rules file to a typed program: the mesh, and a sharding for
