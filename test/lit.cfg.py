@@ -16,6 +16,15 @@ config.test_exec_root = os.path.join(config.shardc_obj_root, "test")
 config.substitutions.append(("%shardc-opt", os.path.join(config.shardc_obj_root, "bin", "shardc-opt")))
 config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))
 config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "examples")))
+# W4's GPT (examples/gpt/gpt.shard) at the training tests' size, set from the command
+# line: a context of 16, embed 16, 4 heads of 4, 2 layers and an MLP of 32 on batches of
+# 8 (sizes every layout of examples/gpt divides: 8 ranks of data, model = 4), its
+# schedule shortened to match.
+config.substitutions.append(("%gpt_test_size", " ".join(
+    [os.path.join(config.shardc_src_root, "examples", "gpt", "gpt.shard")] +
+    [f"--set {s}" for s in ("layers=2", "dim=16", "heads=4", "head_dim=4", "scale=0.5",
+                            "hidden=32", "context=16", "batch_size=8", "warmup=10",
+                            "decay_steps=50")])))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
 config.substitutions.append(("%python", "python3"))
 # Debian's Python, with python3-numpy and python3-pil: test/Data writes its files with them.
