@@ -68,10 +68,13 @@ def tail(text, lines=6):
 
 
 def write_program(seed, folder, all_layouts):
-    model, lib, rules = shardgen.Program(seed, all_layouts).build()
+    program = shardgen.Program(seed, all_layouts)
+    model, lib, rules = program.build()
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     files = {"p.shard": model, "p.rules": rules}
+    if program.sets:
+        files["p.flags"] = "".join(f"--set {s}\n" for s in program.sets)
     if lib:
         files["genlib.shard"] = lib
     for name, text in files.items():
@@ -81,6 +84,11 @@ def write_program(seed, folder, all_layouts):
 
 
 def compile_ok(shardc, args, timeout, check):
+    """shardc on `args` and the program's flags (p.flags beside the model: --set)."""
+    flags = os.path.join(os.path.dirname(args[0]), "p.flags")
+    if os.path.exists(flags):
+        with open(flags) as f:
+            args = args + f.read().split()
     r = run([shardc] + args, timeout)
     if r.returncode != 0 or INTERNAL.search(r.stderr):
         raise Failure(check, f"shardc {' '.join(args)} exited {r.returncode}:\n    {tail(r.stderr)}")

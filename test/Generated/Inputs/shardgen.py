@@ -25,6 +25,7 @@ and global-norm clipping or not) or none; model config
 parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
 for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
 path or glob, activation checkpointing (remat) of a scan by name or glob, microbatches.
+Flags: `--set` of the model's config parameters (p.flags, one per line).
 
 Values stay finite: log only of sigmoid(.) + 1, division only by sigmoid(.) + 1, exp
 only of tanh(.). Layouts the partitioner does not handle yet (a split class axis of
@@ -57,6 +58,8 @@ class Value:
 class Program:
     def __init__(self, seed, all_layouts=False):
         self.r = random.Random(seed)
+        # The flags draw from their own stream: the programs stay those of each seed.
+        self.flag_r = random.Random(f"flags {seed}")
         self.all_layouts = all_layouts
         self.sizes = {}          # logical axis -> size, one size per name everywhere
         # The layer axis scan adds cannot be split (a located error), nor kernels.
@@ -69,6 +72,7 @@ class Program:
         self.scans = []          # scan instances (for remat)
         self.accumulates = False # a loss microbatches can sum
         self.mixes_batch = False # an op mixing the batch's rows (a causal mask over it)
+        self.sets = []           # --set NAME=VALUE flags for the model's config
         self.counter = 0
         self.block_names = set()
         self.inputs = []
@@ -496,6 +500,12 @@ class Program:
                     "adamw": f"  optimizer adamw(lr = 1e-3{r.choice(['', ', weight_decay = 0.1'])}{extra})"}[opt]
         # Gradient accumulation needs a loss that is a mean or a sum over the batch.
         self.accumulates = bool(opt_line) and not loss.endswith("/ 8.0") and not self.mixes_batch
+        if config and self.flag_r.random() < 0.5:
+            # --set: the unused float to another value, the width to the size the
+            # program's shapes were drawn for.
+            self.sets = [f"unused={self.flag_r.choice(['0.25', '2', '1e-3'])}"]
+            if self.flag_r.random() < 0.5:
+                self.sets.append(f"width={self.sizes[feat] // 2}")
         config = f"(width: int = {self.sizes[feat] // 2}, unused: float = 0.5)" if config else ""
         imports = []
         if self.uses_nn:
@@ -572,7 +582,8 @@ def main():
     parser.add_argument("outdir")
     parser.add_argument("--all-layouts", action="store_true")
     args = parser.parse_args()
-    model, lib, rules = Program(args.seed, args.all_layouts).build()
+    program = Program(args.seed, args.all_layouts)
+    model, lib, rules = program.build()
     os.makedirs(args.outdir, exist_ok=True)
     with open(os.path.join(args.outdir, "p.shard"), "w") as f:
         f.write(model)
@@ -581,6 +592,9 @@ def main():
     if lib:
         with open(os.path.join(args.outdir, "genlib.shard"), "w") as f:
             f.write(lib)
+    if program.sets:
+        with open(os.path.join(args.outdir, "p.flags"), "w") as f:
+            f.write("".join(f"--set {s}\n" for s in program.sets))
 
 
 if __name__ == "__main__":
