@@ -227,14 +227,8 @@ def main():
 
     # Sets itself up as the README's commands do: Debian packages (as root), the
     # corpus, the compiler.
-    packages = [pkg for pkg, _ in tb.check_pytorch_prereqs() if pkg not in ("dataset-fashion-mnist", "python3")]
-    if packages and os.geteuid() == 0:
-        log(f"installing {' '.join(packages)}")
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + packages,
-                       check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    if not os.access(args.shardc, os.X_OK) and args.shardc == os.path.join(REPO, "build", "bin", "shardc"):
-        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True)
+    tb.install_prereqs(exclude=("dataset-fashion-mnist",))
+    tb.build_shardc(args.shardc)
     if not os.path.exists(CORPUS):
         subprocess.run([sys.executable, os.path.join(REPO, "examples", "gpt", "make_corpus.py")], check=True)
     missing = [(pkg, what) for pkg, what in tb.check_pytorch_prereqs() if pkg != "dataset-fashion-mnist"]

@@ -15,8 +15,10 @@ Measures, in one run with interleaved repetitions (the machine is noisy; medians
 
 PyTorch runs in the best configuration of shared/anchors/README.md: /usr/bin/python3 with
 OPENBLAS_CORETYPE unset, tcmalloc preloaded and the OpenMP build of OpenBLAS. Prints ONE
-JSON object on stdout; progress goes to stderr. Only the parent runs here with the
-standard library; PyTorch is imported by the worker processes this script starts of itself
+JSON object on stdout; progress goes to stderr. Sets itself up as the README's commands
+do: run as root, it installs the Debian packages PyTorch's side needs (python3-torch,
+libtcmalloc-minimal4, libopenblas0-openmp; apt's output on stderr) and builds shardc with
+scripts/build.sh when it is missing. Only the parent runs here with the standard library; PyTorch is imported by the worker processes this script starts of itself
 (`--worker ...`, not for direct use).
 
     bench/train/run.py                 # everything, 3 repetitions
@@ -294,6 +296,28 @@ def check_pytorch_prereqs():
     return missing
 
 
+def install_prereqs(exclude=()):
+    """Installs, as root, the Debian packages check_pytorch_prereqs finds missing (but
+    `exclude`), apt's output on stderr: stdout is the bench's JSON alone."""
+    packages = [pkg for pkg, _ in check_pytorch_prereqs() if pkg not in ("python3",) + tuple(exclude)]
+    if not packages or os.geteuid() != 0:
+        return
+    print(f"[bench] installing {' '.join(packages)}", file=sys.stderr, flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, stdout=sys.stderr, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + packages,
+                   check=True, stdout=sys.stderr, env=env)
+
+
+def build_shardc(shardc):
+    """Builds this checkout's shardc with scripts/build.sh (which installs its Debian
+    packages) when `shardc` is that binary and it is missing; output on stderr."""
+    if shardc == os.path.join(REPO, "build", "bin", "shardc") and not os.access(shardc, os.X_OK):
+        print("[bench] building shardc (scripts/build.sh)", file=sys.stderr, flush=True)
+        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
+                       stdout=sys.stderr)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -437,6 +461,9 @@ def main():
     w1_cases = [(8, 20 if args.quick else 200, 3 if args.quick else 10),
                 (256, 10 if args.quick else 60, 3 if args.quick else 10)]
 
+    install_prereqs()
+    if not args.skip_shardc:
+        build_shardc(args.shardc)
     missing = check_pytorch_prereqs()
     if missing:
         for pkg, what in missing:
