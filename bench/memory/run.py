@@ -11,7 +11,7 @@ parallel rules where the example has them, and GPT-2 small under FSDP with every
 recomputed (examples/gpt2/fsdp-remat.rules) and under tensor parallelism with 4
 microbatches (examples/gpt2/tp-microbatches.rules).
 
-    bench/memory/run.py            # every case (about 15 minutes on 2 cores)
+    bench/memory/run.py            # every case (about 18 minutes on 2 cores)
     bench/memory/run.py --quick    # W2 and W4 only
 
 Prints ONE JSON object on stdout; progress goes to stderr. Sets itself up: builds
