@@ -863,7 +863,7 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     grid->setAttr(kAxisNamesAttr, b.getStrArrayAttr(names));
   }
   if (steps.microbatches) {
-    (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(steps.microbatches->count));
+    (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(program.microbatches.count));
     if (!emitFunction(*module, steps.microbatches->grads) ||
         !emitFunction(*module, steps.microbatches->apply))
       return nullptr;

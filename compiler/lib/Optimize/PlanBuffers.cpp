@@ -72,11 +72,11 @@ int64_t lastAccess(memref::AllocOp alloc, Block &body,
 /// moved the alloc up) to the last access. The deallocation pipeline frees
 /// at the end of the block, not after the last use, so the dealloc's
 /// position would keep every buffer live to the end.
-SmallVector<Buffer> collectBuffers(Block &body) {
+std::vector<Buffer> collectBuffers(Block &body) {
   DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(body))
     position[&op] = i;
-  SmallVector<Buffer> buffers;
+  std::vector<Buffer> buffers;
   for (auto alloc : body.getOps<memref::AllocOp>()) {
     MemRefType type = alloc.getType();
     if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getMemorySpace() ||
@@ -107,7 +107,7 @@ SmallVector<Buffer> collectBuffers(Block &body) {
     int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
     int64_t bytes =
         llvm::alignTo(std::max<int64_t>(type.getNumElements() * elementBytes, 1), kAlignment);
-    buffers.push_back({alloc, dealloc, firstUse, last, bytes});
+    buffers.push_back({alloc, dealloc, firstUse, last, bytes, 0, {}});
   }
   return buffers;
 }
@@ -143,8 +143,7 @@ int64_t placeBuffers(std::vector<Buffer> &buffers) {
 /// (an iteration's temporaries, planned within the loop's bytes), placed.
 /// Returns the bytes they take.
 int64_t planBlock(Block &body, std::vector<Buffer> &buffers) {
-  SmallVector<Buffer> own = collectBuffers(body);
-  buffers.assign(own.begin(), own.end());
+  buffers = collectBuffers(body);
   for (auto [i, op] : llvm::enumerate(body)) {
     if (!isa<scf::ForOp>(op))
       continue;

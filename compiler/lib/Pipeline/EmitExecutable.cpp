@@ -12,11 +12,11 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/Analysis/LoopInfo.h"
-#include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/IPO/LoopExtractor.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -30,12 +30,6 @@
 
 using namespace mlir;
 
-/// Every top-level loop nest of the step functions in a function of its own
-/// (LLVM's loop-extract), kept out of line: a step is one function of
-/// thousands of loop nests (every op's, inlined into its entry), and LLVM's
-/// per-function analyses grow faster than linearly with it. Measured: W4
-/// under dp.rules compiles in 16 s instead of 24; W2's step runs as fast or
-/// faster (150 steps: 8.8 and 9.0 s against 9.4 and 10.0).
 /// The loop nests inside a loop of loop nests (the microbatches' loop, which
 /// loop-extract moves out whole: a function that is one loop it leaves alone),
 /// each in a function of its own, as loop-extract does with a step's top level.
@@ -54,6 +48,12 @@ static void extractInnerNests(llvm::Function &fn) {
   }
 }
 
+/// Every top-level loop nest of the step functions in a function of its own
+/// (LLVM's loop-extract), kept out of line: a step is one function of
+/// thousands of loop nests (every op's, inlined into its entry), and LLVM's
+/// per-function analyses grow faster than linearly with it. Measured: W4
+/// under dp.rules compiles in 16 s instead of 24; W2's step runs as fast or
+/// faster (150 steps: 8.8 and 9.0 s against 9.4 and 10.0).
 static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
   llvm::SmallPtrSet<llvm::Function *, 16> before;
   for (llvm::Function &fn : module)

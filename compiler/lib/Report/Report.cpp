@@ -434,7 +434,7 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
     int64_t iterations = 1;
     for (int64_t range : op.getStaticLoopRanges())
       if (!ShapedType::isDynamic(range))
-        iterations = range && iterations > INT64_MAX / range ? INT64_MAX : iterations * range;
+        iterations = mulSaturating(iterations, range);
     int64_t flops = mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations,
                                   timesRun(op, fn));
     memory.stepFlops = addSaturating(memory.stepFlops, flops);

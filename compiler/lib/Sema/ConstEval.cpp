@@ -104,6 +104,11 @@ std::string Elaborator::suggest(llvm::StringRef name, const Scope &scope) {
     candidates.push_back(entry.first);
   for (const Builtin &b : allBuiltins())
     candidates.push_back(b.name);
+  std::string best = nearestName(name, candidates);
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string sema::nearestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates) {
   std::string best;
   unsigned bestDistance = 3;
   for (const std::string &c : candidates) {
@@ -113,7 +118,7 @@ std::string Elaborator::suggest(llvm::StringRef name, const Scope &scope) {
       best = c;
     }
   }
-  return best.empty() ? "" : "; did you mean '" + best + "'?";
+  return best;
 }
 
 Value Elaborator::evalName(const NameExpr &name, Scope &scope) {

@@ -11,6 +11,7 @@
 #include "shardrt/program_limits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace shardc;
 using namespace shardc::sema;
@@ -244,8 +245,9 @@ Value Elaborator::overriddenConfig(const ConfigParamAST &param, const ConfigOver
   }
   if (!v.ok())
     diags.error(set.valueRange, "'" + param.name + "' is " +
-                                    (param.kind == ScalarKind::Int ? "an int" : param.kind == ScalarKind::Float ? "a float" : "a bool") +
-                                    ", not '" + set.value + "'");
+                                    (param.kind == ScalarKind::Int ? "an " : "a ") +
+                                    argKindName(argKindOf(param.kind)) + ", not '" + set.value +
+                                    "'");
   return v;
 }
 
@@ -253,22 +255,16 @@ void Elaborator::checkOverridesUsed(const ModelAST &model) {
   for (const ConfigOverride &set : overrides) {
     if (llvm::any_of(model.config, [&](const ConfigParamAST &c) { return c.name == set.name; }))
       continue;
-    std::string names, nearest;
-    unsigned bestDistance = 3;
-    for (const ConfigParamAST &c : model.config) {
-      names += (names.empty() ? "" : ", ") + c.name;
-      unsigned d = llvm::StringRef(set.name).edit_distance(c.name, true, bestDistance);
-      if (d < bestDistance) {
-        bestDistance = d;
-        nearest = c.name;
-      }
-    }
+    std::vector<std::string> names;
+    for (const ConfigParamAST &c : model.config)
+      names.push_back(c.name);
+    std::string nearest = nearestName(set.name, names);
     diags.error(set.nameRange,
                 "model '" + model.name + "' has no config parameter '" + set.name + "'" +
                     (!nearest.empty() ? "; did you mean '" + nearest + "'?" : "") +
                     (names.empty() ? " (it takes none: model " + model.name + "(name: int = 1) "
                                      "declares one)"
-                                   : " (its parameters: " + names + ")"));
+                                   : " (its parameters: " + llvm::join(names, ", ") + ")"));
   }
 }
 

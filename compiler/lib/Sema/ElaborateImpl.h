@@ -53,6 +53,8 @@ struct Value {
 /// `an int`, `a tensor`, ...: for diagnostics.
 std::string describeKind(const Value &v);
 ArgKind argKindOf(ScalarKind kind);
+/// The candidate nearest to `name` (an edit distance under 3), or "".
+std::string nearestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates);
 
 /// Axis sizes known in one scope (a block instance or the model), with where
 /// each was learnt.

@@ -410,8 +410,8 @@ private:
   /// Each rank's rows of the batch (the first input's first dim) divide into the
   /// microbatches: one error here rather than one per tensor of the microbatch.
   void checkMicrobatchRows(const MicrobatchesAST &microbatches) {
-    auto input = llvm::find_if(program.inputs, [](const Input &t) { return !t.type.dims.empty(); });
-    if (input == program.inputs.end() || input->sharding.dims.empty())
+    const Input *input = batchInput(program);
+    if (!input || input->sharding.dims.empty())
       return;
     const Dim &batch = input->type.dims.front();
     int64_t shards = 1;

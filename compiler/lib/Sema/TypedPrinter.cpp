@@ -84,8 +84,8 @@ public:
       os << ")\n";
     }
     const Microbatches &microbatches = program.microbatches;
-    auto batched = llvm::find_if(program.inputs, [](const Input &t) { return !t.type.dims.empty(); });
-    if (microbatches.count > 1 && batched != program.inputs.end()) {
+    const Input *batched = batchInput(program);
+    if (microbatches.count > 1 && batched) {
       const Dim &batch = batched->type.dims.front();
       os << "  microbatches " << microbatches.count << ": the train step runs '" << batch.axis
          << "' = " << batch.size << " in " << microbatches.count << " slices of "

@@ -103,6 +103,11 @@ int64_t ShardedTensor::localBytes(const Mesh &mesh) const {
   return n;
 }
 
+const Input *shardc::batchInput(const TypedProgram &program) {
+  auto input = llvm::find_if(program.inputs, [](const Input &t) { return !t.type.dims.empty(); });
+  return input == program.inputs.end() ? nullptr : &*input;
+}
+
 void shardc::collectOutputs(TypedProgram &program) {
   auto add = [&](const std::string &name, unsigned id) {
     const Node &node = program.graph.nodes[id];

@@ -63,11 +63,8 @@ private:
     if (diags.hasErrors())
       return std::nullopt;
 
-    std::vector<unsigned> paramNodes;
-    for (const FunctionValue &param : forward.params)
-      paramNodes.push_back(param.node);
     unsigned loss = forward.ids[p.loss].train;
-    auto grads = appendGradient(sp.graph, loss, paramNodes, remat, diags);
+    auto grads = appendGradient(sp.graph, loss, nodesOf(forward.params), remat, diags);
     if (!grads)
       return std::nullopt;
     forward.grads = std::move(*grads);
@@ -334,7 +331,6 @@ private:
     if (!forward)
       return false;
     MicrobatchSteps steps;
-    steps.count = program.microbatches.count;
 
     steps.grads.name = "microbatch_step";
     // The gradients are added to their sums in the function, as train_step's

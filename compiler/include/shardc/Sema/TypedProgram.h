@@ -203,6 +203,10 @@ struct TypedProgram {
   std::string microbatchAxis;
 };
 
+/// The first input with an axis, whose first axis is the batch that microbatches
+/// split; null without one.
+const Input *batchInput(const TypedProgram &program);
+
 /// Fills `outputs`: the loss, the metrics, then the model's named values in
 /// graph order.
 void collectOutputs(TypedProgram &program);

@@ -66,11 +66,10 @@ struct StepFunction {
   std::vector<FunctionValue> args, results;
 };
 
-/// Gradient accumulation: train_step runs `grads` on each of `count` slices of
-/// its inputs, sums (and scales) the results, reduces the gradients across
-/// ranks once and updates with `apply`.
+/// Gradient accumulation: train_step runs `grads` on each of the program's
+/// `microbatches.count` slices of its inputs, sums (and scales) the results,
+/// reduces the gradients across ranks once and updates with `apply`.
 struct MicrobatchSteps {
-  int64_t count = 1;
   StepFunction grads, apply;
 };
 
