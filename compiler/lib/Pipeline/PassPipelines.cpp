@@ -117,6 +117,11 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //   shardc-plan-buffers    after it (a kernel that overwrites its output
 //                          asks for the output's alloc): every temporary of
 //                          a step in one planned arena
+//   shardc-outline-kernels after the plan (each linalg op then works on a
+//                          view of the arena, whose type is the same in
+//                          every layer) and before the loops: one function
+//                          per distinct op, so that a block's kernels are
+//                          lowered and compiled once whatever the depth
 //   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
 //                          second lower-affine takes the affine.apply that
 //                          expand-strided-metadata makes for a subview at a
@@ -133,6 +138,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   if (options.kernels)
     pm.addPass(createLowerToKernelsPass());
   pm.addNestedPass<func::FuncOp>(createPlanBuffersPass());
+  pm.addPass(createOutlineKernelsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

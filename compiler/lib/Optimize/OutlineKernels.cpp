@@ -1,0 +1,117 @@
+//===- OutlineKernels.cpp - each linalg op in a kernel function, deduplicated ===//
+//
+// See shardc-outline-kernels in include/shardc/Optimize/Passes.td.
+//
+// 1. Collect the linalg ops on buffers of every function.
+// 2. For each, build a private function: its arguments are the op's operands
+//    and the non-constant values its body reads from outside; the constants
+//    it reads are cloned in.
+// 3. Print the function under a fixed name: ops that print alike share the
+//    first such function; the op becomes a call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "shardc/Optimize/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "shardc-outline-kernels"
+
+namespace shardc {
+#define GEN_PASS_DEF_OUTLINEKERNELSPASS
+#include "shardc/Optimize/Passes.h.inc"
+} // namespace shardc
+
+using namespace mlir;
+
+namespace {
+
+/// Whether a call can pass `type` as a bare pointer (LowerToLLVM's calling
+/// convention): not a memref with a dynamic size, stride or offset (a slice at
+/// a rank's offset), which stays in its function.
+static bool isBarePointer(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref)
+    return true;
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  return memref.hasStaticShape() && succeeded(memref.getStridesAndOffset(strides, offset)) &&
+         ShapedType::isStatic(offset) && llvm::all_of(strides, ShapedType::isStatic);
+}
+
+struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> ops;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureBufferSemantics() && llvm::all_of(op->getOperandTypes(), isBarePointer))
+        ops.push_back(op);
+    });
+    llvm::StringMap<func::FuncOp> kernels;
+    for (linalg::LinalgOp op : ops) {
+      SmallVector<Value> args(op->getOperands());
+      SmallVector<Operation *> constants;
+      SetVector<Value> captured;
+      getUsedValuesDefinedAbove(op->getRegions(), captured);
+      for (Value v : captured) {
+        if (matchPattern(v, m_Constant()))
+          constants.push_back(v.getDefiningOp());
+        else
+          args.push_back(v);
+      }
+      func::FuncOp kernel = outline(op, args, constants);
+      std::string key;
+      llvm::raw_string_ostream os(key);
+      kernel->print(os, OpPrintingFlags().printGenericOpForm());
+      auto [it, isNew] = kernels.try_emplace(key, kernel);
+      if (isNew) {
+        kernel.setSymName(("shardc_kernel_" + llvm::Twine(kernels.size() - 1)).str());
+        module.push_back(kernel);
+      } else {
+        kernel.erase();
+      }
+      OpBuilder b(op);
+      func::CallOp::create(b, op.getLoc(), it->second, args);
+      op->erase();
+    }
+    LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops, " << kernels.size() << " kernels\n");
+  }
+
+  /// A detached private function `shardc_kernel` that runs `op` on `args`.
+  func::FuncOp outline(linalg::LinalgOp op, ArrayRef<Value> args,
+                       ArrayRef<Operation *> constants) {
+    MLIRContext *ctx = op.getContext();
+    SmallVector<Type> types;
+    for (Value v : args)
+      types.push_back(v.getType());
+    Location loc = op.getLoc();
+    OpBuilder detached(ctx);
+    auto kernel =
+        func::FuncOp::create(detached, loc, "shardc_kernel", FunctionType::get(ctx, types, {}));
+    kernel.setPrivate();
+    kernel.setNoInline(true);
+    // func-to-llvm gives private functions external linkage: two step modules
+    // linked together would both define shardc_kernel_0.
+    kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+    Block *body = kernel.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(body);
+    IRMapping map;
+    map.map(args, body->getArguments());
+    for (Operation *constant : constants)
+      b.clone(*constant, map);
+    Operation *copy = b.clone(*op, map);
+    copy->setDiscardableAttrs(DictionaryAttr::get(ctx));
+    func::ReturnOp::create(b, loc);
+    return kernel;
+  }
+};
+
+} // namespace

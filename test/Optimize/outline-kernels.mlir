@@ -1,0 +1,76 @@
+// shardc-outline-kernels: each linalg op on buffers in a kernel function, ops
+// that print alike (two layers' copies of one op) sharing one.
+// RUN: %shardc-opt %s --shardc-outline-kernels -split-input-file | FileCheck %s
+
+// The same relu on two layers' buffers: one kernel, called twice. The
+// constant its body reads is cloned in; the fill's scalar is an argument.
+// A relu of another shape is a kernel of its own.
+
+#id = affine_map<(d0) -> (d0)>
+func.func @layers(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: memref<8xf32>,
+                  %e: memref<4xf32>, %f: memref<4xf32>, %v: f32) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%c : memref<8xf32>) outs(%d : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%e : memref<4xf32>) outs(%f : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%v : f32) outs(%b : memref<8xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @layers
+// CHECK-SAME:    (%[[A:.*]]: memref<8xf32>, %[[B:.*]]: memref<8xf32>, %[[C:.*]]: memref<8xf32>, %[[D:.*]]: memref<8xf32>, %[[E:.*]]: memref<4xf32>, %[[F:.*]]: memref<4xf32>, %[[V:.*]]: f32)
+// CHECK-NOT:     linalg.
+// CHECK:         call @[[RELU8:shardc_kernel_[0-9]+]](%[[A]], %[[B]]) : (memref<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT:    call @[[RELU8]](%[[C]], %[[D]])
+// CHECK-NEXT:    call @[[RELU4:shardc_kernel_[0-9]+]](%[[E]], %[[F]]) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    call @[[FILL:shardc_kernel_[0-9]+]](%[[V]], %[[B]]) : (f32, memref<8xf32>) -> ()
+// CHECK:       func.func private @[[RELU8]](%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, no_inline}
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    linalg.generic
+// CHECK:           arith.maximumf %{{.*}}, %[[ZERO]] : f32
+// CHECK:         return
+// CHECK:       func.func private @[[RELU4]](%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>)
+// CHECK:       func.func private @[[FILL]](%{{.*}}: f32, %{{.*}}: memref<8xf32>)
+// CHECK-NEXT:    linalg.fill
+// CHECK-NOT:   func.func
+
+// -----
+
+// A value computed outside the op that its body reads is an argument; an
+// operand at a dynamic offset (a rank's block) keeps its op in place.
+
+#id = affine_map<(d0) -> (d0)>
+func.func @captured(%a: memref<8xf32>, %b: memref<8xf32>, %s: f32,
+                    %block: memref<4xf32, strided<[1], offset: ?>>) {
+  %scale = arith.mulf %s, %s : f32
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.mulf %x, %scale : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%s : f32) outs(%block : memref<4xf32, strided<[1], offset: ?>>)
+  return
+}
+
+// CHECK-LABEL: func.func @captured
+// CHECK:         %[[SCALE:.*]] = arith.mulf
+// CHECK-NEXT:    call @[[SCALED:shardc_kernel_[0-9]+]](%{{.*}}, %{{.*}}, %[[SCALE]]) : (memref<8xf32>, memref<8xf32>, f32) -> ()
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<4xf32, strided<[1], offset: ?>>)
+// CHECK:       func.func private @[[SCALED]](%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %[[S:.*]]: f32)
+// CHECK:           arith.mulf %{{.*}}, %[[S]] : f32
