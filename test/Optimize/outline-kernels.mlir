@@ -52,7 +52,7 @@ func.func @layers(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: m
 // -----
 
 // A value computed outside the op that its body reads is an argument; an
-// operand at a dynamic offset (a rank's block) keeps its op in place.
+// operand at a dynamic offset that is not a slice keeps its op in place.
 
 #id = affine_map<(d0) -> (d0)>
 func.func @captured(%a: memref<8xf32>, %b: memref<8xf32>, %s: f32,
@@ -74,3 +74,24 @@ func.func @captured(%a: memref<8xf32>, %b: memref<8xf32>, %s: f32,
 // CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<4xf32, strided<[1], offset: ?>>)
 // CHECK:       func.func private @[[SCALED]](%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %[[S:.*]]: f32)
 // CHECK:           arith.mulf %{{.*}}, %[[S]] : f32
+
+// -----
+
+// A rank's block at a dynamic offset: the kernel takes the whole buffer and the
+// offset, and slices it itself; two blocks of one buffer share the kernel.
+
+func.func @block(%whole: memref<8xf32>, %at: index, %other: index, %v: f32) {
+  %block = memref.subview %whole[%at] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  linalg.fill ins(%v : f32) outs(%block : memref<4xf32, strided<[1], offset: ?>>)
+  %next = memref.subview %whole[%other] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  linalg.fill ins(%v : f32) outs(%next : memref<4xf32, strided<[1], offset: ?>>)
+  return
+}
+
+// CHECK-LABEL: func.func @block
+// CHECK-SAME:    (%[[WHOLE:.*]]: memref<8xf32>, %[[AT:.*]]: index, %[[OTHER:.*]]: index, %[[V:.*]]: f32)
+// CHECK:         call @[[FILL:shardc_kernel_[0-9]+]](%[[V]], %[[WHOLE]], %[[AT]]) : (f32, memref<8xf32>, index) -> ()
+// CHECK:         call @[[FILL]](%[[V]], %[[WHOLE]], %[[OTHER]])
+// CHECK:       func.func private @[[FILL]](%[[KV:.*]]: f32, %[[KW:.*]]: memref<8xf32>, %[[KAT:.*]]: index)
+// CHECK-NEXT:    %[[SLICE:.*]] = memref.subview %[[KW]][%[[KAT]]] [4] [1]
+// CHECK-NEXT:    linalg.fill ins(%[[KV]] : f32) outs(%[[SLICE]] : memref<4xf32, strided<[1], offset: ?>>)

@@ -4,8 +4,9 @@
 //
 // 1. Collect the linalg ops on buffers of every function.
 // 2. For each, build a private function: its arguments are the op's operands
-//    and the non-constant values its body reads from outside; the constants
-//    it reads are cloned in.
+//    (a slice at a dynamic offset: its source and offsets) and the
+//    non-constant values its body reads from outside; the constants it reads
+//    and the slices are cloned in.
 // 3. Print the function under a fixed name: ops that print alike share the
 //    first such function; the op becomes a call.
 //
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -35,8 +37,7 @@ using namespace mlir;
 namespace {
 
 /// Whether a call can pass `type` as a bare pointer (LowerToLLVM's calling
-/// convention): not a memref with a dynamic size, stride or offset (a slice at
-/// a rank's offset), which stays in its function.
+/// convention): not a memref with a dynamic size, stride or offset.
 static bool isBarePointer(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref)
@@ -47,18 +48,41 @@ static bool isBarePointer(Type type) {
          ShapedType::isStatic(offset) && llvm::all_of(strides, ShapedType::isStatic);
 }
 
+/// The subview that makes `operand` when the operand cannot be passed (a
+/// rank's block of an all_slice, at a dynamic offset) but its source can: the
+/// kernel takes the source and the offsets and slices it itself.
+static memref::SubViewOp sliceInKernel(Value operand) {
+  auto view = operand.getDefiningOp<memref::SubViewOp>();
+  return view && isBarePointer(view.getSource().getType()) ? view : nullptr;
+}
+
+static bool canOutline(linalg::LinalgOp op) {
+  return op.hasPureBufferSemantics() && llvm::all_of(op->getOperands(), [](Value v) {
+           return isBarePointer(v.getType()) || sliceInKernel(v);
+         });
+}
+
 struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> ops;
     module.walk([&](linalg::LinalgOp op) {
-      if (op.hasPureBufferSemantics() && llvm::all_of(op->getOperandTypes(), isBarePointer))
+      if (canOutline(op))
         ops.push_back(op);
     });
     llvm::StringMap<func::FuncOp> kernels;
     for (linalg::LinalgOp op : ops) {
-      SmallVector<Value> args(op->getOperands());
-      SmallVector<Operation *> constants;
+      SmallVector<Value> args;
+      SmallVector<Operation *> constants, slices;
+      for (Value v : op->getOperands()) {
+        if (isBarePointer(v.getType())) {
+          args.push_back(v);
+          continue;
+        }
+        memref::SubViewOp slice = sliceInKernel(v);
+        llvm::append_range(args, slice->getOperands());
+        slices.push_back(slice);
+      }
       SetVector<Value> captured;
       getUsedValuesDefinedAbove(op->getRegions(), captured);
       for (Value v : captured) {
@@ -67,7 +91,7 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
         else
           args.push_back(v);
       }
-      func::FuncOp kernel = outline(op, args, constants);
+      func::FuncOp kernel = outline(op, args, constants, slices);
       std::string key;
       llvm::raw_string_ostream os(key);
       kernel->print(os, OpPrintingFlags().printGenericOpForm());
@@ -85,9 +109,10 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
     LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops, " << kernels.size() << " kernels\n");
   }
 
-  /// A detached private function `shardc_kernel` that runs `op` on `args`.
-  func::FuncOp outline(linalg::LinalgOp op, ArrayRef<Value> args,
-                       ArrayRef<Operation *> constants) {
+  /// A detached private function `shardc_kernel` that runs `op` on `args`,
+  /// with `constants` and `slices` cloned in.
+  func::FuncOp outline(linalg::LinalgOp op, ArrayRef<Value> args, ArrayRef<Operation *> constants,
+                       ArrayRef<Operation *> slices) {
     MLIRContext *ctx = op.getContext();
     SmallVector<Type> types;
     for (Value v : args)
@@ -105,8 +130,8 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
     OpBuilder b = OpBuilder::atBlockBegin(body);
     IRMapping map;
     map.map(args, body->getArguments());
-    for (Operation *constant : constants)
-      b.clone(*constant, map);
+    for (Operation *cloned : llvm::concat<Operation *const>(constants, slices))
+      b.clone(*cloned, map);
     Operation *copy = b.clone(*op, map);
     copy->setDiscardableAttrs(DictionaryAttr::get(ctx));
     func::ReturnOp::create(b, loc);

@@ -162,9 +162,11 @@ def OutlineKernelsPass : Pass<"shardc-outline-kernels", "::mlir::ModuleOp"> {
     Operands from `memref.view`s of the arena have identity layouts, so the
     same op of two layers has the same types; an operand with a strided
     layout (a slice) keeps its offset in its type, and its kernel is shared
-    only by ops at the same offset. An op with an operand of dynamic offset
-    or strides (a rank's block of an all_slice) stays where it is: the
-    calling convention passes bare pointers, which cannot carry them.
+    only by ops at the same offset. The calling convention passes bare
+    pointers, which cannot carry a dynamic offset: an operand that is a
+    `memref.subview` at a dynamic offset (a rank's block of an all_slice)
+    is passed as its source and its offsets, and the kernel takes the slice;
+    an op with another such operand stays where it is.
 
     ```mlir
     linalg.generic {...} ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) {...}
