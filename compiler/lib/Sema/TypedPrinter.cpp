@@ -95,36 +95,7 @@ public:
   }
 
 private:
-  void tensorDetails(const ShardedTensor &t) {
-    const Mesh &mesh = program.mesh;
-    os << "    sharding " << t.sharding.str() << "  local [";
-    auto local = t.localShape(mesh);
-    for (size_t i = 0; i < local.size(); ++i)
-      os << (i ? ", " : "") << local[i];
-    os << "]  " << formatBytes(t.localBytes(mesh)) << " per rank\n";
-    // Dimensions no rule mentions share one line; the others show the rules
-    // skipped for them, then the one that decided (or that none was left).
-    std::string unruled;
-    for (size_t i = 0; i < t.sharding.dims.size(); ++i) {
-      const DimSharding &d = t.sharding.dims[i];
-      const std::string &axis = t.type.dims[i].axis;
-      for (const SkippedRule &s : d.skipped)
-        os << "    " << axis << ": " << s.reason << "  (" << fileLine(s.cause) << ")\n";
-      if (d.cause.Start.isValid())
-        os << "    " << axis << ": " << d.reason << "  (" << fileLine(d.cause) << ")\n";
-      else if (!d.skipped.empty())
-        os << "    " << axis << ": " << d.reason << ", replicated\n";
-      else
-        unruled += (unruled.empty() ? "" : ", ") + axis;
-    }
-    if (!unruled.empty())
-      os << "    " << unruled << ": no rule, replicated\n";
-  }
-
-  /// `tp.rules:4`: the header gives the whole path.
-  std::string fileLine(SMRange range) {
-    return llvm::sys::path::filename(diags.describe(range.Start)).str();
-  }
+  void tensorDetails(const ShardedTensor &t) { printShardingDetails(t, program.mesh, diags, os); }
 
   void printGraph(const Graph &graph, unsigned indent) {
     for (const Node &n : graph.nodes) {
@@ -181,4 +152,34 @@ private:
 void shardc::printTypedProgram(const TypedProgram &program, DiagnosticEngine &diags,
                                llvm::raw_ostream &os) {
   TypedPrinter(program, diags, os).print();
+}
+
+void shardc::printShardingDetails(const ShardedTensor &t, const Mesh &mesh,
+                                  DiagnosticEngine &diags, llvm::raw_ostream &os) {
+  // `tp.rules:4`: the header gives the whole path.
+  auto fileLine = [&](SMRange range) {
+    return llvm::sys::path::filename(diags.describe(range.Start)).str();
+  };
+  os << "    sharding " << t.sharding.str() << "  local [";
+  auto local = t.localShape(mesh);
+  for (size_t i = 0; i < local.size(); ++i)
+    os << (i ? ", " : "") << local[i];
+  os << "]  " << formatBytes(t.localBytes(mesh)) << " per rank\n";
+  // Dimensions no rule mentions share one line; the others show the rules
+  // skipped for them, then the one that decided (or that none was left).
+  std::string unruled;
+  for (size_t i = 0; i < t.sharding.dims.size(); ++i) {
+    const DimSharding &d = t.sharding.dims[i];
+    const std::string &axis = t.type.dims[i].axis;
+    for (const SkippedRule &s : d.skipped)
+      os << "    " << axis << ": " << s.reason << "  (" << fileLine(s.cause) << ")\n";
+    if (d.cause.Start.isValid())
+      os << "    " << axis << ": " << d.reason << "  (" << fileLine(d.cause) << ")\n";
+    else if (!d.skipped.empty())
+      os << "    " << axis << ": " << d.reason << ", replicated\n";
+    else
+      unruled += (unruled.empty() ? "" : ", ") + axis;
+  }
+  if (!unruled.empty())
+    os << "    " << unruled << ": no rule, replicated\n";
 }

@@ -11,6 +11,14 @@
 using namespace shardc;
 
 unsigned DiagnosticEngine::addFile(llvm::StringRef path, SMLoc includedFrom) {
+  if (openFiles) {
+    llvm::SmallString<256> real;
+    if (llvm::sys::fs::real_path(path, real))
+      real = path;
+    if (auto open = openFiles->find(real.str().str()); open != openFiles->end())
+      return sourceMgr.AddNewSourceBuffer(
+          llvm::MemoryBuffer::getMemBufferCopy(open->second, real), includedFrom);
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
   if (!buffer) {
@@ -42,6 +50,10 @@ void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
     return;
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
+  if (handler) {
+    handler(Diagnostic{range, kind, message.str(), ""});
+    return;
+  }
   // Without a place in a file, the tool speaks: `shardc: error: ...`.
   if (!range.Start.isValid()) {
     llvm::raw_ostream &os = kind == llvm::SourceMgr::DK_Error
@@ -71,6 +83,10 @@ void DiagnosticEngine::note(SMRange range, const llvm::Twine &message) {
 
 void DiagnosticEngine::fileError(llvm::StringRef path, const llvm::Twine &message) {
   ++numErrors;
+  if (handler) {
+    handler(Diagnostic{SMRange(), llvm::SourceMgr::DK_Error, message.str(), path.str()});
+    return;
+  }
   llvm::SMDiagnostic(path, llvm::SourceMgr::DK_Error, message.str())
       .print(/*ProgName=*/nullptr, out);
 }

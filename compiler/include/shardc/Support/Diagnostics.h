@@ -14,12 +14,22 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+#include <map>
 #include <string>
 
 namespace shardc {
 
 using llvm::SMLoc;
 using llvm::SMRange;
+
+/// One diagnostic, for a handler that shows them elsewhere than a terminal.
+struct Diagnostic {
+  SMRange range; // invalid for a whole file's or the tool's error
+  llvm::SourceMgr::DiagKind kind;
+  std::string message;
+  std::string file; // a whole file's error: its path
+};
 
 class DiagnosticEngine {
 public:
@@ -43,6 +53,15 @@ public:
   /// its warnings and their notes were shown by the first.
   void showWarnings(bool show) { warningsShown = show; }
 
+  /// Diagnostics go to `handler` instead of the stream (the language server
+  /// publishes them).
+  void setHandler(std::function<void(const Diagnostic &)> handler) {
+    this->handler = std::move(handler);
+  }
+  /// Text that addFile reads instead of the file at a real path: an editor's
+  /// unsaved buffers. The map must outlive the engine's reads.
+  void setOpenFiles(const std::map<std::string, std::string> *files) { openFiles = files; }
+
   unsigned errorCount() const { return numErrors; }
   bool hasErrors() const { return numErrors != 0; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
@@ -57,6 +76,8 @@ private:
   unsigned numErrors = 0;
   bool warningsShown = true;
   bool inHiddenWarning = false; // its notes are hidden too
+  std::function<void(const Diagnostic &)> handler;
+  const std::map<std::string, std::string> *openFiles = nullptr;
 };
 
 } // namespace shardc
