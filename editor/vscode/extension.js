@@ -1,22 +1,39 @@
 'use strict';
-// Highlighting comes from the grammars alone; the only code is a folding
-// provider, so that blocks, models, rules and multi-line lists fold on their
-// brackets rather than on indentation.
+// Highlighting comes from the grammars; folding from a provider that folds
+// blocks, models, rules and multi-line lists on their brackets; everything
+// else (errors as you type, hover, go to definition, completion, outline) from
+// shardc's language server, shardc-lsp, which the client starts on stdio.
 const vscode = require('vscode');
+const { LanguageClient } = require('vscode-languageclient/node');
 const { foldingRanges } = require('./folding');
 
 const KINDS = { comment: 'Comment', region: 'Region' };
+const SELECTOR = [{ language: 'shard' }, { language: 'shard-rules' }];
+
+let client;
 
 function activate(context) {
-  const selector = [{ language: 'shard' }, { language: 'shard-rules' }];
-  context.subscriptions.push(vscode.languages.registerFoldingRangeProvider(selector, {
+  context.subscriptions.push(vscode.languages.registerFoldingRangeProvider(SELECTOR, {
     provideFoldingRanges(document) {
       return foldingRanges(document.getText()).map((r) =>
         new vscode.FoldingRange(r.start, r.end, KINDS[r.kind] && vscode.FoldingRangeKind[KINDS[r.kind]]));
     },
   }));
+
+  const config = vscode.workspace.getConfiguration('shard.server');
+  const command = config.get('path') || 'shardc-lsp';
+  client = new LanguageClient('shardc-lsp', 'shardc language server',
+    { command, args: config.get('args') || [] },
+    { documentSelector: SELECTOR });
+  // Without the server the extension still highlights and folds.
+  client.start().catch((error) => {
+    vscode.window.showWarningMessage(`shardc-lsp did not start (${command}): ${error.message}. ` +
+      'Set shard.server.path to build/bin/shardc-lsp.');
+  });
 }
 
-function deactivate() {}
+function deactivate() {
+  return client ? client.stop() : undefined;
+}
 
 module.exports = { activate, deactivate };

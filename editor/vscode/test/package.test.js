@@ -49,6 +49,22 @@ test('copied grammars are gitignored but packaged', () => {
   assert.match(gitignore, /^\*\.vsix$/m);
   const ignored = fs.readFileSync(path.join(EXTENSION_DIR, '.vscodeignore'), 'utf8')
     .split('\n').filter((l) => l.trim() && !l.startsWith('#'));
-  assert.ok(!ignored.some((l) => /syntaxes|\*\*$|^\*$|\.json$/.test(l) && !/^(?:node_modules|lib|scripts|test)\/\*\*$|package-lock\.json/.test(l)), ignored.join(', '));
+  assert.ok(!ignored.some((l) => /syntaxes|\*\*$|^\*$|\.json$/.test(l) && !/^(?:lib|scripts|test)\/\*\*$|package-lock\.json/.test(l)), ignored.join(', '));
+  // The language client is a production dependency: packaged from node_modules/.
+  assert.ok(!ignored.some((l) => l.startsWith('node_modules')), ignored.join(', '));
   assert.match(pkg.scripts.package, /copy-grammars\.js && vsce package/);
+});
+
+test('the extension starts shardc-lsp through vscode-languageclient', () => {
+  assert.ok(pkg.dependencies['vscode-languageclient'], 'vscode-languageclient is not a dependency');
+  const client = JSON.parse(fs.readFileSync(require.resolve('vscode-languageclient/package.json'), 'utf8'));
+  // The client's engine decides the editors it runs in; the manifest says the same.
+  assert.strictEqual(pkg.engines.vscode, client.engines.vscode);
+  const settings = pkg.contributes.configuration.properties;
+  assert.strictEqual(settings['shard.server.path'].default, 'shardc-lsp');
+  assert.strictEqual(settings['shard.server.args'].type, 'array');
+  const source = fs.readFileSync(path.join(EXTENSION_DIR, pkg.main), 'utf8');
+  assert.match(source, /require\('vscode-languageclient\/node'\)/);
+  assert.match(source, /getConfiguration\('shard\.server'\)/);
+  assert.ok(!/--no-dependencies/.test(pkg.scripts.package));
 });
