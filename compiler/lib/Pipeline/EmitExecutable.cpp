@@ -80,6 +80,18 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
   for (llvm::Function &fn : module)
     if (!before.contains(&fn))
       fn.addFnAttr(llvm::Attribute::NoInline);
+  // What is left without a loop runs straight through once per call: a step's
+  // entry, a list of kernel and runtime calls (every layer's) that optimising
+  // buys nothing but takes most of LLVM's time on.
+  for (llvm::Function &fn : module) {
+    if (fn.isDeclaration() || !before.contains(&fn))
+      continue;
+    llvm::DominatorTree dominators(fn);
+    if (llvm::LoopInfo(dominators).empty()) {
+      fn.addFnAttr(llvm::Attribute::NoInline);
+      fn.addFnAttr(llvm::Attribute::OptimizeNone);
+    }
+  }
 }
 
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
