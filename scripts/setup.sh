@@ -34,7 +34,8 @@ else
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages of the editor extension (vscode-textmate, vsce), from its lock file.
+# npm packages of the editor extension (vscode-languageclient, vscode-textmate, vsce),
+# from its lock file.
 cd "$(dirname "$0")/.."
 if [ ! -d editor/vscode/node_modules ] ||
    [ editor/vscode/package-lock.json -nt editor/vscode/node_modules/.package-lock.json ]; then

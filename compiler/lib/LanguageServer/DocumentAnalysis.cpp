@@ -159,16 +159,20 @@ struct DocumentAnalysis::State {
     if (!module)
       return std::nullopt;
     SMLoc loc = locAt(buffer, at);
-    for (const ImportAST &imp : module->imports)
-      if (within(loc, imp.range))
-        for (const ModuleAST *m : modules)
-          if (llvm::sys::path::stem(m->path) == llvm::StringRef(imp.module).rsplit('.').second ||
-              llvm::sys::path::stem(m->path) == imp.module) {
-            Resolved r;
-            r.name = imp.module;
-            r.imported = m;
-            return r;
-          }
+    // `import a.b`: the loaded file whose path ends in a/b.shard.
+    for (const ImportAST &imp : module->imports) {
+      if (!within(loc, imp.range))
+        continue;
+      std::string file = imp.module;
+      std::replace(file.begin(), file.end(), '.', '/');
+      for (const ModuleAST *m : modules)
+        if (llvm::StringRef(absolutePath(m->path)).ends_with("/" + file + ".shard")) {
+          Resolved r;
+          r.name = imp.module;
+          r.imported = m;
+          return r;
+        }
+    }
     SMRange word = wordAt(buffer, loc);
     Resolved r;
     r.name = std::string(word.Start.getPointer(), word.End.getPointer());
@@ -176,47 +180,34 @@ struct DocumentAnalysis::State {
       return std::nullopt;
     auto [block, model] = scopeAt(*module, loc);
     r.scopeEnd = scopeEnd(*module, loc);
-    auto found = [&](SMRange declared) {
-      r.declared = declared;
-      return std::optional<Resolved>(r);
-    };
-    auto matchConfig = [&](const std::vector<ConfigParamAST> &config) -> const ConfigParamAST * {
-      for (const ConfigParamAST &c : config)
-        if (c.name == r.name)
-          return &c;
-      return nullptr;
+    // The declaration named r.name in `decls`, into `slot`.
+    auto match = [&](const auto &decls, auto *&slot) {
+      for (const auto &decl : decls)
+        if (decl.name == r.name) {
+          slot = &decl;
+          r.declared = decl.range;
+          return true;
+        }
+      return false;
     };
     if (block) {
-      for (const ForwardAST &fwd : block->forwards) {
-        for (const LetAST &let : fwd.lets)
-          if (let.name == r.name && (r.let = &let))
-            return found(let.range);
-        for (const ArgDeclAST &arg : fwd.args)
-          if (arg.name == r.name && (r.arg = &arg))
-            return found(arg.range);
-      }
-      for (const ParamDeclAST &p : block->params)
-        if (p.name == r.name && (r.param = &p))
-          return found(p.range);
-      for (const LetAST &let : block->lets)
-        if (let.name == r.name && (r.let = &let))
-          return found(let.range);
-      if ((r.config = matchConfig(block->config)))
-        return found(r.config->range);
+      for (const ForwardAST &fwd : block->forwards)
+        if (match(fwd.lets, r.let) || match(fwd.args, r.arg))
+          return r;
+      if (match(block->params, r.param) || match(block->lets, r.let) ||
+          match(block->config, r.config))
+        return r;
     }
     if (model) {
       r.ofModel = true;
-      for (const LetAST &let : model->lets)
-        if (let.name == r.name && (r.let = &let))
-          return found(let.range);
-      for (const InputAST &in : model->inputs)
-        if (in.name == r.name && (r.input = &in))
-          return found(in.range);
-      if ((r.config = matchConfig(model->config)))
-        return found(r.config->range);
+      if (match(model->lets, r.let) || match(model->inputs, r.input) ||
+          match(model->config, r.config))
+        return r;
     }
-    if ((r.block = findBlock(r.name)))
-      return found(r.block->range);
+    if ((r.block = findBlock(r.name))) {
+      r.declared = r.block->range;
+      return r;
+    }
     if ((r.builtin = lookupBuiltin(r.name)))
       return r;
     if (program)
