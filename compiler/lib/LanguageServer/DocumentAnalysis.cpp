@@ -48,6 +48,7 @@ struct DocumentAnalysis::State {
     const Builtin *builtin = nullptr;
     const ModuleAST *imported = nullptr; // an import's file
     std::string axis;                    // a logical axis of the program
+    SMRange at;                          // the name (or the import) hovered
     bool ofModel = false;                // declared in the model (not a block)
     const char *scopeEnd = nullptr;      // where the block or model declaring it ends
   };
@@ -169,6 +170,7 @@ struct DocumentAnalysis::State {
         if (llvm::StringRef(absolutePath(m->path)).ends_with("/" + file + ".shard")) {
           Resolved r;
           r.name = imp.module;
+          r.at = imp.range;
           r.imported = m;
           return r;
         }
@@ -176,6 +178,7 @@ struct DocumentAnalysis::State {
     SMRange word = wordAt(buffer, loc);
     Resolved r;
     r.name = std::string(word.Start.getPointer(), word.End.getPointer());
+    r.at = word;
     if (r.name.empty() || isdigit(static_cast<unsigned char>(r.name[0])))
       return std::nullopt;
     auto [block, model] = scopeAt(*module, loc);
@@ -312,20 +315,21 @@ DocumentAnalysis::~DocumentAnalysis() = default;
 
 bool DocumentAnalysis::reads(const std::string &path) const { return state->bufferOf(path) != 0; }
 
-std::optional<std::string> DocumentAnalysis::hover(const std::string &path, FilePosition at) const {
+std::optional<HoverText> DocumentAnalysis::hover(const std::string &path, FilePosition at) const {
   const State &s = *state;
   std::optional<State::Resolved> r = s.resolve(path, at);
   if (!r)
     return std::nullopt;
   std::string text;
   llvm::raw_string_ostream os(text);
+  auto done = [&] { return HoverText{text, s.toRange(r->at).value_or(FileRange{path, at, at})}; };
   if (r->builtin) {
     os << "```\n" << r->builtin->name << "(" << r->builtin->signature << ")\n```\nbuiltin";
-    return text;
+    return done();
   }
   if (r->imported) {
     os << "import `" << r->name << "`: " << r->imported->path;
-    return text;
+    return done();
   }
   if (r->block) {
     os << "```\nblock " << r->block->name;
@@ -339,22 +343,22 @@ std::optional<std::string> DocumentAnalysis::hover(const std::string &path, File
     os << "\n```\n";
     for (const ParamDeclAST &p : r->block->params)
       os << "- param `" << p.name << "`: `" << printShape(p.type.dims) << "`\n";
-    return text;
+    return done();
   }
   if (r->config) {
     os << "config `" << r->name << ": " << scalarKindName(r->config->kind) << "`";
     if (r->config->defaultValue)
       os << " = `" << printExpr(*r->config->defaultValue) << "`";
-    return text;
+    return done();
   }
   if (r->arg) {
     os << "argument `" << r->name << "`: `" << printShape(r->arg->type.dims) << "`";
-    return text;
+    return done();
   }
   if (!s.program) {
     os << "`" << r->name << "`: types and shardings show when a model that uses it is open "
           "and has no errors";
-    return text;
+    return done();
   }
   const TypedProgram &p = *s.program;
   if (!r->axis.empty()) {
@@ -364,19 +368,19 @@ std::optional<std::string> DocumentAnalysis::hover(const std::string &path, File
         os << " = " << in.type.dims[i].size;
         break;
       }
-    return text;
+    return done();
   }
   if (r->input) {
     for (const Input &in : p.inputs)
       if (in.path == r->name)
         os << s.sharded(in);
-    return text;
+    return done();
   }
   if (r->param) {
     for (const Parameter &param : p.params)
       if (param.loc.Start == r->param->range.Start)
         os << s.sharded(param) << "init `" << param.init.str() << "`\n\n";
-    return text;
+    return done();
   }
   // A let: a value of the model (an output, sharded like an input), a value of
   // a block (one node per instance: named by its path, computed in the block),
@@ -384,8 +388,10 @@ std::optional<std::string> DocumentAnalysis::hover(const std::string &path, File
   // parameters.
   if (r->ofModel)
     for (const Output &out : p.outputs)
-      if (out.path == r->name)
-        return s.sharded(out);
+      if (out.path == r->name) {
+        os << s.sharded(out);
+        return done();
+      }
   std::vector<const Node *> nodes;
   s.nodesNamed(p.graph, r->name, SMRange(r->declared.Start, SMLoc::getFromPointer(r->scopeEnd)),
                nodes);
@@ -404,7 +410,7 @@ std::optional<std::string> DocumentAnalysis::hover(const std::string &path, File
         os << s.sharded(param) << "\n";
   if (text.empty())
     os << "`" << r->name << "`";
-  return text;
+  return done();
 }
 
 std::optional<FileRange> DocumentAnalysis::definition(const std::string &path,

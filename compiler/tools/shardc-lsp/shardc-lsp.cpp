@@ -272,13 +272,13 @@ private:
 
   void onHover(const TextDocumentPositionParams &params, Callback<std::optional<Hover>> reply) {
     const DocumentAnalysis *analysis = analysisOf(params.textDocument.uri);
-    std::optional<std::string> text =
+    std::optional<shardc::HoverText> text =
         analysis ? analysis->hover(params.textDocument.uri.file().str(), fromLsp(params.position))
                  : std::nullopt;
     if (!text)
       return reply(std::nullopt);
-    Hover hover(Range(params.position));
-    hover.contents.value = std::move(*text);
+    Hover hover(toLsp(text->range));
+    hover.contents.value = std::move(text->markdown);
     reply(std::move(hover));
   }
 

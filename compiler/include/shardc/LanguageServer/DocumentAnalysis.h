@@ -39,6 +39,11 @@ struct FileDiagnostic {
   std::vector<std::pair<FileRange, std::string>> notes;
 };
 
+struct HoverText {
+  std::string markdown;
+  FileRange range;
+};
+
 struct Completion {
   std::string label, detail;
   enum Kind { Function, Class, Variable, Field, Keyword, Axis } kind;
@@ -66,8 +71,8 @@ public:
   bool reads(const std::string &path) const;
   /// Every error, warning and note (attached to the error before it), of any file.
   const std::vector<FileDiagnostic> &diagnostics() const { return diags; }
-  /// Markdown about the name at a position.
-  std::optional<std::string> hover(const std::string &path, FilePosition at) const;
+  /// Markdown about the name at a position, and the name's range.
+  std::optional<HoverText> hover(const std::string &path, FilePosition at) const;
   /// Where the name at a position is declared (a block in another file, an
   /// imported file).
   std::optional<FileRange> definition(const std::string &path, FilePosition at) const;
