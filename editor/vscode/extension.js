@@ -3,6 +3,7 @@
 // blocks, models, rules and multi-line lists on their brackets; everything
 // else (errors as you type, hover, go to definition, completion, outline) from
 // shardc's language server, shardc-lsp, which the client starts on stdio.
+const path = require('path');
 const vscode = require('vscode');
 const { LanguageClient } = require('vscode-languageclient/node');
 const { foldingRanges } = require('./folding');
@@ -22,9 +23,16 @@ function activate(context) {
 
   const config = vscode.workspace.getConfiguration('shard.server');
   const command = config.get('path') || 'shardc-lsp';
+  // shard.rules: model -> rules file, relative to the workspace folder; the server
+  // takes absolute paths.
+  const folders = vscode.workspace.workspaceFolders;
+  const root = folders && folders.length ? folders[0].uri.fsPath : process.cwd();
+  const rules = {};
+  for (const [model, file] of Object.entries(vscode.workspace.getConfiguration('shard').get('rules') || {}))
+    rules[path.resolve(root, model)] = path.resolve(root, file);
   client = new LanguageClient('shardc-lsp', 'shardc language server',
     { command, args: config.get('args') || [] },
-    { documentSelector: SELECTOR });
+    { documentSelector: SELECTOR, initializationOptions: { rules } });
   // Without the server the extension still highlights and folds.
   client.start().catch((error) => {
     vscode.window.showWarningMessage(`shardc-lsp did not start (${command}): ${error.message}. ` +

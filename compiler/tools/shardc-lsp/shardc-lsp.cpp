@@ -2,9 +2,10 @@
 //
 // JSON-RPC over stdio on LLVM's LSP support (llvm/Support/LSP), as
 // mlir-lsp-server. Each open model file is analysed with the rules file open
-// beside it (the one in its folder last opened or edited), and each open
-// rules file with the model file of its folder (the open one, else the one
-// on disk that declares a model): diagnostics on open and on every change;
+// beside it (the one in its folder last opened or edited), else the one
+// initialize's options give it, and each open rules file with the model file
+// of its folder (the open one, else the one on disk that declares a model):
+// diagnostics on open and on every change;
 // hover, go to definition, completion and document symbols from the last
 // analysis (DocumentAnalysis). Columns are bytes: exact for ASCII text.
 //
@@ -49,6 +50,41 @@ FilePosition fromLsp(const Position &p) {
 }
 
 bool isRules(llvm::StringRef path) { return path.ends_with(".rules"); }
+
+std::string absolute(llvm::StringRef path) {
+  llvm::SmallString<256> full(path);
+  llvm::sys::fs::make_absolute(full);
+  llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+  return full.str().str();
+}
+
+/// `initialize` with the server's own options: `initializationOptions.rules`
+/// maps a model file to the rules file to check it with (paths absolute or
+/// relative to the server's folder), for a model whose rules are not open.
+struct ShardInitializeParams {
+  InitializeParams lsp;
+  std::map<std::string, std::string> rules;
+};
+
+bool fromJSON(const llvm::json::Value &value, ShardInitializeParams &result,
+              llvm::json::Path path) {
+  if (!llvm::lsp::fromJSON(value, result.lsp, path))
+    return false;
+  const llvm::json::Object *object = value.getAsObject();
+  const llvm::json::Object *options = object ? object->getObject("initializationOptions") : nullptr;
+  const llvm::json::Object *rules = options ? options->getObject("rules") : nullptr;
+  if (!rules)
+    return true;
+  for (const auto &[model, file] : *rules) {
+    std::optional<llvm::StringRef> text = file.getAsString();
+    if (!text) {
+      path.field("initializationOptions").field("rules").field(model).report("expected a path");
+      return false;
+    }
+    result.rules[absolute(model)] = absolute(*text);
+  }
+  return true;
+}
 bool isModel(llvm::StringRef path) { return path.ends_with(".shard"); }
 
 /// Whether a model file's text declares a model (a line that starts `model `),
@@ -86,7 +122,8 @@ private:
     std::shared_ptr<DocumentAnalysis> analysis;
   };
 
-  void onInitialize(const InitializeParams &, Callback<llvm::json::Value> reply) {
+  void onInitialize(const ShardInitializeParams &params, Callback<llvm::json::Value> reply) {
+    configuredRules = params.rules;
     llvm::json::Object capabilities{
         {"textDocumentSync",
          llvm::json::Object{{"openClose", true},
@@ -146,7 +183,8 @@ private:
            !declaresModel(doc->second.text);
   }
 
-  /// The model file and the rules file analysed together with `path`.
+  /// The model file and the rules file analysed together with `path`: for a
+  /// model, the rules open beside it, else those configured for it.
   std::pair<std::string, std::string> pairFor(const std::string &path) const {
     llvm::StringRef folder = llvm::sys::path::parent_path(path);
     if (isRules(path)) {
@@ -159,7 +197,8 @@ private:
     for (const std::string &rules : llvm::reverse(rulesOrder))
       if (llvm::sys::path::parent_path(rules) == folder)
         return {path, rules};
-    return {path, ""};
+    auto configured = configuredRules.find(path);
+    return {path, configured == configuredRules.end() ? "" : configured->second};
   }
 
   /// The model file of a folder on disk: the only .shard file there that
@@ -332,6 +371,7 @@ private:
   OutgoingNotification<PublishDiagnosticsParams> publish;
   std::map<std::string, Document> documents;
   std::vector<std::string> rulesOrder; // open rules files, the last opened or edited last
+  std::map<std::string, std::string> configuredRules; // model -> rules (initializationOptions)
   std::map<std::string, std::set<std::string>> published; // analysis -> files with diagnostics
 };
 

@@ -61,9 +61,11 @@ test('the extension starts shardc-lsp through vscode-languageclient', () => {
   // The client's engine decides the editors it runs in; the manifest says the same.
   assert.strictEqual(pkg.engines.vscode, client.engines.vscode);
   const settings = pkg.contributes.configuration.properties;
+  const source = fs.readFileSync(path.join(EXTENSION_DIR, pkg.main), 'utf8');
   assert.strictEqual(settings['shard.server.path'].default, 'shardc-lsp');
   assert.strictEqual(settings['shard.server.args'].type, 'array');
-  const source = fs.readFileSync(path.join(EXTENSION_DIR, pkg.main), 'utf8');
+  assert.strictEqual(settings['shard.rules'].type, 'object');
+  assert.match(source, /initializationOptions: \{ rules \}/);
   assert.match(source, /require\('vscode-languageclient\/node'\)/);
   assert.match(source, /getConfiguration\('shard\.server'\)/);
   assert.ok(!/--no-dependencies/.test(pkg.scripts.package));

@@ -10,6 +10,7 @@ lines are ignored); positions are LINE:COLUMN, 1-based as editors show them:
   close URI                 didClose
   hover URI L:C, definition URI L:C, completion URI L:C, symbols URI
   raw JSON                  a message as written (malformed ones included)
+  options JSON              initialize's initializationOptions (%ROOT% is --root)
 
 A PATH (no scheme) is a file under --root and its URI is file://ROOT/PATH.
 """
@@ -53,7 +54,7 @@ def main():
         command = words[0]
         i += 1
         if command not in ("open", "change", "replace", "close", "hover", "definition",
-                           "completion", "symbols", "raw"):
+                           "completion", "symbols", "raw", "options"):
             continue
 
         def body():
@@ -67,6 +68,10 @@ def main():
 
         if command == "raw":
             messages.append(" ".join(words[1:]))
+            continue
+        if command == "options":
+            options = " ".join(words[1:]).replace("%ROOT%", args.root)
+            messages[0]["params"]["initializationOptions"] = json.loads(options)
             continue
         doc = uri(words[1])
         versions[doc] = versions.get(doc, 0) + 1
