@@ -16,6 +16,7 @@ missing.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -26,6 +27,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPT = os.path.join(REPO, "examples", "gpt", "gpt.shard")
+_spec = importlib.util.spec_from_file_location("train_bench", os.path.join(REPO, "bench", "train", "run.py"))
+tb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tb)
 GPT2_SMALL = ["dim=768", "heads=12", "head_dim=64", "scale=0.125", "hidden=3072",
               "context=256", "batch_size=16"]
 
@@ -46,11 +50,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shardc", default=os.path.join(REPO, "build", "bin", "shardc"))
     args = ap.parse_args()
-    if args.shardc == os.path.join(REPO, "build", "bin", "shardc") and \
-            not os.access(args.shardc, os.X_OK):
-        print("[bench] building shardc (scripts/build.sh)", file=sys.stderr, flush=True)
-        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
-                       stdout=sys.stderr)
+    tb.build_shardc(args.shardc)
 
     cases = [(f"gpt2-small-{rules[:-6]}-{blocks}", rules, GPT2_SMALL + [f"layers={blocks}"])
              for rules in ("fsdp.rules", "tp.rules") for blocks in (1, 3, 6, 12)]

@@ -13,6 +13,7 @@ installs the Debian packages) when it is missing.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -24,6 +25,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODEL = os.path.join(REPO, "examples", "gpt", "gpt.shard")
 RULES = os.path.join(REPO, "examples", "gpt", "tp.rules")
 TARGET_MS = 200
+
+_spec = importlib.util.spec_from_file_location("train_bench", os.path.join(REPO, "bench", "train", "run.py"))
+tb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tb)
 
 
 class Client:
@@ -83,11 +88,7 @@ def main():
     ap.add_argument("--edits", type=int, default=40)
     ap.add_argument("--server", default=os.path.join(REPO, "build", "bin", "shardc-lsp"))
     args = ap.parse_args()
-    if args.server == os.path.join(REPO, "build", "bin", "shardc-lsp") and \
-            not os.access(args.server, os.X_OK):
-        print("[bench] building shardc-lsp (scripts/build.sh)", file=sys.stderr, flush=True)
-        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
-                       stdout=sys.stderr)
+    tb.build_shardc(args.server)
 
     c = Client(args.server)
     c.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})

@@ -309,11 +309,13 @@ def install_prereqs(exclude=()):
                    check=True, stdout=sys.stderr, env=env)
 
 
-def build_shardc(shardc):
-    """Builds this checkout's shardc with scripts/build.sh (which installs its Debian
-    packages) when `shardc` is that binary and it is missing; output on stderr."""
-    if shardc == os.path.join(REPO, "build", "bin", "shardc") and not os.access(shardc, os.X_OK):
-        print("[bench] building shardc (scripts/build.sh)", file=sys.stderr, flush=True)
+def build_shardc(tool):
+    """Builds this checkout with scripts/build.sh (which installs its Debian packages)
+    when `tool` is one of its binaries (build/bin/shardc, shardc-lsp, ...) and it is
+    missing; output on stderr."""
+    if os.path.dirname(tool) == os.path.join(REPO, "build", "bin") and not os.access(tool, os.X_OK):
+        print(f"[bench] building {os.path.basename(tool)} (scripts/build.sh)", file=sys.stderr,
+              flush=True)
         subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
                        stdout=sys.stderr)
 

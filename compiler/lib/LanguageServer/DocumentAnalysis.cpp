@@ -53,13 +53,6 @@ struct DocumentAnalysis::State {
     const char *scopeEnd = nullptr;      // where the block or model declaring it ends
   };
 
-  std::string absolutePath(llvm::StringRef identifier) const {
-    llvm::SmallString<256> path(identifier);
-    llvm::sys::fs::make_absolute(path);
-    llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
-    return path.str().str();
-  }
-
   unsigned bufferOf(const std::string &path) const {
     for (unsigned id = 1; id <= sourceMgr.getNumBuffers(); ++id)
       if (absolutePath(sourceMgr.getMemoryBuffer(id)->getBufferIdentifier()) == path)
@@ -256,7 +249,7 @@ struct DocumentAnalysis::State {
     os << "`" << t.path << "`: `" << t.type.str() << "`\n";
     if (!program->mesh.axes.empty()) {
       os << "```\n";
-      printShardingDetails(t, program->mesh, const_cast<DiagnosticEngine &>(engine), os);
+      printShardingDetails(t, program->mesh, engine, os);
       os << "```\n";
     }
     return text;
@@ -265,12 +258,18 @@ struct DocumentAnalysis::State {
 
 namespace {
 
-/// Whether `path` is a rules file (by its extension, as the editor's languages).
-bool isRulesFile(llvm::StringRef path) { return path.ends_with(".rules"); }
-
 FileRange wholeFile(const std::string &path) { return FileRange{path, {0, 0}, {0, 0}}; }
 
 } // namespace
+
+std::string shardc::absolutePath(llvm::StringRef path) {
+  llvm::SmallString<256> full(path);
+  llvm::sys::fs::make_absolute(full);
+  llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+  return full.str().str();
+}
+
+bool shardc::isRulesFile(llvm::StringRef path) { return path.ends_with(".rules"); }
 
 DocumentAnalysis::DocumentAnalysis(const std::string &modelPath, const std::string &rulesPath,
                                    const std::map<std::string, std::string> &openFiles,
@@ -419,7 +418,7 @@ std::optional<FileRange> DocumentAnalysis::definition(const std::string &path,
   if (!r)
     return std::nullopt;
   if (r->imported)
-    return wholeFile(state->absolutePath(r->imported->path));
+    return wholeFile(absolutePath(r->imported->path));
   return state->toRange(r->declared);
 }
 

@@ -155,7 +155,7 @@ void shardc::printTypedProgram(const TypedProgram &program, DiagnosticEngine &di
 }
 
 void shardc::printShardingDetails(const ShardedTensor &t, const Mesh &mesh,
-                                  DiagnosticEngine &diags, llvm::raw_ostream &os) {
+                                  const DiagnosticEngine &diags, llvm::raw_ostream &os) {
   // `tp.rules:4`: the header gives the whole path.
   auto fileLine = [&](SMRange range) {
     return llvm::sys::path::filename(diags.describe(range.Start)).str();

@@ -49,14 +49,6 @@ FilePosition fromLsp(const Position &p) {
   return {unsigned(std::max(p.line, 0)), unsigned(std::max(p.character, 0))};
 }
 
-bool isRules(llvm::StringRef path) { return path.ends_with(".rules"); }
-
-std::string absolute(llvm::StringRef path) {
-  llvm::SmallString<256> full(path);
-  llvm::sys::fs::make_absolute(full);
-  llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
-  return full.str().str();
-}
 
 /// `initialize` with the server's own options: `initializationOptions.rules`
 /// maps a model file to the rules file to check it with (paths absolute or
@@ -81,7 +73,7 @@ bool fromJSON(const llvm::json::Value &value, ShardInitializeParams &result,
       path.field("initializationOptions").field("rules").field(model).report("expected a path");
       return false;
     }
-    result.rules[absolute(model)] = absolute(*text);
+    result.rules[shardc::absolutePath(model)] = shardc::absolutePath(*text);
   }
   return true;
 }
@@ -117,8 +109,8 @@ public:
 private:
   struct Document {
     URIForFile uri; // as the editor named it
-    std::string text;
     int64_t version = 0;
+    bool library = false; // a model file that declares no model: blocks for others
     std::shared_ptr<DocumentAnalysis> analysis;
   };
 
@@ -146,8 +138,9 @@ private:
 
   void onOpen(const DidOpenTextDocumentParams &params) {
     std::string path = params.textDocument.uri.file().str();
-    documents[path] = Document{params.textDocument.uri, params.textDocument.text,
-                               params.textDocument.version, nullptr};
+    texts[path] = params.textDocument.text;
+    documents[path] = Document{params.textDocument.uri, params.textDocument.version,
+                               isLibraryText(path, params.textDocument.text), nullptr};
     touched(path);
   }
 
@@ -158,13 +151,14 @@ private:
       return;
     // An edit outside the text (the editor and the server out of step) is
     // dropped whole; the text stays as it was.
-    std::string text = it->second.text;
+    std::string text = texts[path];
     if (llvm::failed(TextDocumentContentChangeEvent::applyTo(params.contentChanges, text))) {
       Logger::error("an edit of {0} outside its text: ignored", path);
       return;
     }
-    it->second.text = std::move(text);
+    it->second.library = isLibraryText(path, text);
     it->second.version = params.textDocument.version;
+    texts[path] = std::move(text);
     touched(path);
   }
 
@@ -172,25 +166,28 @@ private:
     std::string path = params.textDocument.uri.file().str();
     publishFor(path, {});
     documents.erase(path);
+    texts.erase(path);
     if (llvm::is_contained(rulesOrder, path))
       rulesOrder.erase(llvm::find(rulesOrder, path));
+  }
+
+  static bool isLibraryText(llvm::StringRef path, llvm::StringRef text) {
+    return isModel(path) && !declaresModel(text);
   }
 
   /// An open model file that declares no model: blocks for others to import.
   bool isLibrary(const std::string &path) const {
     auto doc = documents.find(path);
-    return isModel(path) && doc != documents.end() &&
-           !declaresModel(doc->second.text);
+    return doc != documents.end() && doc->second.library;
   }
 
   /// The model file and the rules file analysed together with `path`: for a
   /// model, the rules open beside it, else those configured for it.
   std::pair<std::string, std::string> pairFor(const std::string &path) const {
     llvm::StringRef folder = llvm::sys::path::parent_path(path);
-    if (isRules(path)) {
+    if (shardc::isRulesFile(path)) {
       for (const auto &[other, doc] : documents)
-        if (isModel(other) && llvm::sys::path::parent_path(other) == folder &&
-            declaresModel(doc.text))
+        if (isModel(other) && !doc.library && llvm::sys::path::parent_path(other) == folder)
           return {other, path};
       return {modelOnDisk(folder), path};
     }
@@ -228,7 +225,7 @@ private:
     if (isLibrary(path)) {
       std::vector<std::string> users;
       for (const auto &[other, doc] : documents)
-        if (other != path && !isLibrary(other) && !isRules(other) && doc.analysis &&
+        if (other != path && !doc.library && !shardc::isRulesFile(other) && doc.analysis &&
             doc.analysis->reads(path))
           users.push_back(other);
       for (const std::string &user : users)
@@ -236,19 +233,16 @@ private:
       if (!users.empty())
         return;
     }
-    if (isRules(path)) {
+    if (shardc::isRulesFile(path)) {
       if (llvm::is_contained(rulesOrder, path))
         rulesOrder.erase(llvm::find(rulesOrder, path));
       rulesOrder.push_back(path);
     }
     auto [model, rules] = pairFor(path);
-    std::map<std::string, std::string> open;
-    for (const auto &[file, doc] : documents)
-      open[file] = doc.text;
     auto analysis = std::make_shared<DocumentAnalysis>(
-        model, rules, open, std::vector<std::string>(importDirs.begin(), importDirs.end()));
+        model, rules, texts, std::vector<std::string>(importDirs.begin(), importDirs.end()));
     for (auto &[file, doc] : documents)
-      if (file == model || file == rules || (isLibrary(file) && analysis->reads(file)))
+      if (file == model || file == rules || (doc.library && analysis->reads(file)))
         doc.analysis = analysis;
 
     std::map<std::string, std::vector<Diagnostic>> byFile;
@@ -370,6 +364,7 @@ private:
 
   OutgoingNotification<PublishDiagnosticsParams> publish;
   std::map<std::string, Document> documents;
+  std::map<std::string, std::string> texts; // the open documents' text, read by the analysis
   std::vector<std::string> rulesOrder; // open rules files, the last opened or edited last
   std::map<std::string, std::string> configuredRules; // model -> rules (initializationOptions)
   std::map<std::string, std::set<std::string>> published; // analysis -> files with diagnostics

@@ -56,6 +56,12 @@ struct Symbol {
   std::vector<Symbol> children;
 };
 
+/// `path` made absolute against the working folder, without `.` and `..`: how
+/// the analysis and the server name every file.
+std::string absolutePath(llvm::StringRef path);
+/// A rules file, by its extension (as the editor's languages tell them apart).
+bool isRulesFile(llvm::StringRef path);
+
 class DocumentAnalysis {
 public:
   /// Runs the front end on `modelPath` (absolute; empty with only a rules file

@@ -20,8 +20,8 @@ std::string formatBytes(int64_t bytes);
 /// A tensor's sharding, local shape and bytes per rank, then for each dimension
 /// the rules skipped and the rule that decided it (what --emit=typed and the
 /// language server's hover show).
-void printShardingDetails(const ShardedTensor &t, const Mesh &mesh, DiagnosticEngine &diags,
-                          llvm::raw_ostream &os);
+void printShardingDetails(const ShardedTensor &t, const Mesh &mesh,
+                          const DiagnosticEngine &diags, llvm::raw_ostream &os);
 
 } // namespace shardc
 
