@@ -13,6 +13,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.shardc_obj_root, "test")
 
 # %shardc-opt before %shardc: lit substitutes in order.
+config.substitutions.append(("%shardc-tune", os.path.join(config.shardc_obj_root, "bin", "shardc-tune")))
 config.substitutions.append(("%shardc-lsp", os.path.join(config.shardc_obj_root, "bin", "shardc-lsp")))
 config.substitutions.append(("%shardc-opt", os.path.join(config.shardc_obj_root, "bin", "shardc-opt")))
 config.substitutions.append(("%shardc", os.path.join(config.shardc_obj_root, "bin", "shardc")))

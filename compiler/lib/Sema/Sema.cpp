@@ -96,3 +96,27 @@ std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::Stri
   collectOutputs(program);
   return program;
 }
+
+std::optional<std::vector<ConfigOverride>>
+shardc::parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
+                             DiagnosticEngine &diags) {
+  std::vector<ConfigOverride> overrides;
+  for (const std::string &set : sets) {
+    auto [name, value] = llvm::StringRef(set).split('=');
+    if (!llvm::StringRef(set).contains('=') || name.trim().empty()) {
+      diags.toolError("--set wants NAME=VALUE (a config parameter of the model), not '" + set +
+                      "'");
+      return std::nullopt;
+    }
+    const std::string text = "--set " + set;
+    unsigned buffer = sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, "<command line>"), llvm::SMLoc());
+    const char *start = sourceMgr.getMemoryBuffer(buffer)->getBufferStart() + 6;
+    auto range = [](const char *begin, size_t size) {
+      return SMRange(llvm::SMLoc::getFromPointer(begin), llvm::SMLoc::getFromPointer(begin + size));
+    };
+    overrides.push_back({name.trim().str(), value.trim().str(), range(start, name.size()),
+                         range(start + name.size() + 1, value.size())});
+  }
+  return overrides;
+}

@@ -24,6 +24,23 @@ std::string shardc::formatBytes(int64_t bytes) {
   return out;
 }
 
+int64_t shardc::parseBytes(llvm::StringRef text) {
+  uint64_t value = 0;
+  llvm::StringRef rest = text;
+  if (rest.consumeInteger(10, value))
+    return -1;
+  const llvm::StringRef units = "KMGT";
+  const size_t unit = rest.empty() ? llvm::StringRef::npos : units.find(rest.front());
+  int shift = unit == llvm::StringRef::npos ? 0 : 10 * int(unit + 1);
+  if (unit != llvm::StringRef::npos)
+    rest = rest.drop_front();
+  if (!(rest.empty() || (shift && (rest == "iB" || rest == "B"))))
+    return -1;
+  if (value > (uint64_t(INT64_MAX) >> shift))
+    return -1;
+  return int64_t(value << shift);
+}
+
 namespace {
 
 class TypedPrinter {

@@ -31,6 +31,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/thread.h"
 
@@ -97,59 +99,17 @@ cl::list<std::string> configSets(
 
 /// The --set flags, each in a buffer of its own (`--set NAME=VALUE`) so that
 /// diagnostics point into it.
-std::optional<std::vector<ConfigOverride>> parseConfigSets(llvm::SourceMgr &sourceMgr,
-                                                           DiagnosticEngine &diags) {
-  std::vector<ConfigOverride> sets;
-  for (const std::string &set : configSets) {
-    auto [name, value] = llvm::StringRef(set).split('=');
-    if (!llvm::StringRef(set).contains('=') || name.trim().empty()) {
-      diags.toolError("--set wants NAME=VALUE (a config parameter of the model), not '" + set +
-                      "'");
-      return std::nullopt;
-    }
-    const std::string text = "--set " + set;
-    unsigned buffer = sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(text, "<command line>"), llvm::SMLoc());
-    const char *start = sourceMgr.getMemoryBuffer(buffer)->getBufferStart() + 6;
-    auto range = [](const char *begin, size_t size) {
-      return SMRange(llvm::SMLoc::getFromPointer(begin), llvm::SMLoc::getFromPointer(begin + size));
-    };
-    sets.push_back({name.trim().str(), value.trim().str(), range(start, name.size()),
-                    range(start + name.size() + 1, value.size())});
-  }
-  return sets;
-}
-
 int reportErrors(DiagnosticEngine &diags, unsigned atLeast = 0) {
   unsigned n = std::max(diags.errorCount(), atLeast);
   llvm::errs() << n << " error" << (n == 1 ? "" : "s") << " generated.\n";
   return 1;
 }
 
-/// --max-memory-per-rank's size in bytes: digits, then maybe K, M, G or T (powers of
-/// 1024, with or without "iB"); -1 when it is not one.
-int64_t parseSize(llvm::StringRef text) {
-  uint64_t value = 0;
-  llvm::StringRef rest = text;
-  if (rest.consumeInteger(10, value))
-    return -1;
-  const llvm::StringRef units = "KMGT";
-  const size_t unit = rest.empty() ? llvm::StringRef::npos : units.find(rest.front());
-  int shift = unit == llvm::StringRef::npos ? 0 : 10 * int(unit + 1);
-  if (unit != llvm::StringRef::npos)
-    rest = rest.drop_front();
-  if (!(rest.empty() || (shift && (rest == "iB" || rest == "B"))))
-    return -1;
-  if (value > (uint64_t(INT64_MAX) >> shift))
-    return -1;
-  return int64_t(value << shift);
-}
-
 /// The warning of --max-memory-per-rank, when a rank needs more.
 void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) {
   if (maxMemoryPerRank.empty())
     return;
-  const int64_t limit = parseSize(maxMemoryPerRank);
+  const int64_t limit = parseBytes(maxMemoryPerRank);
   if (memory.total() > limit)
     diags.warning(SMRange(), "a rank needs " + formatBytes(memory.total()) + " (" +
                                  describeTotal(memory) + "), more than --max-memory-per-rank " +
@@ -236,7 +196,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
 int compile() {
   llvm::SourceMgr sourceMgr;
   DiagnosticEngine diags(sourceMgr);
-  if (!maxMemoryPerRank.empty() && parseSize(maxMemoryPerRank) < 0) {
+  if (!maxMemoryPerRank.empty() && parseBytes(maxMemoryPerRank) < 0) {
     diags.toolError("--max-memory-per-rank needs a size such as 4G, 512MiB or 1048576, not '" +
                     maxMemoryPerRank + "'");
     return reportErrors(diags);
@@ -275,7 +235,7 @@ int compile() {
       diags.toolError("an executable needs -o FILE");
       return reportErrors(diags);
     }
-    auto sets = parseConfigSets(sourceMgr, diags);
+    auto sets = parseConfigOverrides(configSets, sourceMgr, diags);
     if (!sets)
       return reportErrors(diags);
     Sema sema(diags);
@@ -332,10 +292,27 @@ int compile() {
   return 0;
 }
 
+/// `shardc tune ...` is shardc-tune, installed beside shardc: the layout search
+/// drives shardc itself for each candidate.
+int runTune(int argc, char **argv) {
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&runTune);
+  llvm::SmallString<256> tool(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(tool, "shardc-tune");
+  std::vector<llvm::StringRef> args = {tool};
+  args.insert(args.end(), argv + 2, argv + argc);
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(tool, args, std::nullopt, {}, 0, 0, &message);
+  if (status < 0)
+    llvm::errs() << "shardc: error: cannot run " << tool << ": " << message << "\n";
+  return status < 0 ? 1 : status;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "tune")
+    return runTune(argc, argv);
   // MLIR's own options (--mlir-print-ir-after-all, --mlir-timing, ...) work on
   // every stage; --help-hidden lists them. The passes first: options such as
   // --mlir-print-ir-after=PASS take the names registered by then.

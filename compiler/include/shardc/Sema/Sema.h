@@ -60,6 +60,13 @@ private:
 /// axes, rules that can never apply, mesh axes used twice and divisibility.
 bool applyRules(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags);
 
+/// The `--set NAME=VALUE` flags as overrides, each located in a buffer of its own
+/// (`<command line>`) so that an error points into the flag; std::nullopt after
+/// reporting one that is not NAME=VALUE.
+std::optional<std::vector<ConfigOverride>>
+parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
+                     DiagnosticEngine &diags);
+
 } // namespace shardc
 
 #endif
