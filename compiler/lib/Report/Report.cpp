@@ -438,6 +438,8 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
     int64_t flops = mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations,
                                   timesRun(op, fn));
     memory.stepFlops = addSaturating(memory.stepFlops, flops);
+    if (linalg::isaContractionOpInterface(op) || linalg::isaConvolutionOpInterface(op))
+      memory.contractionFlops = addSaturating(memory.contractionFlops, flops);
     if (op->hasAttr(kRematAttr)) {
       memory.rematFlops = addSaturating(memory.rematFlops, flops);
       ++memory.rematOps;
@@ -540,6 +542,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                  {"activations_at_peak", memory.activationsAtPeak},
                                  {"total", memory.total()},
                                  {"step_flops", memory.stepFlops},
+                                 {"contraction_flops", memory.contractionFlops},
                                  {"remat_flops", memory.rematFlops}};
     for (const auto &[role, bytes] : memory.arenas)
       report["memory_per_rank"][role + "_arena"] = bytes;

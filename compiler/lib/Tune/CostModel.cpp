@@ -45,6 +45,7 @@ Value Calibration::toJSON() const {
   Object object{{"ranks", ranks},
                 {"hosts", hosts},
                 {"gemm_flops_per_rank", gemmFlopsPerRank},
+                {"elementwise_per_rank", elementwisePerRank},
                 {"local", linkJSON(local)}};
   if (network)
     object["network"] = linkJSON(*network);
@@ -59,13 +60,16 @@ llvm::Expected<Calibration> shardc::parseCalibration(const Value &value) {
   std::optional<int64_t> ranks = object->getInteger("ranks");
   std::optional<int64_t> hosts = object->getInteger("hosts");
   std::optional<double> gemm = object->getNumber("gemm_flops_per_rank");
-  if (!ranks || *ranks < 1 || !gemm || *gemm <= 0)
-    return malformed("calibration needs ranks >= 1 and gemm_flops_per_rank > 0");
+  std::optional<double> elementwise = object->getNumber("elementwise_per_rank");
+  if (!ranks || *ranks < 1 || !gemm || *gemm <= 0 || !elementwise || *elementwise <= 0)
+    return malformed("calibration needs ranks >= 1, gemm_flops_per_rank > 0 and "
+                     "elementwise_per_rank > 0");
   calibration.ranks = *ranks;
   calibration.hosts = hosts.value_or(1);
   if (calibration.hosts < 1 || *ranks % calibration.hosts)
     return malformed("calibration's hosts must divide its ranks");
   calibration.gemmFlopsPerRank = *gemm;
+  calibration.elementwisePerRank = *elementwise;
   auto local = parseLink(object->getObject("local"), "local");
   if (!local)
     return local.takeError();
@@ -84,17 +88,21 @@ llvm::Expected<StepCost> shardc::predictStep(const Object &report, const Mesh &m
   const Object *memory = report.getObject("memory_per_rank");
   const llvm::json::Array *collectives = report.getArray("collectives_per_step");
   std::optional<int64_t> flops = memory ? memory->getInteger("step_flops") : std::nullopt;
+  std::optional<int64_t> contraction =
+      memory ? memory->getInteger("contraction_flops") : std::nullopt;
   std::optional<int64_t> total = memory ? memory->getInteger("total") : std::nullopt;
-  if (!flops || !total || !collectives)
-    return malformed("the report has no memory_per_rank.step_flops, memory_per_rank.total "
+  if (!flops || !contraction || !total || !collectives)
+    return malformed("the report has no memory_per_rank.step_flops, contraction_flops, total "
                      "or collectives_per_step");
   if (mesh.numRanks() != calibration.ranks)
     return malformed("the calibration is for " + llvm::Twine(calibration.ranks) +
                      " ranks, the layout has " + llvm::Twine(mesh.numRanks()));
   StepCost cost;
   cost.flops = *flops;
+  cost.contractionFlops = *contraction;
   cost.memoryPerRank = *total;
-  cost.computeSeconds = double(*flops) / calibration.gemmFlopsPerRank;
+  cost.computeSeconds = double(*contraction) / calibration.gemmFlopsPerRank +
+                        double(*flops - *contraction) / calibration.elementwisePerRank;
   const int64_t ranksPerHost = calibration.ranks / calibration.hosts;
   for (const Value &entry : *collectives) {
     const Object *collective = entry.getAsObject();

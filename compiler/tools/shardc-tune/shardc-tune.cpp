@@ -243,6 +243,11 @@ llvm::Expected<Calibration> loadOrMeasureCalibration(const char *argv0) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "shardrt-calibrate measured no GEMM rate");
   calibration.gemmFlopsPerRank = *gemm;
+  std::optional<double> elementwise = all->getNumber("elementwise_per_rank");
+  if (!elementwise || *elementwise <= 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "shardrt-calibrate measured no streaming rate");
+  calibration.elementwisePerRank = *elementwise;
   if (ranks == 1)
     return calibration;
   auto link = linkOf(*all, hosts > 1 ? "network" : "local");
@@ -391,15 +396,19 @@ std::vector<std::string> explain(const Trial &best, const std::vector<const Tria
                     where + " (not timed).");
     lines.push_back(c.name + " over " + c.mesh.str() + ": " + c.summary + ".");
   }
-  lines.push_back(llvm::formatv("Predicted {0}: {1} of compute ({2:F2} GFLOP per rank at {3:F1} "
-                                "GFLOP/s), {4} of communication ({5} collectives, {6} sent "
-                                "per rank); {7} per rank.",
-                                milliseconds(best.predicted.seconds()),
-                                milliseconds(best.predicted.computeSeconds),
-                                best.predicted.flops / 1e9, calibration.gemmFlopsPerRank / 1e9,
-                                milliseconds(best.predicted.communicationSeconds),
-                                best.predicted.collectives, formatBytes(best.predicted.sentBytes),
-                                formatBytes(best.predicted.memoryPerRank))
+  const StepCost &p = best.predicted;
+  lines.push_back(llvm::formatv("Predicted {0}: {1} of compute ({2:F3} GFLOP of contractions per "
+                                "rank at {3:F1} GFLOP/s, {4:F3} G other loop iterations at "
+                                "{5:F2} G/s),",
+                                milliseconds(p.seconds()), milliseconds(p.computeSeconds),
+                                p.contractionFlops / 1e9, calibration.gemmFlopsPerRank / 1e9,
+                                (p.flops - p.contractionFlops) / 1e9,
+                                calibration.elementwisePerRank / 1e9)
+                      .str());
+  lines.push_back(llvm::formatv("{0} of communication ({1} collectives, {2} sent per rank); "
+                                "{3} per rank.",
+                                milliseconds(p.communicationSeconds), p.collectives,
+                                formatBytes(p.sentBytes), formatBytes(p.memoryPerRank))
                       .str());
   return lines;
 }
@@ -604,8 +613,10 @@ int tune(const char *argv0) {
   }
   llvm::outs() << "Layouts of " << program->modelName << " on " << ranks << " ranks"
                << (hosts > 1 ? " over " + std::to_string(hosts) + " hosts" : "") << llvm::formatv(
-                      " (GEMM {0:F1} GFLOP/s per rank; all_reduce {1:F0} us + {2:F2} GB/s",
-                      calibration->gemmFlopsPerRank / 1e9, calibration->local.latency * 1e6,
+                      " (per rank: GEMM {0:F1} GFLOP/s, streaming {1:F2} G/s; all_reduce {2:F0} "
+                      "us + {3:F2} GB/s",
+                      calibration->gemmFlopsPerRank / 1e9, calibration->elementwisePerRank / 1e9,
+                      calibration->local.latency * 1e6,
                       calibration->local.bytesPerSecond / 1e9);
   if (calibration->network)
     llvm::outs() << llvm::formatv(", between hosts {0:F0} us + {1:F2} GB/s",

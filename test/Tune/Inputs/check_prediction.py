@@ -2,7 +2,8 @@
 from the candidate's report (its rules file with .report.out for .rules) and the
 calibration, by the cost model's closed form:
 
-  compute = step_flops / gemm_flops_per_rank
+  compute = contraction_flops / gemm_flops_per_rank
+            + (step_flops - contraction_flops) / elementwise_per_rank
   comm    = sum over collectives with traffic of
             count * (steps * latency / (2 (ranks - 1)) + sent_bytes / bandwidth)
   steps   = 2 (group - 1) for an all_reduce, group - 1 otherwise; the link is
@@ -37,7 +38,9 @@ for c in tune["candidates"]:
         steps = (2 if coll["kind"].startswith("all_reduce") else 1) * (group - 1)
         comm += coll["count"] * (steps * link["latency_seconds"] / (2 * (ranks - 1)) +
                                  coll["sent_bytes"] / link["bandwidth_bytes_per_second"])
-    compute = report["memory_per_rank"]["step_flops"] / cal["gemm_flops_per_rank"]
+    memory = report["memory_per_rank"]
+    compute = (memory["contraction_flops"] / cal["gemm_flops_per_rank"] +
+               (memory["step_flops"] - memory["contraction_flops"]) / cal["elementwise_per_rank"])
     for key, want in (("compute_seconds", compute), ("communication_seconds", comm),
                       ("predicted_seconds", compute + comm)):
         if abs(c[key] - want) > 1e-9 * max(1.0, abs(want)):

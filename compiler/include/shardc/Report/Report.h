@@ -33,10 +33,12 @@ struct MemoryPerRank {
   int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0,
           activationsAtPeak = 0;
   llvm::SmallVector<std::pair<std::string, int64_t>, 3> arenas;
-  /// The step's floating-point work, and the part of it that recomputes what a
-  /// `remat` policy did not keep (ops marked shardc.remat): 2 per multiply-add of
-  /// a loop nest with a reduction, 1 per iteration of the others.
-  int64_t stepFlops = 0, rematFlops = 0, rematOps = 0;
+  /// The step's floating-point work, the part of it in contractions and
+  /// convolutions (GEMM-like: compute-bound, where the rest streams through
+  /// memory), and the part that recomputes what a `remat` policy did not keep
+  /// (ops marked shardc.remat): 2 per multiply-add of a loop nest with a
+  /// reduction, 1 per iteration of the others.
+  int64_t stepFlops = 0, contractionFlops = 0, rematFlops = 0, rematOps = 0;
   /// The larger of the train and eval steps' arenas (the runtime runs one at a
   /// time; grad_step only to explain a failure), or the activations at the peak
   /// before the module is lowered.

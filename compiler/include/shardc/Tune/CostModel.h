@@ -1,8 +1,10 @@
 //===- CostModel.h - a layout's step time, predicted -------------*- C++ -*-===//
 //
 // The search ranks layouts before it runs any: a step's time is its
-// floating-point work per rank at the GEMM rate measured with every rank of a
-// host busy, plus each collective of the communication plan (shardc
+// contractions' floating-point work per rank at the GEMM rate measured with every
+// rank of a host busy, its other loop iterations (elementwise ops, reductions,
+// the optimizer: bound by memory) at the streaming rate measured alike, plus each
+// collective of the communication plan (shardc
 // --report=json) at a latency and a bandwidth measured for the link its group
 // crosses: shared memory inside a host, TCP between hosts. The constants come
 // from shardrt-calibrate, run on this machine.
@@ -31,6 +33,7 @@ struct LinkCost {
 struct Calibration {
   int64_t ranks = 0, hosts = 1;
   double gemmFlopsPerRank = 0;
+  double elementwisePerRank = 0; // loop iterations per second of a streaming op
   LinkCost local;                 // inside a host
   std::optional<LinkCost> network; // between hosts (hosts > 1)
   llvm::json::Value toJSON() const;
@@ -40,7 +43,7 @@ llvm::Expected<Calibration> parseCalibration(const llvm::json::Value &value);
 
 struct StepCost {
   double computeSeconds = 0, communicationSeconds = 0;
-  int64_t memoryPerRank = 0, flops = 0, sentBytes = 0, collectives = 0;
+  int64_t memoryPerRank = 0, flops = 0, contractionFlops = 0, sentBytes = 0, collectives = 0;
   double seconds() const { return computeSeconds + communicationSeconds; }
 };
 
