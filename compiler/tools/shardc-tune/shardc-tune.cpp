@@ -356,7 +356,7 @@ void measure(Trial &trial, const std::string &shardc) {
     if (!entry || entry->getString("kind") != "train")
       continue;
     std::optional<int64_t> step = entry->getInteger("step");
-    std::optional<double> seconds = entry->getNumber("seconds");
+    std::optional<double> seconds = entry->getNumber("seconds_per_step");
     if (step && seconds && *step > 2)
       times.push_back(*seconds);
   }

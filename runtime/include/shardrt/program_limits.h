@@ -23,8 +23,8 @@ inline constexpr int64_t kMaxRanks = INT_MAX;
  * (the loss or a metric) or a per-example eval result of one of these names would
  * collide with them. After the first train result (written as "loss"), "loss" is taken
  * too. */
-inline constexpr std::array<std::string_view, 5> kTrainLineKeys = {
-    "kind", "step", "epoch", "images_per_second", "nonfinite_steps"};
+inline constexpr std::array<std::string_view, 6> kTrainLineKeys = {
+    "kind", "step", "epoch", "images_per_second", "seconds_per_step", "nonfinite_steps"};
 inline constexpr std::array<std::string_view, 4> kEvalLineKeys = {"kind", "step", "epoch",
                                                                  "examples"};
 

@@ -116,8 +116,10 @@ std::string chart(const std::string &id, const std::string &title,
 /// One chart per quantity: the loss first, then the metrics; training's line and the
 /// evaluations' points together.
 std::string curves(const std::vector<json> &records) {
-  const std::set<std::string> notCurves = {"kind", "step", "epoch", "images_per_second",
-                                           "nonfinite_steps", "examples"};
+  const std::set<std::string> notCurves = {"kind",           "step",
+                                           "epoch",          "images_per_second",
+                                           "seconds_per_step", "nonfinite_steps",
+                                           "examples"};
   std::vector<std::string> names = {"loss"};
   std::map<std::string, Series> train, eval;
   for (const json &record : records) {

@@ -113,6 +113,7 @@ void TrainingReport::step(int64_t step, int64_t epoch, const std::vector<Block> 
   for (size_t i = 1; i < results.size(); ++i)
     line.add(results[i].spec->name, jsonNumber(results[i].floats()[0]));
   line.add("images_per_second", batch_ ? jsonNumber(perSecond) : "null");
+  line.add("seconds_per_step", jsonNumber(seconds / double(steps)));
   line.add("nonfinite_steps", integer(nonFiniteSteps));
   record(line.str());
   if (terminal_) {

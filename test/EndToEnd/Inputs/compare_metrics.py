@@ -4,7 +4,7 @@
 Compares two metrics files of the training driver (--metrics, runtime/README.md), line
 by line: the same kinds, steps, epochs and example counts, the same names, and every
 other number within R (default 1e-4) of the larger magnitude of the two, or 1e-6
-absolutely. images_per_second is a timing and is skipped. Prints the worst relative
+absolutely. images_per_second and seconds_per_step are timings and are skipped. Prints the worst relative
 difference per field and exits 1 on a mismatch.
 """
 import argparse
@@ -12,7 +12,7 @@ import json
 import sys
 
 EXACT = ("kind", "step", "epoch", "examples")
-SKIPPED = ("images_per_second",)
+SKIPPED = ("images_per_second", "seconds_per_step")
 
 
 def read(path):
