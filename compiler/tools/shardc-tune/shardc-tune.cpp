@@ -590,9 +590,13 @@ int tune(const char *argv0) {
   });
   std::vector<std::string> comment =
       explain(*best, byTime, program->modelName, *calibration);
-  comment.push_back("shardc tune " + modelFile + " --ranks " + std::to_string(ranks) +
-                    (hosts > 1 ? " --hosts " + std::to_string(hosts) : "") +
-                    "; the candidates, their plans and logs in " + workDir + ".");
+  std::string command = "shardc tune " + modelFile;
+  for (const std::string &flag : compilerFlags())
+    command += " " + flag;
+  command += " --ranks " + std::to_string(ranks);
+  if (hosts > 1)
+    command += " --hosts " + std::to_string(hosts);
+  comment.push_back(command + "; the candidates, their plans and logs in " + workDir + ".");
   if (!writeFile(outputFile, best->candidate.rulesText(comment)))
     return fail("cannot write '" + outputFile + "'");
 
