@@ -1,31 +1,48 @@
 // shardrt-calibrate: what a layout search's cost model needs to know of this machine,
-// measured with every rank busy at once (start it as the program will run:
-// `mpirun -np N shardrt-calibrate`, across hosts or over TCP alike):
+// measured with every rank busy at once. Start it as the program will run,
+// `mpirun -np N shardrt-calibrate` (with `--mca btl tcp,self` it measures TCP links).
+// Prints one JSON object on rank 0's stdout and nothing else:
 //
-//   gemm_flops_per_rank    the runtime's sgemm (shardrt_matmul_f32, one BLAS thread per
-//                          rank) on square matrices of 128, 256 and 512: the median rate
+//   gemm_flops_per_rank    the runtime's own sgemm (shardrt_matmul_f32: cblas_sgemm, one
+//                          BLAS thread per rank, set up as a compiled program's main sets
+//                          it up), every rank at once, 2 M N K per call: "gemm" per size
+//                          (256^3, 512^3), the 512^3 figure the headline
 //   elementwise_per_rank   iterations per second of a streaming loop c = a * b + c over
 //                          arrays larger than the caches (what an elementwise op or the
 //                          optimizer's update costs per element)
+//   all_reduce             shardrt_all_reduce_f32 over a 1-axis mesh of all N ranks, in
+//                          place, 4 KiB .. 8 MiB: seconds per call
 //   latency_seconds, bandwidth_bytes_per_second
-//                          the runtime's all_reduce over every rank at 4 KiB .. 8 MiB:
-//                          time = latency + sent / bandwidth, sent = 2 (N - 1) / N bytes a
-//                          rank sends in a ring; the bandwidth from the two largest sizes,
-//                          the latency what the smallest leaves
+//                          time = latency + sent / bandwidth fitted to those samples by
+//                          least squares in relative error (each sample's residual over
+//                          its time, so that 4 KiB counts as much as 8 MiB), sent =
+//                          2 (N - 1) / N bytes, what a rank sends in a ring all-reduce;
+//                          1 rank: latency 0, bandwidth null
+//   blas                   the BLAS the runtime computes with ("OpenBLAS Haswell, 1 thread")
 //
-// Each figure is the slowest rank's (a step waits for it), the median of its repeats.
-// Prints one JSON object on rank 0.
+// Every sample is the slowest rank's (a step waits for it): the ranks meet, a batch of calls
+// lasting at least a few tens of milliseconds, the most of the ranks' times. After one
+// untimed warm-up call, the median of up to 7 such batches (fewer when a batch is slow,
+// so that 8 ranks on 2 cores finish in a few seconds).
 #include "shardrt/shardrt.h"
+
+#include "../lib/host.h"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 namespace {
+
+constexpr int kRepeats = 7;
+// A measurement's repeats stop once they took this long (at least 3 are kept).
+constexpr double kSecondsPerMeasurement = 0.6;
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -33,108 +50,171 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-/// Seconds the slowest rank takes for `call`, all starting together.
+/// Seconds the slowest rank takes for `call`, all starting together. The ranks meet
+/// through the runtime's own all_reduce, which waits as a compiled program waits
+/// (yielding the core): MPI's barrier spins, and with more ranks than cores the
+/// spinning ranks take the cores from those still computing.
 template <typename Call> double slowest(Call call) {
-  MPI_Barrier(MPI_COMM_WORLD);
+  float token = 0;
+  shardrt_all_reduce_f32(1, &token, &token, 1, SHARDRT_SUM);
   double start = MPI_Wtime();
   call();
-  double local = MPI_Wtime() - start, worst = 0;
-  MPI_Allreduce(&local, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  float local = float(MPI_Wtime() - start), worst = 0;
+  shardrt_all_reduce_f32(1, &local, &worst, 1, SHARDRT_MAX);
   return worst;
 }
 
-/// The median over `repeats` of `call` run often enough (the same count on every rank)
-/// to last about `atLeast` seconds, per call.
-template <typename Call> double secondsPerCall(Call call, int repeats, double atLeast) {
-  double once = slowest(call);
-  int times = std::max(1, int(atLeast / std::max(once, 1e-7)));
-  MPI_Bcast(&times, 1, MPI_INT, 0, MPI_COMM_WORLD);
+/// Seconds per call of `call`: one untimed warm-up (first touches, connections), then
+/// batches growing until one lasts `batchSeconds`, then the median of batches of that
+/// many calls. Every rank sees the same slowest times and so makes the same counts.
+template <typename Call> double secondsPerCall(Call call, double batchSeconds) {
+  auto batchOf = [&](int times) {
+    return slowest([&] {
+      for (int i = 0; i < times; ++i)
+        call();
+    });
+  };
+  call();
+  int times = 1;
+  for (double took = batchOf(times); took < batchSeconds && times < (1 << 20);
+       took = batchOf(times))
+    times = int(times * std::clamp(1.2 * batchSeconds / std::max(took, 1e-7), 2.0, 8.0));
   std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r)
-    samples.push_back(slowest([&] {
-                        for (int i = 0; i < times; ++i)
-                          call();
-                      }) /
-                      times);
+  double spent = 0;
+  for (int r = 0; r < kRepeats && (r < 3 || spent < kSecondsPerMeasurement); ++r) {
+    const double batch = batchOf(times);
+    spent += batch;
+    samples.push_back(batch / times);
+  }
   return median(samples);
+}
+
+struct Fit {
+  double latency = 0, secondsPerByte = 0;
+};
+
+/// t = latency + secondsPerByte * x, minimising the sum of ((fitted - t) / t)^2.
+Fit fitRelative(const std::vector<std::pair<double, double>> &sentAndSeconds) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto &[x, t] : sentAndSeconds) {
+    const double w = 1 / (t * t);
+    sw += w;
+    sx += w * x;
+    sy += w * t;
+    sxx += w * x * x;
+    sxy += w * x * t;
+  }
+  Fit fit;
+  const double det = sw * sxx - sx * sx;
+  if (det <= 0)
+    return fit;
+  fit.secondsPerByte = (sw * sxy - sx * sy) / det;
+  fit.latency = (sy - fit.secondsPerByte * sx) / sw;
+  return fit;
+}
+
+std::string number(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+int usage(std::FILE *to, int status) {
+  // Under mpirun every rank would print it; rank 0 alone does.
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank || !std::strcmp(rank, "0"))
+    std::fprintf(
+        to,
+        "usage: mpirun -np N shardrt-calibrate\n\n"
+        "Measures this machine with N ranks running at once, as a compiled program runs\n"
+        "(one BLAS thread per rank): the runtime's sgemm rate per rank (256^3 and 512^3),\n"
+        "a streaming loop's rate, and shardrt_all_reduce_f32 over all N ranks at 4 KiB,\n"
+        "64 KiB, 1 MiB and 8 MiB, fitted as latency + bytes sent / bandwidth. Prints one\n"
+        "JSON object on rank 0's stdout (what shardc tune's cost model reads).\n");
+  return status;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf("usage: mpirun -np N shardrt-calibrate\n\nMeasures, with N ranks busy at "
-                  "once, the GEMM rate, a streaming loop's rate and the all_reduce's latency "
-                  "and bandwidth; prints them as one JSON object (what shardc tune's cost "
-                  "model reads).\n");
-      return 0;
-    }
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))
+      return usage(stdout, 0);
+    std::fprintf(stderr, "shardrt-calibrate: error: unknown argument '%s'\n", argv[i]);
+    return usage(stderr, 2);
+  }
+  // As a compiled program's main (shardrt_main) does: OpenBLAS starts no worker threads,
+  // and shardrt_init then computes with one BLAS thread unless the environment says
+  // otherwise; the sgemm measured is the one the kernels call.
+  shardrt::restartWithOneBlasThread();
   MPI_Init(&argc, &argv);
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   int64_t meshSize = ranks;
   shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
-  const int repeats = 5;
 
   std::string gemmSamples;
-  std::vector<double> gemmRates;
-  for (int64_t n : {128, 256, 512}) {
+  double gemmHeadline = 0;
+  for (int64_t n : {256, 512}) {
     std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
-    double seconds = secondsPerCall(
+    const double seconds = secondsPerCall(
         [&] { shardrt_matmul_f32(0, 0, 0, n, n, n, n, n, n, a.data(), b.data(), c.data()); },
-        repeats, 0.03);
-    double rate = 2.0 * double(n * n * n) / seconds;
-    gemmRates.push_back(rate);
-    char entry[160];
-    std::snprintf(entry, sizeof entry, "%s{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"flops_per_rank\": %.4g}",
-                  gemmSamples.empty() ? "" : ", ", (long long)n, (long long)n, (long long)n, rate);
-    gemmSamples += entry;
+        0.05);
+    const double rate = 2.0 * double(n) * double(n) * double(n) / seconds;
+    gemmHeadline = rate;
+    gemmSamples += (gemmSamples.empty() ? "" : ", ") + std::string("{\"m\": ") +
+                   std::to_string(n) + ", \"n\": " + std::to_string(n) +
+                   ", \"k\": " + std::to_string(n) + ", \"flops_per_rank\": " + number(rate) +
+                   "}";
   }
 
   const int64_t streamed = int64_t(1) << 21; // 3 arrays of 8 MiB
   std::vector<float> x(streamed, 1.0f), y(streamed, 0.5f), z(streamed, 0.0f);
-  double streamSeconds = secondsPerCall(
+  const double streamSeconds = secondsPerCall(
       [&] {
         float *out = z.data();
         const float *p = x.data(), *q = y.data();
         for (int64_t i = 0; i < streamed; ++i)
           out[i] = p[i] * q[i] + out[i];
       },
-      repeats, 0.03);
+      0.05);
   const double elementwise = double(streamed) / streamSeconds;
 
   std::string reduceSamples;
   std::vector<std::pair<double, double>> sentAndSeconds;
   if (ranks > 1)
-    for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(8) << 20}) {
+    for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20,
+                          int64_t(8) << 20}) {
       const int64_t count = bytes / int64_t(sizeof(float));
       std::vector<float> buffer(count, 1.0f);
-      double seconds = secondsPerCall(
-          [&] { shardrt_all_reduce_f32(1, buffer.data(), buffer.data(), count, SHARDRT_SUM); },
-          repeats, 0.02);
+      const double seconds = secondsPerCall(
+          [&] {
+            shardrt_all_reduce_f32(/*all axes*/ 1, buffer.data(), buffer.data(), count,
+                                   SHARDRT_SUM);
+          },
+          0.02);
       sentAndSeconds.push_back({2.0 * double(ranks - 1) / ranks * double(bytes), seconds});
-      char entry[120];
-      std::snprintf(entry, sizeof entry, "%s{\"bytes\": %lld, \"seconds\": %.4g}",
-                    reduceSamples.empty() ? "" : ", ", (long long)bytes, seconds);
-      reduceSamples += entry;
+      reduceSamples += (reduceSamples.empty() ? "" : ", ") + std::string("{\"bytes\": ") +
+                       std::to_string(bytes) + ", \"seconds\": " + number(seconds) + "}";
     }
 
   if (shardrt_rank() == 0) {
-    std::printf("{\"ranks\": %d, \"gemm_flops_per_rank\": %.4g, \"gemm\": [%s], "
-                "\"elementwise_per_rank\": %.4g",
-                ranks, median(gemmRates), gemmSamples.c_str(), elementwise);
+    std::string latency = "0", bandwidth = "null";
     if (ranks > 1) {
-      const auto &[sentMid, secondsMid] = sentAndSeconds[sentAndSeconds.size() - 2];
-      const auto &[sentBig, secondsBig] = sentAndSeconds.back();
-      const double bandwidth = (sentBig - sentMid) / std::max(secondsBig - secondsMid, 1e-9);
-      const double latency =
-          std::max(0.0, sentAndSeconds.front().second - sentAndSeconds.front().first / bandwidth);
-      std::printf(", \"all_reduce\": [%s], \"latency_seconds\": %.4g, "
-                  "\"bandwidth_bytes_per_second\": %.4g",
-                  reduceSamples.c_str(), latency, bandwidth);
+      const Fit fit = fitRelative(sentAndSeconds);
+      latency = number(std::max(fit.latency, 0.0));
+      if (fit.secondsPerByte > 0)
+        bandwidth = number(1 / fit.secondsPerByte);
     }
-    std::printf("}\n");
+    std::printf("{\"ranks\": %d, \"gemm_flops_per_rank\": %s, \"gemm\": [%s], "
+                "\"elementwise_per_rank\": %s, \"all_reduce\": [%s], \"latency_seconds\": %s, "
+                "\"bandwidth_bytes_per_second\": %s, \"blas\": \"%s\"}\n",
+                ranks, number(gemmHeadline).c_str(), gemmSamples.c_str(),
+                number(elementwise).c_str(), reduceSamples.c_str(), latency.c_str(),
+                bandwidth.c_str(), shardrt::blasConfig().c_str());
+    std::fflush(stdout);
   }
   shardrt_finalize();
   MPI_Finalize();

@@ -438,7 +438,11 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
     int64_t flops = mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations,
                                   timesRun(op, fn));
     memory.stepFlops = addSaturating(memory.stepFlops, flops);
-    if (linalg::isaContractionOpInterface(op) || linalg::isaConvolutionOpInterface(op))
+    // What shardc-lower-to-kernels runs on sgemm: contractions, convolutions and
+    // their gradients (generics that name their kernel).
+    if (op.getNumReductionLoops() &&
+        (linalg::isaContractionOpInterface(op) || linalg::isaConvolutionOpInterface(op) ||
+         op->hasAttr("library_call")))
       memory.contractionFlops = addSaturating(memory.contractionFlops, flops);
     if (op->hasAttr(kRematAttr)) {
       memory.rematFlops = addSaturating(memory.rematFlops, flops);
