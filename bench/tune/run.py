@@ -17,6 +17,7 @@ data parallel across two hosts over TCP: `shardc tune --hosts 2` with that launc
 predicts it, and the same launcher measures it (the issue asks within 25 %).
 
     bench/tune/run.py [--reps 3] [--top 5] [--steps 10] [--only w1,w2,w4] [--two-hosts]
+    bench/tune/run.py --only "" --two-hosts     # the two-host prediction alone
 
 Prints ONE JSON object on stdout; progress goes to stderr. Sets itself up: builds
 build/bin/shardc, shardc-tune and shardrt-calibrate with scripts/build.sh (which
@@ -176,7 +177,7 @@ def main():
               "targets": {"pick_over_fastest_hand_written": 1.10, "spearman": 0.8,
                           "two_hosts_prediction_error": 0.25}}
     with tempfile.TemporaryDirectory(prefix="shardc-bench-tune-") as tmp:
-        for name in args.only.split(","):
+        for name in [n for n in args.only.split(",") if n]:
             result[name] = workload(name, args, tmp)
         if args.two_hosts:
             result["w2_two_hosts"] = two_hosts(args, tmp)
