@@ -28,10 +28,13 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <fstream>
 
 using namespace shardc;
@@ -80,6 +83,11 @@ cl::opt<std::string> maxMemoryPerRank(
     cl::desc("Leave out layouts that need more per rank (default: this host's memory over its "
              "ranks)"),
     cl::value_desc("size"), cl::cat(category));
+cl::opt<unsigned> timeout("timeout",
+                          cl::desc("Seconds any program the search starts (a compile, the "
+                                   "calibration, a timed run) may take before it is stopped "
+                                   "(default 600)"),
+                          cl::value_desc("S"), cl::init(600), cl::cat(category));
 cl::opt<bool> asJSON("json", cl::desc("Print the results as JSON"), cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
@@ -140,11 +148,38 @@ Finished runProgram(std::vector<std::string> argv, const std::string &log) {
   std::optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"), llvm::StringRef(out),
                                                 llvm::StringRef(err)};
   std::string message;
-  result.status = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects, 0, 0, &message);
+  bool failedToStart = false;
+  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(*program, args, std::nullopt, redirects,
+                                                          0, &message, &failedToStart);
+  bool stopped = false;
+  if (!failedToStart) {
+    // Past --timeout, SIGTERM first: mpirun then ends its ranks (SIGKILL would leave
+    // them running); SIGKILL if it has not ended 10 s later.
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::seconds(timeout);
+    llvm::sys::ProcessInfo done;
+    while ((done = llvm::sys::Wait(child, 0, &message)).Pid == 0) {
+      if (!stopped && Clock::now() >= deadline) {
+        stopped = true;
+        ::kill(child.Pid, SIGTERM);
+      }
+      if (stopped && Clock::now() >= deadline + std::chrono::seconds(10)) {
+        ::kill(child.Pid, SIGKILL);
+        done = llvm::sys::Wait(child, std::nullopt, &message);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    result.status = done.ReturnCode;
+  }
   result.out = readFile(out);
   result.err = readFile(err);
-  if (result.status < 0)
+  if (stopped)
+    result.err += "error: stopped after " + std::to_string(timeout) + " s (--timeout)";
+  else if (failedToStart || result.status < 0)
     result.err += "error: " + message;
+  if (stopped && result.status == 0)
+    result.status = -2;
   return result;
 }
 
@@ -281,6 +316,7 @@ struct Trial {
   std::string rejected; // why it was left out, if it was
   StepCost predicted;
   std::optional<double> measured; // median seconds per step
+  std::optional<int64_t> peakBytes; // the largest rank's peak resident memory in that run
   std::string measureError;
 };
 
@@ -367,6 +403,17 @@ void measure(Trial &trial, const std::string &shardc) {
   std::sort(times.begin(), times.end());
   size_t n = times.size();
   trial.measured = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  // The run's summary, its last line: the largest rank's peak resident memory.
+  llvm::StringRef summary = llvm::StringRef(ran.out).trim().rsplit('\n').second;
+  if (summary.empty())
+    summary = llvm::StringRef(ran.out).trim();
+  if (auto value = json::parse(summary)) {
+    if (const json::Object *object = value->getAsObject())
+      if (const json::Object *resident = object->getObject("resident_bytes_per_rank"))
+        trial.peakBytes = resident->getInteger("peak");
+  } else {
+    llvm::consumeError(value.takeError());
+  }
 }
 
 std::string milliseconds(double seconds) {
@@ -433,6 +480,8 @@ json::Value trialJSON(const Trial &t) {
     object["communication_seconds"] = t.predicted.communicationSeconds;
   }
   object["measured_seconds"] = t.measured ? json::Value(*t.measured) : json::Value(nullptr);
+  object["measured_peak_resident_bytes"] =
+      t.peakBytes ? json::Value(*t.peakBytes) : json::Value(nullptr);
   if (!t.measureError.empty())
     object["measure_error"] = t.measureError;
   return object;
@@ -455,20 +504,22 @@ std::string listed(const std::vector<std::string> &names) {
 }
 
 void printTable(const std::vector<Trial> &trials, const Trial *best, llvm::raw_ostream &os) {
-  if (best)
-    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12}\n", "layout", "memory/rank",
-                      "predicted", "(compute + comm)", "measured");
+  const bool anyRow = llvm::any_of(trials, [](const Trial &t) { return t.rejected.empty(); });
+  if (anyRow)
+    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}\n", "layout",
+                        "memory/rank", "predicted", "(compute + comm)", "measured", "peak RSS");
   for (const Trial &t : trials) {
     if (!t.rejected.empty())
       continue;
     std::string split = "(" + llvm::formatv("{0:F1}", t.predicted.computeSeconds * 1e3).str() +
                         " + " +
                         llvm::formatv("{0:F1}", t.predicted.communicationSeconds * 1e3).str() + ")";
-    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12}{5}\n", t.candidate.label(),
+    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}{6}\n", t.candidate.label(),
                         formatBytes(t.predicted.memoryPerRank), milliseconds(t.predicted.seconds()),
                         split,
                         t.measured ? milliseconds(*t.measured)
                                    : t.measureError.empty() ? "-" : "failed",
+                        t.peakBytes ? formatBytes(*t.peakBytes) : "-",
                         &t == best ? "  <- best" : "");
   }
   bool any = false;
@@ -476,7 +527,7 @@ void printTable(const std::vector<Trial> &trials, const Trial *best, llvm::raw_o
     if (t.rejected.empty() && t.measureError.empty())
       continue;
     if (!any)
-      os << (best ? "\n" : "") << "left out:\n";
+      os << (anyRow ? "\n" : "") << "left out:\n";
     any = true;
     os << "  " << t.candidate.label() << ": "
        << (t.rejected.empty() ? t.measureError : t.rejected) << "\n";
@@ -582,8 +633,10 @@ int tune(const char *argv0) {
   for (const Trial *t : timed)
     if (t->measured && (!best->measured || *t->measured < *best->measured))
       best = t;
-  if (top > 0 && !best->measured)
+  if (top > 0 && !best->measured) {
+    printTable(trials, nullptr, llvm::errs());
     return fail("no timed layout ran (see " + workDir + ")");
+  }
   std::vector<const Trial *> byTime = timed;
   std::stable_sort(byTime.begin(), byTime.end(), [](const Trial *a, const Trial *b) {
     return a->measured.value_or(INFINITY) < b->measured.value_or(INFINITY);
