@@ -1,7 +1,10 @@
 //===- EmitExecutable.cpp - from the LLVM dialect to an executable --------===//
 //
-// Translate to LLVM IR, optimise for the host CPU, write an object file and
-// link it with libshardrt.
+// Translate to LLVM IR, optimise for the host CPU, write object files and link
+// them with libshardrt. After loop extraction the module is split into one part
+// per core (llvm::SplitModule), each optimised and compiled on a thread of its
+// own in a context of its own (its bitcode parsed there), as LTO's parallel code
+// generation does: every function is NoInline by then, so the parts lose nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,20 +16,27 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Transforms/IPO/LoopExtractor.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <mutex>
+#include <thread>
 
 using namespace mlir;
 
@@ -122,31 +132,71 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
     features += (features.empty() ? "" : ",") + std::string(feature.getValue() ? "+" : "-") +
                 feature.getKey().str();
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  auto createMachine = [&] {
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  };
+  std::unique_ptr<llvm::TargetMachine> machine = createMachine();
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
-  // -O2: -O3 took 9 minutes on W4's partitioned step (4.3 MB of LLVM IR, SCEV walking
-  // the dominator chain of one function of thousands of loops) against 12 s, for the
-  // same step time (measured on W4's reference build).
   extractLoops(*llvmModule, machine.get());
-  if (llvm::Error e = makeOptimizingTransformer(2, 0, machine.get())(llvmModule.get()))
-    return fail("LLVM optimisation failed: " + llvm::toString(std::move(e)));
 
-  llvm::SmallString<128> object;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("shardc", "o", object))
-    return fail("cannot create a temporary object file: " + ec.message());
-  llvm::FileRemover removeObject(object);
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(object, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write '" + object + "': " + ec.message());
-    llvm::legacy::PassManager pm;
-    if (machine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      return module.emitError("cannot emit an object file for " + triple.str());
-    pm.run(*llvmModule);
+  // One part per core, as bitcode (a module is bound to its context, and a
+  // context to one thread).
+  const unsigned cores = llvm::hardware_concurrency().compute_thread_count();
+  std::vector<llvm::SmallString<0>> parts;
+  auto keep = [&](llvm::Module &part) {
+    llvm::raw_svector_ostream os(parts.emplace_back());
+    llvm::WriteBitcodeToFile(part, os);
+  };
+  if (cores > 1)
+    llvm::SplitModule(*llvmModule, cores,
+                      [&](std::unique_ptr<llvm::Module> part) { keep(*part); });
+  else
+    keep(*llvmModule);
+
+  std::vector<llvm::SmallString<128>> objects(parts.size());
+  std::vector<std::unique_ptr<llvm::FileRemover>> removers;
+  for (llvm::SmallString<128> &object : objects) {
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("shardc", "o", object))
+      return fail("cannot create a temporary object file: " + ec.message());
+    removers.push_back(std::make_unique<llvm::FileRemover>(object));
   }
+  std::mutex errorsLock;
+  std::string errors;
+  auto compilePart = [&](size_t i) {
+    auto report = [&](const llvm::Twine &message) {
+      std::lock_guard<std::mutex> lock(errorsLock);
+      errors += message.str() + "\n";
+    };
+    llvm::LLVMContext context;
+    auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(parts[i], "part"), context);
+    if (!part)
+      return report("reading a part of the module back failed: " +
+                    llvm::toString(part.takeError()));
+    std::unique_ptr<llvm::TargetMachine> partMachine = createMachine();
+    // -O2: -O3 took 9 minutes on W4's partitioned step (4.3 MB of LLVM IR, SCEV
+    // walking the dominator chain of one function of thousands of loops) against
+    // 12 s, for the same step time (measured on W4's reference build).
+    if (llvm::Error e = makeOptimizingTransformer(2, 0, partMachine.get())(part->get()))
+      return report("LLVM optimisation failed: " + llvm::toString(std::move(e)));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objects[i], ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return report("cannot write '" + objects[i] + "': " + ec.message());
+    llvm::legacy::PassManager pm;
+    if (partMachine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return report("cannot emit an object file for " + triple.str());
+    pm.run(**part);
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < parts.size(); ++i)
+    threads.emplace_back(compilePart, i);
+  compilePart(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  if (!errors.empty())
+    return fail(llvm::StringRef(errors).rtrim());
 
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
@@ -154,8 +204,9 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   // libshardrt has everything the generated code calls, memrefCopy included: the
   // program needs neither libMLIR nor libLLVM.
   std::string libFlag = ("-L" + runtimeLibDir).str(), rpath = ("-Wl,-rpath," + runtimeLibDir).str();
-  llvm::SmallVector<llvm::StringRef> args = {*cc,     object, "-o",        output,
-                                             libFlag, rpath,  "-lshardrt", "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {*cc};
+  args.append(objects.begin(), objects.end());
+  args.append({"-o", output, libFlag, rpath, "-lshardrt", "-lm"});
 #ifdef SHARDC_SANITIZE_LINK
   args.push_back(SHARDC_SANITIZE_LINK);
 #endif
