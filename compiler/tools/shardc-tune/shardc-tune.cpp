@@ -269,7 +269,7 @@ llvm::Expected<Calibration> loadOrMeasureCalibration(const char *argv0) {
   calibration.ranks = ranks;
   calibration.hosts = hosts;
   progress("calibrating: shardrt-calibrate on " + llvm::Twine(ranks) + " ranks" +
-           (hosts > 1 ? " over TCP" : ""));
+           (!launcherText.empty() ? " under --launcher" : hosts > 1 ? " over TCP" : ""));
   auto all = calibrate(launcher(ranks, hosts > 1), tool, workDir + "/calibrate");
   if (!all)
     return all.takeError();
