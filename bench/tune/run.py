@@ -72,8 +72,8 @@ def step_seconds(launcher, exe, steps, workdir):
         os.remove(metrics)
     run(launcher + [exe, "--steps", str(steps), "--synthetic", "--no-eval", "--metrics", metrics],
         env=tb.shardc_env())
-    times = [json.loads(l)["seconds_per_step"] for l in open(metrics)
-             if l.strip() and json.loads(l).get("kind") == "train" and json.loads(l)["step"] > 2]
+    lines = [json.loads(l) for l in open(metrics) if l.strip()]
+    times = [l["seconds_per_step"] for l in lines if l.get("kind") == "train" and l["step"] > 2]
     return statistics.median(times)
 
 

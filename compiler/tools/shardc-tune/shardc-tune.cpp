@@ -237,18 +237,19 @@ llvm::Expected<json::Object> calibrate(std::vector<std::string> argv, const std:
   return std::move(*parsed->getAsObject());
 }
 
-llvm::Expected<LinkCost> linkOf(const json::Object &measured, llvm::StringRef what) {
-  std::optional<double> latency = measured.getNumber("latency_seconds");
-  std::optional<double> bandwidth = measured.getNumber("bandwidth_bytes_per_second");
-  if (!latency || !bandwidth || *bandwidth <= 0)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "shardrt-calibrate measured no " + what + " link");
-  return LinkCost{std::max(*latency, 0.0), *bandwidth};
+/// A link's figures as a calibration holds them, from a shardrt-calibrate run.
+json::Object linkFigures(const json::Object &run) {
+  json::Object link;
+  for (const char *key : {"latency_seconds", "bandwidth_bytes_per_second"})
+    if (const json::Value *value = run.get(key))
+      link[key] = *value;
+  return link;
 }
 
-/// The calibration: read from --calibration, or measured here. The GEMM rate and
-/// the ranks' own link are measured as the timed runs start them (all N ranks);
-/// with --hosts, a host's link with its N/H ranks over shared memory.
+/// The calibration: read from --calibration, or measured here, both checked by
+/// parseCalibration. The GEMM and streaming rates and the ranks' own link are
+/// measured as the timed runs start them (all N ranks); with --hosts, a host's link
+/// with its N/H ranks over shared memory.
 llvm::Expected<Calibration> loadOrMeasureCalibration(const char *argv0) {
   if (!calibrationFile.empty()) {
     auto text = llvm::MemoryBuffer::getFile(calibrationFile);
@@ -265,54 +266,42 @@ llvm::Expected<Calibration> loadOrMeasureCalibration(const char *argv0) {
     return calibration;
   }
   const std::string tool = besideThisProgram(argv0, "shardrt-calibrate");
-  Calibration calibration;
-  calibration.ranks = ranks;
-  calibration.hosts = hosts;
   progress("calibrating: shardrt-calibrate on " + llvm::Twine(ranks) + " ranks" +
            (!launcherText.empty() ? " under --launcher" : hosts > 1 ? " over TCP" : ""));
   auto all = calibrate(launcher(ranks, hosts > 1), tool, workDir + "/calibrate");
   if (!all)
     return all.takeError();
-  std::optional<double> gemm = all->getNumber("gemm_flops_per_rank");
-  if (!gemm || *gemm <= 0)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "shardrt-calibrate measured no GEMM rate");
-  calibration.gemmFlopsPerRank = *gemm;
-  std::optional<double> elementwise = all->getNumber("elementwise_per_rank");
-  if (!elementwise || *elementwise <= 0)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "shardrt-calibrate measured no streaming rate");
-  calibration.elementwisePerRank = *elementwise;
-  if (ranks == 1)
-    return calibration;
-  auto link = linkOf(*all, hosts > 1 ? "network" : "local");
-  if (!link)
-    return link.takeError();
-  if (hosts == 1) {
-    calibration.local = *link;
-    return calibration;
+  json::Object figures{{"ranks", ranks.getValue()}, {"hosts", hosts.getValue()}};
+  for (const char *key : {"gemm_flops_per_rank", "elementwise_per_rank"})
+    if (const json::Value *value = all->get(key))
+      figures[key] = *value;
+  // With one host the ranks' link is the host's; with one rank per host no group
+  // stays inside a host, and the host's link is never used.
+  figures[hosts > 1 ? "network" : "local"] = linkFigures(*all);
+  if (hosts > 1 && ranks / hosts == 1)
+    figures["local"] = linkFigures(*all);
+  else if (hosts > 1) {
+    progress("calibrating: shardrt-calibrate on one host's " + llvm::Twine(ranks / hosts) +
+             " ranks");
+    auto host = calibrate(launcher(ranks / hosts, false, /*here=*/true), tool,
+                          workDir + "/calibrate-host");
+    if (!host)
+      return host.takeError();
+    figures["local"] = linkFigures(*host);
   }
-  calibration.network = *link;
-  if (ranks / hosts == 1) {
-    calibration.local = *link; // no group stays inside a host
-    return calibration;
-  }
-  progress("calibrating: shardrt-calibrate on one host's " + llvm::Twine(ranks / hosts) +
-           " ranks");
-  auto host = calibrate(launcher(ranks / hosts, false, /*here=*/true), tool, workDir + "/calibrate-host");
-  if (!host)
-    return host.takeError();
-  auto local = linkOf(*host, "local");
-  if (!local)
-    return local.takeError();
-  calibration.local = *local;
+  auto calibration = parseCalibration(json::Value(std::move(figures)));
+  if (!calibration)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "shardrt-calibrate's figures (" + workDir +
+                                       "/calibrate*.out): " + toString(calibration.takeError()));
   return calibration;
 }
 
 /// One candidate through the search.
 struct Trial {
   Candidate candidate;
-  std::string file;     // its rules file
+  std::string stem; // its files in --work-dir: STEM.rules, STEM.report.out, STEM (the program)
+  std::string rulesFile() const { return stem + ".rules"; }
   std::string rejected; // why it was left out, if it was
   StepCost predicted;
   std::optional<double> measured; // median seconds per step
@@ -332,10 +321,10 @@ std::vector<std::string> compilerFlags() {
 /// Compiles the trial's layout for its plan and predicts its step.
 void predict(Trial &trial, const std::string &shardc, const Calibration &calibration,
              int64_t memoryLimit) {
-  std::vector<std::string> argv = {shardc, modelFile, "--rules", trial.file, "--report=json"};
+  std::vector<std::string> argv = {shardc, modelFile, "--rules", trial.rulesFile(),
+                                   "--report=json"};
   llvm::append_range(argv, compilerFlags());
-  const std::string log = trial.file.substr(0, trial.file.size() - 6) + ".report";
-  Finished run = runProgram(argv, log);
+  Finished run = runProgram(argv, trial.stem + ".report");
   if (run.status != 0) {
     trial.rejected = run.why();
     return;
@@ -358,8 +347,8 @@ void predict(Trial &trial, const std::string &shardc, const Calibration &calibra
 
 /// Builds the trial's executable and trains it a few steps on the ranks.
 void measure(Trial &trial, const std::string &shardc) {
-  const std::string stem = trial.file.substr(0, trial.file.size() - 6);
-  std::vector<std::string> build = {shardc, modelFile, "--rules", trial.file, "-o", stem};
+  const std::string &stem = trial.stem;
+  std::vector<std::string> build = {shardc, modelFile, "--rules", trial.rulesFile(), "-o", stem};
   llvm::append_range(build, compilerFlags());
   Finished built = runProgram(build, stem + ".build");
   if (built.status != 0) {
@@ -471,7 +460,7 @@ json::Value trialJSON(const Trial &t) {
                       {"label", t.candidate.label()},
                       {"mesh", std::move(mesh)},
                       {"rules", std::move(rules)},
-                      {"rules_file", t.file},
+                      {"rules_file", t.rulesFile()},
                       {"rejected", t.rejected.empty() ? json::Value(nullptr) : t.rejected}};
   if (t.rejected.empty() || t.predicted.flops) {
     object["memory_per_rank"] = t.predicted.memoryPerRank;
@@ -581,9 +570,9 @@ int tune(const char *argv0) {
     for (char &ch : name)
       if (!llvm::isAlnum(ch) && ch != '-')
         ch = '_';
-    trial.file = workDir + "/" + name + ".rules";
-    if (!writeFile(trial.file, trial.candidate.rulesText()))
-      return fail("cannot write '" + trial.file + "'");
+    trial.stem = workDir + "/" + name;
+    if (!writeFile(trial.rulesFile(), trial.candidate.rulesText()))
+      return fail("cannot write '" + trial.rulesFile() + "'");
     trials.push_back(std::move(trial));
   }
 
