@@ -1,8 +1,11 @@
 // The allocation functions of generated code. shardc lowers memref.alloc with
 // finalize-memref-to-llvm{use-generic-functions}, which calls these instead of
 // malloc: a null pointer from malloc would reach the step's loops and end the rank
-// with a segmentation fault; here the job stops with a message instead.
+// with a segmentation fault; here the job stops with a message instead. And the
+// arena in which a step places its temporaries, which the runtime keeps from step to
+// step.
 #include "mesh.h"
+#include "scratch.h"
 
 #include "shardrt/shardrt.h"
 
@@ -31,3 +34,10 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
 }
 
 void _mlir_memref_to_llvm_free(void *pointer) { std::free(pointer); }
+
+void *shardrt_step_arena(int64_t bytes) {
+  if (bytes < 0)
+    shardrt::fatal("shardrt_step_arena: a step asked for %lld bytes", static_cast<long long>(bytes));
+  static shardrt::ScratchBuffer arena;
+  return checked(arena.tryReserve(size_t(bytes)), size_t(bytes));
+}

@@ -15,6 +15,13 @@ constexpr size_t kHugePage = size_t(2) << 20;
 } // namespace
 
 std::byte *ScratchBuffer::reserve(size_t bytes) {
+  std::byte *memory = tryReserve(bytes);
+  if (!memory)
+    fatal("cannot map %zu bytes of scratch memory: %s", bytes, std::strerror(errno));
+  return memory;
+}
+
+std::byte *ScratchBuffer::tryReserve(size_t bytes) {
   if (bytes <= capacity_)
     return data_;
   // Doubling keeps a run of ever larger calls to O(log) growths; whole huge pages
@@ -24,7 +31,7 @@ std::byte *ScratchBuffer::reserve(size_t bytes) {
   release();
   void *memory = mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED)
-    fatal("cannot map %zu bytes of scratch memory: %s", wanted, std::strerror(errno));
+    return nullptr;
   madvise(memory, wanted, MADV_HUGEPAGE); // advice only: without THP it still works
   data_ = static_cast<std::byte *>(memory);
   capacity_ = wanted;

@@ -36,6 +36,10 @@ public:
     return result;
   }
 
+  /// At least `bytes` bytes, 64-byte aligned, valid until the next call; null, with
+  /// the buffer empty, when the system has no memory for them.
+  std::byte *tryReserve(size_t bytes);
+
   /// Gives the memory back to the system.
   void release();
 

@@ -12,7 +12,9 @@
 #include "shardrt/shardrt.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -258,6 +260,25 @@ void checkMemrefCopies() {
   checkMemrefCopy(4, {a, 0, {1, 6, 1}, {6, 1, 1}}, {b, 4, {1, 6, 1}, {1, 1, 9}}, "unit axes");
 }
 
+/// The step arena: 64-byte aligned, the same memory for a step that needs no more, grown
+/// for one that needs more, and writable through its whole length.
+void checkStepArena() {
+  ++checks;
+  auto *small = static_cast<unsigned char *>(shardrt_step_arena(1000));
+  std::memset(small, 1, 1000);
+  auto *again = static_cast<unsigned char *>(shardrt_step_arena(64));
+  const size_t bigBytes = size_t(3) << 20;
+  auto *big = static_cast<unsigned char *>(shardrt_step_arena(int64_t(bigBytes)));
+  std::memset(big, 2, bigBytes);
+  auto *same = static_cast<unsigned char *>(shardrt_step_arena(int64_t(bigBytes) - 1));
+  if (!small || reinterpret_cast<uintptr_t>(small) % 64 || again != small || !big ||
+      reinterpret_cast<uintptr_t>(big) % 64 || same != big || big[bigBytes - 1] != 2) {
+    ++failures;
+    std::fprintf(stderr, "FAILED: shardrt_step_arena: %p, %p, %p, %p\n", static_cast<void *>(small),
+                 static_cast<void *>(again), static_cast<void *>(big), static_cast<void *>(same));
+  }
+}
+
 } // namespace
 
 int main() {
@@ -298,6 +319,9 @@ int main() {
 
   checkMemrefCopies();
   std::printf("kernels: memrefCopy checked (rank 0 to 4, strided and transposed, empty)\n");
+
+  checkStepArena();
+  std::printf("kernels: step arena checked (aligned, reused, grown)\n");
 
   if (failures) {
     std::printf("kernels: %d of %d checks failed\n", failures, checks);

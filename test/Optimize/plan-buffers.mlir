@@ -163,3 +163,32 @@ func.func @loop_body(%x: memref<256xf32>, %out: memref<256xf32>) {
   memref.dealloc %before : memref<256xf32>
   return
 }
+
+// -----
+
+// An entry point of the runtime (shardc.arena_argument) takes the arena as a new last
+// argument, the runtime's step arena, and neither allocates nor frees it; a single
+// buffer goes there too. Without buffers the mark goes and the signature stays.
+
+// CHECK-LABEL: func.func @entry
+// CHECK-SAME:    (%{{.*}}: memref<256xf32>, %{{.*}}: memref<256xf32>, %[[ARENA:.*]]: memref<1024xi8>)
+// CHECK-SAME:    attributes {shardc.arena_argument, shardc.arena_bytes = 1024 : i64}
+// CHECK-NOT:     memref.alloc
+// CHECK:         memref.view %[[ARENA]]
+// CHECK-NOT:     memref.dealloc
+// CHECK:         return
+func.func @entry(%x: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  %a = memref.alloc() : memref<256xf32>
+  memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+  memref.copy %a, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @entry_without_buffers
+// CHECK-SAME:    (%{{.*}}: memref<256xf32>, %{{.*}}: memref<256xf32>)
+// CHECK-SAME:    attributes {shardc.arena_bytes = 0 : i64}
+func.func @entry_without_buffers(%x: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  memref.copy %x, %out : memref<256xf32> to memref<256xf32>
+  return
+}

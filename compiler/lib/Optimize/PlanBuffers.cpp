@@ -183,18 +183,27 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
     std::vector<Buffer> buffers;
     int64_t arenaBytes = planBlock(body, buffers);
     OpBuilder b(&body, body.begin());
-    // Nothing to share: the one buffer keeps its alloc.
-    if (buffers.empty() || (buffers.size() == 1 && buffers.front().alloc)) {
-      fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
+    fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
+    bool argument = fn->hasAttr(shardc::kArenaArgumentAttr);
+    if (buffers.empty()) {
+      fn->removeAttr(shardc::kArenaArgumentAttr);
       return;
     }
+    // Nothing to share: the one buffer keeps its alloc.
+    if (!argument && buffers.size() == 1 && buffers.front().alloc)
+      return;
     Location loc = fn.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
+    if (argument) {
+      if (failed(fn.insertArgument(fn.getNumArguments(), arenaType, {}, loc)))
+        return signalPassFailure();
+      replaceByViews(buffers, body.getArguments().back(), 0, b);
+      return;
+    }
     Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));
     replaceByViews(buffers, arena, 0, b);
     b.setInsertionPoint(body.getTerminator());
     memref::DeallocOp::create(b, loc, arena);
-    fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
   }
 };
 

@@ -9,7 +9,9 @@
 //    lower the rest of linalg to loops and everything to the LLVM dialect
 //    with bare pointers for memrefs (all shapes are static).
 // 3. Add @shardc_<role>(void **buffers), which unpacks the buffer table for
-//    its entry, the manifest string, and @main calling shardrt_main.
+//    its entry and adds the runtime's step arena (shardc-plan-buffers takes
+//    the entry's temporaries from it), the manifest string, and @main
+//    calling shardrt_main.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +56,7 @@ static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
   b.setInsertionPointToEnd(module.getBody());
   Location loc = step.getLoc();
   auto entry = func::FuncOp::create(b, loc, entryName(role), b.getFunctionType(buffers, {}));
+  entry->setAttr(shardc::kArenaArgumentAttr, b.getUnitAttr());
   Block *block = entry.addEntryBlock();
   b.setInsertionPointToStart(block);
   SmallVector<Value> tensors;
@@ -71,22 +74,35 @@ static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
   step.setPrivate();
 }
 
-/// @shardc_<role>(ptr table) calls its entry on the table's pointers.
+/// @shardc_<role>(ptr table) calls its entry on the table's pointers and,
+/// where shardc-plan-buffers gave the entry an arena argument, the runtime's
+/// step arena (shardrt_step_arena) of the planned size.
 static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role) {
   MLIRContext *ctx = module.getContext();
   Location loc = entry.getLoc();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto run = LLVM::LLVMFuncOp::create(
       b, loc, runName(role),
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
+  bool arena = entry->hasAttr(shardc::kArenaArgumentAttr);
+  LLVM::LLVMFuncOp stepArena;
+  if (arena && !(stepArena = module.lookupSymbol<LLVM::LLVMFuncOp>("shardrt_step_arena")))
+    stepArena = LLVM::LLVMFuncOp::create(b, loc, "shardrt_step_arena",
+                                         LLVM::LLVMFunctionType::get(ptr, {i64}));
   b.setInsertionPointToStart(run.addEntryBlock(b));
   SmallVector<Value> pointers;
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+  for (unsigned i = 0; i + arena < entry.getNumArguments(); ++i) {
     Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, run.getArgument(0),
                                      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
     pointers.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+  }
+  if (arena) {
+    auto bytes = entry->getAttrOfType<IntegerAttr>(shardc::kArenaBytesAttr);
+    Value size = LLVM::ConstantOp::create(b, loc, i64, bytes.getInt());
+    pointers.push_back(LLVM::CallOp::create(b, loc, stepArena, ValueRange{size}).getResult());
   }
   LLVM::CallOp::create(b, loc, entry, pointers);
   LLVM::ReturnOp::create(b, loc, ValueRange{});

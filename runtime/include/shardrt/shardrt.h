@@ -237,6 +237,15 @@ void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 
+/* The step arena: the buffer in which a train, eval or grad step places its temporaries
+ * (shardc-plan-buffers), passed by the entry points shardc adds as their last buffer. One
+ * for the process, at least `bytes` long and 64-byte aligned; the steps run one at a time
+ * and none keeps anything in it. It is the runtime's, mapped once and reused by every
+ * step, so that a run holds the arena `shardc --report` prints and no more: allocated
+ * with malloc on each step, it left a hole in the heap that smaller allocations between
+ * steps broke up, and the heap grew by a second arena. */
+void *shardrt_step_arena(int64_t bytes);
+
 /* What memref.copy between views that are not both contiguous becomes: MLIR's
  * memrefCopy (libmlir_c_runner_utils, which would pull libMLIR and libLLVM into every
  * program), with the same contract: `elem_size` bytes per element, source and target

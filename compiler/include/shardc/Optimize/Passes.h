@@ -14,6 +14,10 @@ namespace shardc {
 
 /// On a function shardc-plan-buffers planned: the bytes of its one arena.
 inline constexpr llvm::StringLiteral kArenaBytesAttr = "shardc.arena_bytes";
+/// On a function: shardc-plan-buffers takes the arena as a new last argument
+/// (the runtime's step arena, which the entry points shardc adds pass) instead
+/// of allocating it.
+inline constexpr llvm::StringLiteral kArenaArgumentAttr = "shardc.arena_argument";
 
 #define GEN_PASS_DECL
 #include "shardc/Optimize/Passes.h.inc"

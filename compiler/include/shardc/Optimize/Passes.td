@@ -135,6 +135,14 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
     ...
     memref.dealloc %arena : memref<1024xi8>
     ```
+
+    A function marked `shardc.arena_argument` (the entry points shardc adds
+    for the runtime) instead takes the arena as a new last argument and
+    neither allocates nor frees it: the runtime maps one arena for the
+    process (shardrt_step_arena) and every step reuses it. Allocated on each
+    step, the arena left a hole in the heap that the small allocations
+    between steps broke up, and a run held two arenas instead of the one the
+    report counts.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
