@@ -16,7 +16,7 @@ constexpr size_t kHugePage = size_t(2) << 20;
 
 std::byte *ScratchBuffer::reserve(size_t bytes) {
   std::byte *memory = tryReserve(bytes);
-  if (!memory)
+  if (!memory && bytes)
     fatal("cannot map %zu bytes of scratch memory: %s", bytes, std::strerror(errno));
   return memory;
 }

@@ -89,7 +89,24 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //                          that memref arguments can be bare pointers
 //   buffer-deallocation-pipeline, convert-bufferization-to-memref
 //                          frees every temporary (the clones it makes
-//                          become memref copies)
+//                          become memref copies); shardc-split-deallocs
+//                          inside it, before the simplification
+// Upstream's buffer-deallocation-pipeline with shardc-split-deallocs before
+// the simplification, which is quadratic in a dealloc's memrefs.
+static void buildDeallocationPipeline(OpPassManager &pm) {
+  OpPassManager &function = pm.nest<func::FuncOp>();
+  function.addPass(memref::createExpandReallocPass({/*emitDeallocs=*/false}));
+  function.addPass(createCanonicalizerPass());
+  function.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  function.addPass(createCanonicalizerPass());
+  function.addPass(shardc::createSplitDeallocsPass());
+  function.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  OpPassManager &after = pm.nest<func::FuncOp>();
+  after.addPass(createCSEPass());
+  after.addPass(createCanonicalizerPass());
+}
+
 void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
@@ -105,7 +122,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  buildDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
