@@ -2,11 +2,12 @@
 //
 // See shardc-outline-kernels in include/shardc/Optimize/Passes.td.
 //
-// 1. Collect the linalg ops on buffers of every function.
+// 1. Collect the linalg ops on buffers of every function, and the loops of
+//    runtime calls (shardc-lower-to-kernels' loops over a batched matmul).
 // 2. For each, build a private function: its arguments are the op's operands
 //    (a slice at a dynamic offset: its source and offsets) and the
-//    non-constant values its body reads from outside; the constants it reads
-//    and the slices are cloned in.
+//    non-constant values its body (or a loop's bounds) reads from outside;
+//    the constants it reads and the slices are cloned in.
 // 3. Print the function under a fixed name: ops that print alike share the
 //    first such function; the op becomes a call.
 //
@@ -14,10 +15,12 @@
 
 #include "shardc/Optimize/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -62,19 +65,50 @@ static bool canOutline(linalg::LinalgOp op) {
          });
 }
 
+/// A loop of runtime calls (shardc-lower-to-kernels' loop over a batched
+/// matmul's heads): index arithmetic, pointers taken of buffers and calls of
+/// external functions, nested loops of the same, no results, and only values
+/// that can be passed as bare pointers read from outside.
+static bool isCallLoop(scf::ForOp loop) {
+  if (loop.getNumResults() != 0)
+    return false;
+  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+      return callee && callee.isExternal() ? WalkResult::advance() : WalkResult::interrupt();
+    }
+    bool allowed = isa<scf::ForOp, scf::YieldOp, memref::ExtractAlignedPointerAsIndexOp>(op) ||
+                   isa<arith::ArithDialect, LLVM::LLVMDialect>(op->getDialect());
+    return allowed ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return false;
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(loop->getRegions(), captured);
+  return llvm::all_of(captured, [](Value v) { return isBarePointer(v.getType()); });
+}
+
 struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::LinalgOp> ops;
-    module.walk([&](linalg::LinalgOp op) {
-      if (canOutline(op))
-        ops.push_back(op);
+    SmallVector<Operation *> ops;
+    module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!(linalgOp && canOutline(linalgOp)) && !(loop && isCallLoop(loop)))
+        return WalkResult::advance();
+      ops.push_back(op);
+      return WalkResult::skip();
     });
     llvm::StringMap<func::FuncOp> kernels;
-    for (linalg::LinalgOp op : ops) {
+    for (Operation *op : ops) {
       SmallVector<Value> args;
       SmallVector<Operation *> constants, slices;
-      for (Value v : op->getOperands()) {
+      // A loop's bounds are read from outside like the values its body reads.
+      SetVector<Value> captured;
+      if (isa<scf::ForOp>(op))
+        captured.insert(op->operand_begin(), op->operand_end());
+      for (Value v : isa<linalg::LinalgOp>(op) ? op->getOperands() : ValueRange()) {
         if (isBarePointer(v.getType())) {
           args.push_back(v);
           continue;
@@ -83,7 +117,6 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
         llvm::append_range(args, slice->getOperands());
         slices.push_back(slice);
       }
-      SetVector<Value> captured;
       getUsedValuesDefinedAbove(op->getRegions(), captured);
       for (Value v : captured) {
         if (matchPattern(v, m_Constant()))
@@ -103,21 +136,21 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
         kernel.erase();
       }
       OpBuilder b(op);
-      func::CallOp::create(b, op.getLoc(), it->second, args);
+      func::CallOp::create(b, op->getLoc(), it->second, args);
       op->erase();
     }
-    LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops, " << kernels.size() << " kernels\n");
+    LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops and loops, " << kernels.size() << " kernels\n");
   }
 
   /// A detached private function `shardc_kernel` that runs `op` on `args`,
   /// with `constants` and `slices` cloned in.
-  func::FuncOp outline(linalg::LinalgOp op, ArrayRef<Value> args, ArrayRef<Operation *> constants,
+  func::FuncOp outline(Operation *op, ArrayRef<Value> args, ArrayRef<Operation *> constants,
                        ArrayRef<Operation *> slices) {
-    MLIRContext *ctx = op.getContext();
+    MLIRContext *ctx = op->getContext();
     SmallVector<Type> types;
     for (Value v : args)
       types.push_back(v.getType());
-    Location loc = op.getLoc();
+    Location loc = op->getLoc();
     OpBuilder detached(ctx);
     auto kernel =
         func::FuncOp::create(detached, loc, "shardc_kernel", FunctionType::get(ctx, types, {}));

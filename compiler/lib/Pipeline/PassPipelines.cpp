@@ -15,7 +15,6 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -147,7 +146,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          _mlir_memref_to_llvm_alloc, which libshardrt
 //                          defines to stop with a message when memory runs
 //                          out (malloc's null pointer would be a segfault)
-//   math-expand-ops{tanh}  tanh (gelu's) as exp: libm's tanhf goes through
+//   shardc-expand-tanh     tanh (gelu's) as exp: libm's tanhf goes through
 //                          expm1f, 16 % of W4's step against 2 % for expf
 void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
                                       const LowerToLLVMPipelineOptions &options) {
@@ -164,9 +163,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  math::MathExpandOpsPassOptions expand;
-  expand.opMnemonics = {"tanh"};
-  pm.addPass(math::createMathExpandOpsPass(expand));
+  pm.addPass(createExpandTanhPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
