@@ -95,3 +95,52 @@ func.func @block(%whole: memref<8xf32>, %at: index, %other: index, %v: f32) {
 // CHECK:       func.func private @[[FILL]](%[[KV:.*]]: f32, %[[KW:.*]]: memref<8xf32>, %[[KAT:.*]]: index)
 // CHECK-NEXT:    %[[SLICE:.*]] = memref.subview %[[KW]][%[[KAT]]] [4] [1]
 // CHECK-NEXT:    linalg.fill ins(%[[KV]] : f32) outs(%[[SLICE]] : memref<4xf32, strided<[1], offset: ?>>)
+
+// -----
+
+// shardc-lower-to-kernels' loop over a batched matmul's heads (index arithmetic,
+// pointers, runtime calls): outlined whole, its bounds and constants cloned in, the
+// two layers' loops sharing one kernel. A loop that allocates is not a loop of calls
+// and stays.
+
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME:    (%[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<4x8xf32>)
+// CHECK:         call @[[LOOP:shardc_kernel_[0-9]+]](%[[A]]) : (memref<4x8xf32>) -> ()
+// CHECK-NEXT:    call @[[LOOP]](%[[B]]) : (memref<4x8xf32>) -> ()
+// CHECK-NEXT:    scf.for
+// CHECK:           memref.alloc
+// CHECK:       func.func private @[[LOOP]](%[[X:.*]]: memref<4x8xf32>)
+// CHECK-SAME:    attributes {llvm.linkage = #llvm.linkage<internal>, no_inline}
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         scf.for %{{.*}} = %[[C0]] to %[[C4]]
+// CHECK:           memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK:           call @head
+func.func private @head(!llvm.ptr)
+func.func @heads(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  scf.for %h = %c0 to %c4 step %c1 {
+    %base = memref.extract_aligned_pointer_as_index %a : memref<4x8xf32> -> index
+    %offset = arith.muli %h, %c32 : index
+    %at = arith.addi %base, %offset : index
+    %i = arith.index_cast %at : index to i64
+    %p = llvm.inttoptr %i : i64 to !llvm.ptr
+    func.call @head(%p) : (!llvm.ptr) -> ()
+  }
+  scf.for %h = %c0 to %c4 step %c1 {
+    %base = memref.extract_aligned_pointer_as_index %b : memref<4x8xf32> -> index
+    %offset = arith.muli %h, %c32 : index
+    %at = arith.addi %base, %offset : index
+    %i = arith.index_cast %at : index to i64
+    %p = llvm.inttoptr %i : i64 to !llvm.ptr
+    func.call @head(%p) : (!llvm.ptr) -> ()
+  }
+  scf.for %h = %c0 to %c4 step %c1 {
+    %t = memref.alloc() : memref<8xf32>
+    memref.dealloc %t : memref<8xf32>
+  }
+  return
+}
