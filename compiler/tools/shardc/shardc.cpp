@@ -322,6 +322,10 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(category);
+  // Hidden, not gone: --help-hidden lists MLIR's options and the pipeline's own.
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-") || name == "verify-each-pass")
+      option->setHiddenFlag(cl::Hidden);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "shardc " SHARDC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ", ANTLR4 runtime)\n";
   });
