@@ -69,12 +69,12 @@ static bool canOutline(linalg::LinalgOp op) {
 /// matmul's heads): index arithmetic, pointers taken of buffers and calls of
 /// external functions, nested loops of the same, no results, and only values
 /// that can be passed as bare pointers read from outside.
-static bool isCallLoop(scf::ForOp loop) {
+static bool isCallLoop(scf::ForOp loop, SymbolTable &symbols) {
   if (loop.getNumResults() != 0)
     return false;
   WalkResult walk = loop.getBody()->walk([&](Operation *op) {
     if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       return callee && callee.isExternal() ? WalkResult::advance() : WalkResult::interrupt();
     }
     bool allowed = isa<scf::ForOp, scf::YieldOp, memref::ExtractAlignedPointerAsIndexOp>(op) ||
@@ -91,11 +91,12 @@ static bool isCallLoop(scf::ForOp loop) {
 struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SymbolTable symbols(module);
     SmallVector<Operation *> ops;
     module.walk<WalkOrder::PreOrder>([&](Operation *op) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
       auto loop = dyn_cast<scf::ForOp>(op);
-      if (!(linalgOp && canOutline(linalgOp)) && !(loop && isCallLoop(loop)))
+      if (!(linalgOp && canOutline(linalgOp)) && !(loop && isCallLoop(loop, symbols)))
         return WalkResult::advance();
       ops.push_back(op);
       return WalkResult::skip();
@@ -104,18 +105,20 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
     for (Operation *op : ops) {
       SmallVector<Value> args;
       SmallVector<Operation *> constants, slices;
-      // A loop's bounds are read from outside like the values its body reads.
       SetVector<Value> captured;
-      if (isa<scf::ForOp>(op))
+      if (isa<scf::ForOp>(op)) {
+        // A loop's bounds are read from outside like the values its body reads.
         captured.insert(op->operand_begin(), op->operand_end());
-      for (Value v : isa<linalg::LinalgOp>(op) ? op->getOperands() : ValueRange()) {
-        if (isBarePointer(v.getType())) {
-          args.push_back(v);
-          continue;
+      } else {
+        for (Value v : op->getOperands()) {
+          if (isBarePointer(v.getType())) {
+            args.push_back(v);
+            continue;
+          }
+          memref::SubViewOp slice = sliceInKernel(v);
+          llvm::append_range(args, slice->getOperands());
+          slices.push_back(slice);
         }
-        memref::SubViewOp slice = sliceInKernel(v);
-        llvm::append_range(args, slice->getOperands());
-        slices.push_back(slice);
       }
       getUsedValuesDefinedAbove(op->getRegions(), captured);
       for (Value v : captured) {

@@ -48,13 +48,14 @@ struct SplitDeallocsPass : public shardc::impl::SplitDeallocsPassBase<SplitDeall
   /// Each memref whose buffer is a memref.alloc that no other memref of the
   /// dealloc views gets a dealloc of its own; the rest stay together.
   static void split(bufferization::DeallocOp dealloc) {
+    SmallVector<Value> buffers = llvm::map_to_vector(dealloc.getMemrefs(), viewedBuffer);
     llvm::DenseMap<Value, unsigned> uses;
-    for (Value memref : dealloc.getMemrefs())
-      ++uses[viewedBuffer(memref)];
+    for (Value buffer : buffers)
+      ++uses[buffer];
     SmallVector<Value> rest, restConditions;
     OpBuilder b(dealloc);
-    for (auto [memref, condition] : llvm::zip_equal(dealloc.getMemrefs(), dealloc.getConditions())) {
-      Value buffer = viewedBuffer(memref);
+    for (auto [memref, condition, buffer] :
+         llvm::zip_equal(dealloc.getMemrefs(), dealloc.getConditions(), buffers)) {
       if (uses[buffer] == 1 && buffer.getDefiningOp<memref::AllocOp>()) {
         bufferization::DeallocOp::create(b, dealloc.getLoc(), memref, condition, ValueRange{});
         continue;

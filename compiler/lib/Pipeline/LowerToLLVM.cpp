@@ -88,8 +88,8 @@ static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role
       b, loc, runName(role),
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
   bool arena = entry->hasAttr(shardc::kArenaArgumentAttr);
-  LLVM::LLVMFuncOp stepArena;
-  if (arena && !(stepArena = module.lookupSymbol<LLVM::LLVMFuncOp>("shardrt_step_arena")))
+  auto stepArena = module.lookupSymbol<LLVM::LLVMFuncOp>("shardrt_step_arena");
+  if (arena && !stepArena)
     stepArena = LLVM::LLVMFuncOp::create(b, loc, "shardrt_step_arena",
                                          LLVM::LLVMFunctionType::get(ptr, {i64}));
   b.setInsertionPointToStart(run.addEntryBlock(b));

@@ -3,6 +3,7 @@
 #include "driver_layout.h"
 
 #include "shardrt/layout_grid.h"
+#include "shardrt/program_limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -116,10 +117,9 @@ std::string chart(const std::string &id, const std::string &title,
 /// One chart per quantity: the loss first, then the metrics; training's line and the
 /// evaluations' points together.
 std::string curves(const std::vector<json> &records) {
-  const std::set<std::string> notCurves = {"kind",           "step",
-                                           "epoch",          "images_per_second",
-                                           "seconds_per_step", "nonfinite_steps",
-                                           "examples"};
+  // The lines' own keys (program_limits.h), not a model's results.
+  std::set<std::string> notCurves(shardrt::kTrainLineKeys.begin(), shardrt::kTrainLineKeys.end());
+  notCurves.insert(shardrt::kEvalLineKeys.begin(), shardrt::kEvalLineKeys.end());
   std::vector<std::string> names = {"loss"};
   std::map<std::string, Series> train, eval;
   for (const json &record : records) {
