@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MLIRGenImpl.h"
+#include "shardc/MLIRGen/LayerLocations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -741,17 +742,31 @@ static StringRef roleName(ArgRole role) {
   llvm_unreachable("unknown argument role");
 }
 
-/// Marks the ops after `before` in `block` (all of them without it) as the remat
-/// copies of group `group` (Gradient.cpp): `shardc.remat` keeps cse from merging
-/// them with the forward's ops of the same operands, which would keep every value
-/// the copies recompute live from the forward pass to the backward. Sharding
-/// annotations stay unmarked, as propagation expects them.
+/// The ops after `before` in `block` (all of them without it): those one node made.
+static auto opsAfter(Block &block, Operation *before) {
+  return before ? llvm::make_range(std::next(before->getIterator()), block.end())
+                : llvm::make_range(block.begin(), block.end());
+}
+
+/// Marks the ops after `before` in `block` as the remat copies of group `group`
+/// (Gradient.cpp): `shardc.remat` keeps cse from merging them with the
+/// forward's ops of the same operands, which would keep every value the copies
+/// recompute live from the forward pass to the backward. Sharding annotations
+/// stay unmarked, as propagation expects them.
 static void stampRemat(Block &block, Operation *before, int64_t group) {
-  auto ops = before ? llvm::make_range(std::next(before->getIterator()), block.end())
-                    : llvm::make_range(block.begin(), block.end());
-  for (Operation &op : ops)
+  for (Operation &op : opsAfter(block, before))
     if (!isa<shard::ShardOp>(op))
       op.setAttr(kRematAttr, IntegerAttr::get(IntegerType::get(op.getContext(), 64), group));
+}
+
+/// Names the location of the ops after `before` (with what is nested in them)
+/// by the scan layer their node computes: the partitioner keeps locations on
+/// what it makes of an op, so shardc-outline-layers finds each layer's ops
+/// after partitioning.
+static void stampLayer(Block &block, Operation *before, const Node &node) {
+  LayerPart part{node.layer, node.stage};
+  for (Operation &op : opsAfter(block, before))
+    op.walk([&](Operation *inner) { inner->setLoc(layerLoc(inner->getLoc(), part)); });
 }
 
 /// One function of the step program: its arguments annotated on entry, the
@@ -823,6 +838,8 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
         return false;
       if (auto group = node.attrs.find("remat"); group != node.attrs.end())
         stampRemat(*entry, before, std::get<int64_t>(group->second));
+      if (node.layer >= 0)
+        stampLayer(*entry, before, node);
     }
     if (result != resultOf.end())
       values[node.id] = annotate(values[node.id], result->second->sharding,

@@ -174,36 +174,79 @@ void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpB
   }
 }
 
+/// Plans `fn`'s buffers; false when its arena argument cannot be added.
+bool planFunction(func::FuncOp fn) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return true;
+  Block &body = fn.getBody().front();
+  std::vector<Buffer> buffers;
+  int64_t arenaBytes = planBlock(body, buffers);
+  OpBuilder b(&body, body.begin());
+  fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
+  bool argument = fn->hasAttr(shardc::kArenaArgumentAttr);
+  if (buffers.empty()) {
+    fn->removeAttr(shardc::kArenaArgumentAttr);
+    return true;
+  }
+  // Nothing to share: the one buffer keeps its alloc.
+  if (!argument && buffers.size() == 1 && buffers.front().alloc)
+    return true;
+  Location loc = fn.getLoc();
+  auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
+  if (argument) {
+    if (failed(fn.insertArgument(fn.getNumArguments(), arenaType, {}, loc)))
+      return false;
+    replaceByViews(buffers, body.getArguments().back(), 0, b);
+    return true;
+  }
+  Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));
+  replaceByViews(buffers, arena, 0, b);
+  b.setInsertionPoint(body.getTerminator());
+  memref::DeallocOp::create(b, loc, arena);
+  return true;
+}
+
+/// Each call of a function that takes its arena (a planned layer function)
+/// passes a buffer of the arena's size, allocated just for the call: the
+/// caller's plan then places it like any temporary, live during the call.
+void passArenas(func::FuncOp fn, SymbolTable &symbols) {
+  fn.walk([&](func::CallOp call) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal() || !callee->hasAttr(shardc::kArenaArgumentAttr))
+      return;
+    auto bytes = callee->getAttrOfType<IntegerAttr>(shardc::kArenaBytesAttr);
+    OpBuilder b(call);
+    auto type = MemRefType::get({bytes.getInt()}, b.getI8Type());
+    Value arena = memref::AllocOp::create(b, call.getLoc(), type, b.getI64IntegerAttr(kAlignment));
+    call.getOperandsMutable().append(arena);
+    b.setInsertionPointAfter(call);
+    memref::DeallocOp::create(b, call.getLoc(), arena);
+  });
+}
+
 struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPass> {
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
-    if (fn.isExternal() || !fn.getBody().hasOneBlock())
-      return;
-    Block &body = fn.getBody().front();
-    std::vector<Buffer> buffers;
-    int64_t arenaBytes = planBlock(body, buffers);
-    OpBuilder b(&body, body.begin());
-    fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
-    bool argument = fn->hasAttr(shardc::kArenaArgumentAttr);
-    if (buffers.empty()) {
-      fn->removeAttr(shardc::kArenaArgumentAttr);
-      return;
-    }
-    // Nothing to share: the one buffer keeps its alloc.
-    if (!argument && buffers.size() == 1 && buffers.front().alloc)
-      return;
-    Location loc = fn.getLoc();
-    auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
-    if (argument) {
-      if (failed(fn.insertArgument(fn.getNumArguments(), arenaType, {}, loc)))
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    // Callees first: a caller's plan holds its callees' arenas.
+    SmallVector<func::FuncOp> order;
+    DenseSet<Operation *> visited;
+    std::function<void(func::FuncOp)> visit = [&](func::FuncOp fn) {
+      if (!visited.insert(fn).second)
+        return;
+      fn.walk([&](func::CallOp call) {
+        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+          visit(callee);
+      });
+      order.push_back(fn);
+    };
+    for (auto fn : module.getOps<func::FuncOp>())
+      visit(fn);
+    for (func::FuncOp fn : order) {
+      passArenas(fn, symbols);
+      if (!planFunction(fn))
         return signalPassFailure();
-      replaceByViews(buffers, body.getArguments().back(), 0, b);
-      return;
     }
-    Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));
-    replaceByViews(buffers, arena, 0, b);
-    b.setInsertionPoint(body.getTerminator());
-    memref::DeallocOp::create(b, loc, arena);
   }
 };
 

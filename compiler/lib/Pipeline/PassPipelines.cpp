@@ -74,6 +74,12 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 
 // Why each pass sits where it does:
 //   inline, symbol-dce     each step function disappears into its entry
+//   shardc-outline-layers  then each scan layer's parts become calls of one
+//                          function per distinct part, before anything else
+//                          that grows with the step's size; after cse, which
+//                          would merge equal results of a function (upstream's
+//                          buffer-results-to-out-params crashes on a buffer
+//                          returned twice)
 //   canonicalize, cse      before shardc-shard-to-runtime: afterwards
 //                          canonicalize folds to_buffer(to_tensor %alloc)
 //                          and hides the runtime's reads from bufferization
@@ -86,6 +92,10 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //   shardc-shard-to-runtime  collectives become calls while still on tensors
 //   one-shot-bufferize     function boundaries with identity layouts, so
 //                          that memref arguments can be bare pointers
+//   drop-equivalent-buffer-results, buffer-results-to-out-params
+//                          a layer function writes its results into
+//                          buffers its caller allocates (the caller's arena
+//                          plans them), not into allocations it returns
 //   buffer-deallocation-pipeline, convert-bufferization-to-memref
 //                          frees every temporary (the clones it makes
 //                          become memref copies); shardc-split-deallocs
@@ -111,6 +121,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createOutlineLayersPass());
   pm.addNestedPass<func::FuncOp>(createSplatsToFillsPass());
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
@@ -120,6 +131,10 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
   buildDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
@@ -153,7 +168,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   buildBufferizePipeline(pm);
   if (options.kernels)
     pm.addPass(createLowerToKernelsPass());
-  pm.addNestedPass<func::FuncOp>(createPlanBuffersPass());
+  pm.addPass(createPlanBuffersPass());
   pm.addPass(createOutlineKernelsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());

@@ -74,6 +74,8 @@ std::string describeLoc(Location loc) {
     slash = slash == llvm::StringRef::npos ? 0 : name.rfind('/', slash - 1) + 1;
     return llvm::formatv("{0}:{1}:{2}", name.substr(slash), file.getLine(), file.getColumn());
   }
+  if (auto named = dyn_cast<NameLoc>(loc)) // a scan layer's (LayerLocations.h)
+    return describeLoc(named.getChildLoc());
   if (auto fused = dyn_cast<FusedLoc>(loc))
     for (Location inner : fused.getLocations())
       if (std::string d = describeLoc(inner); !d.empty())

@@ -23,10 +23,6 @@ using namespace mlir;
 
 namespace {
 
-/// The attribute that keeps each copy apart from the others: cse would merge
-/// equal collectives of the same operand back into one.
-constexpr llvm::StringLiteral kCopyAttr = "shardc.regather";
-
 bool gathersParameter(shard::AllGatherOp gather, func::FuncOp fn) {
   auto arg = dyn_cast<BlockArgument>(gather.getInput());
   if (!arg || arg.getOwner() != &fn.getBody().front())
@@ -56,7 +52,7 @@ struct RegatherParametersPass
           continue;
         b.setInsertionPoint(user);
         Operation *copy = b.clone(*gather);
-        copy->setAttr(kCopyAttr, b.getI64IntegerAttr(copies++));
+        copy->setAttr(shardc::kRegatherAttr, b.getI64IntegerAttr(copies++));
         use.set(copy->getResult(0));
       }
     });

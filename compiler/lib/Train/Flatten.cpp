@@ -113,6 +113,8 @@ private:
       unsigned begin = out.nodes.size();
       if (!copy(body, inner, /*outer=*/false))
         return false;
+      for (unsigned id = begin; id < out.nodes.size(); ++id)
+        out.nodes[id].layer = layer;
       if (policy != scan.attrs.end() && std::get<std::string>(policy->second) != "everything")
         remat.push_back({std::get<std::string>(policy->second), begin,
                          static_cast<unsigned>(out.nodes.size())});

@@ -69,6 +69,7 @@ public:
     for (size_t id = loss + 1; id-- > 0;) {
       if (adjoint[id] < 0 || graph.nodes[id].operands.empty())
         continue;
+      size_t begin = graph.nodes.size();
       if (groupOf[id] >= 0 && !recomputed[groupOf[id]]) {
         recompute(static_cast<unsigned>(groupOf[id]));
         recomputed[groupOf[id]] = true;
@@ -76,6 +77,11 @@ public:
       const Node &node = graph.nodes[id];
       if (!backward(node, static_cast<unsigned>(adjoint[id])))
         return std::nullopt;
+      // What the walk appended for a layer's node is that layer's backward.
+      for (size_t made = begin; made < graph.nodes.size(); ++made) {
+        graph.nodes[made].layer = node.layer;
+        graph.nodes[made].stage = LayerStage::backward;
+      }
     }
 
     std::vector<unsigned> grads;

@@ -63,6 +63,18 @@ namespace {
 
 const TensorType kScalar{DType::F32, {}};
 
+/// Marks the nodes from `begin` on as part `stage` of the scan layer that
+/// `param` is a slice of (nothing for a parameter that no scan stacks).
+void markLayer(Graph &graph, unsigned param, size_t begin, LayerStage stage) {
+  auto layer = graph.nodes[param].attrs.find("layer");
+  if (layer == graph.nodes[param].attrs.end())
+    return;
+  for (size_t id = begin; id < graph.nodes.size(); ++id) {
+    graph.nodes[id].layer = std::get<int64_t>(layer->second);
+    graph.nodes[id].stage = stage;
+  }
+}
+
 /// The learning rate of this step: a constant, or the warmup-cosine schedule of it.
 unsigned learningRate(Graph &graph, const Optimizer &optimizer, unsigned step) {
   SMRange at = optimizer.loc;
@@ -77,25 +89,54 @@ unsigned learningRate(Graph &graph, const Optimizer &optimizer, unsigned step) {
                      {"end", hyperparameter(optimizer, "end_lr")}});
 }
 
-/// The gradients scaled to a global norm of at most `clip`.
+/// `start` plus one scalar term per parameter. A scanned layer's terms are
+/// summed within its `check` part first, and the step adds one partial sum per
+/// layer: the unrolled step then holds no chain as long as the parameters.
+unsigned sumOverParameters(Graph &graph, const std::vector<unsigned> &params,
+                           const std::vector<unsigned> &terms, std::optional<unsigned> start,
+                           SMRange at) {
+  auto add = [&](std::optional<unsigned> &sum, unsigned term) {
+    sum = sum ? appendNode(graph, OpKind::add, {*sum, term}, kScalar, at) : term;
+  };
+  std::map<int64_t, std::optional<unsigned>> perLayer;
+  for (auto [p, term] : llvm::zip(params, terms)) {
+    auto layer = graph.nodes[p].attrs.find("layer");
+    if (layer == graph.nodes[p].attrs.end()) {
+      add(start, term);
+      continue;
+    }
+    size_t begin = graph.nodes.size();
+    add(perLayer[std::get<int64_t>(layer->second)], term);
+    markLayer(graph, p, begin, LayerStage::check);
+  }
+  for (auto &[layer, partial] : perLayer)
+    add(start, *partial);
+  return *start;
+}
+
+/// The gradients of `params` scaled to a global norm of at most `clip`.
 std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
+                                       const std::vector<unsigned> &params,
                                        std::vector<unsigned> grads) {
   SMRange at = optimizer.loc;
-  std::optional<unsigned> squares;
-  for (unsigned g : grads) {
+  if (grads.empty())
+    return grads;
+  std::vector<unsigned> squares;
+  for (auto [p, g] : llvm::zip(params, grads)) {
     std::vector<std::string> every;
     for (const Dim &d : graph.nodes[g].type.dims)
       every.push_back(d.axis);
-    unsigned own = appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}});
-    squares = squares ? appendNode(graph, OpKind::add, {*squares, own}, kScalar, at) : own;
+    squares.push_back(
+        appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}}));
+    markLayer(graph, p, squares.back(), LayerStage::check);
   }
-  if (!squares)
-    return grads;
-  unsigned scale = appendNode(graph, OpKind::clip_scale, {*squares}, kScalar, at,
+  unsigned sum = sumOverParameters(graph, params, squares, std::nullopt, at);
+  unsigned scale = appendNode(graph, OpKind::clip_scale, {sum}, kScalar, at,
                               {{"clip", hyperparameter(optimizer, "clip")}});
-  for (unsigned &g : grads) {
+  for (auto [p, g] : llvm::zip(params, grads)) {
     const TensorType type = graph.nodes[g].type;
     g = appendNode(graph, OpKind::mul, {g, scale}, type, at);
+    markLayer(graph, p, g, LayerStage::update);
   }
   return grads;
 }
@@ -111,13 +152,14 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
   // The step's health: loss + the sum of every gradient times 0, finite exactly when
   // the loss and every gradient are (a sum of squares would overflow on large finite
   // gradients). One read of each gradient.
-  unsigned health = loss;
-  for (unsigned g : grads)
-    health = appendNode(graph, OpKind::add,
-                        {health, appendNode(graph, OpKind::finite_zero, {g}, kScalar, at)},
-                        kScalar, at);
+  std::vector<unsigned> zeros;
+  for (auto [p, g] : llvm::zip(params, grads)) {
+    zeros.push_back(appendNode(graph, OpKind::finite_zero, {g}, kScalar, at));
+    markLayer(graph, p, zeros.back(), LayerStage::check);
+  }
+  unsigned health = sumOverParameters(graph, params, zeros, loss, at);
   if (hyperparameter(optimizer, "clip") > 0)
-    grads = clipByGlobalNorm(graph, optimizer, std::move(grads));
+    grads = clipByGlobalNorm(graph, optimizer, params, std::move(grads));
   unsigned lr = learningRate(graph, optimizer, step);
   std::vector<unsigned> newParams;
   std::vector<std::vector<unsigned>> newState(state.size()); // [state name][parameter]
@@ -130,6 +172,7 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
   for (size_t i = 0; i < params.size(); ++i) {
     unsigned p = params[i], g = grads[i];
     const TensorType type = graph.nodes[p].type;
+    size_t begin = graph.nodes.size();
     switch (optimizer.kind) {
     case OptimizerKind::sgd:
       newParams.push_back(appendNode(graph, OpKind::sgd_update, {p, g, lr}, type, at));
@@ -158,6 +201,7 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
       break;
     }
     }
+    markLayer(graph, p, begin, LayerStage::update);
   }
   for (const std::vector<unsigned> &tensors : newState)
     newParams.insert(newParams.end(), tensors.begin(), tensors.end());
@@ -168,10 +212,12 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
   std::vector<unsigned> old = params;
   for (const std::vector<unsigned> &tensors : state)
     old.insert(old.end(), tensors.begin(), tensors.end());
-  for (size_t i = 0; i < newParams.size(); ++i)
+  for (size_t i = 0; i < newParams.size(); ++i) {
     update.values.push_back(appendNode(graph, OpKind::keep_if_finite,
                                        {newParams[i], old[i], health},
                                        graph.nodes[old[i]].type, at));
+    markLayer(graph, params[i % params.size()], update.values.back(), LayerStage::update);
+  }
   unsigned nothing = appendNode(graph, OpKind::sub, {health, health}, kScalar, at);
   update.loss = appendNode(graph, OpKind::add, {loss, nothing}, kScalar, at);
   return update;

@@ -93,6 +93,48 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
   ];
 }
 
+def OutlineLayersPass : Pass<"shardc-outline-layers", "::mlir::ModuleOp"> {
+  let summary = "Move each scan layer's forward and backward into a function, "
+                "one function per distinct layer";
+  let description = [{
+    A scan is unrolled before partitioning (upstream's shard passes have no
+    sharding model for loops), so the partitioned step holds a copy of the
+    block's forward and backward for every layer. Left there, every later
+    pass, and LLVM, works on each copy: compile time grew with depth (GPT-2
+    small's 12 blocks 3x one block). As Flax's nn.scan and JAX's lax.scan
+    trace the body once, this pass gives each layer's part one function
+    and calls it, and parts whose functions print alike share one, so the
+    rest of the pipeline sees a layer's code once whatever the depth.
+
+    MLIRGen names each op's location by the layer part its node computes
+    (`loc("layer 3 forward"(...))`, LayerLocations.h); partitioning keeps
+    locations. For each layer part of a block (of a function or of the
+    microbatches' loop), the ops from its first to its last form the call:
+
+    - an op between them of no layer that only the part's ops use (a
+      parameter's all_gather under FSDP, ZeRO-3's per-layer gather), or
+      that reads only what the part makes (a gradient's reduce_scatter),
+      joins the part;
+    - any other op between them that reads what the part makes moves after
+      the call (a bucket of gradients of several layers); if the part reads
+      it too, the part stays inline;
+    - the part's arguments are what it reads from outside, in order of first
+      use; constants and other pure ops without operands are cloned in; its
+      results are the values it makes that are used outside.
+
+    The functions are private, `no_inline`, and take their temporaries'
+    arena from the caller (`shardc.arena_argument`: shardc-plan-buffers
+    plans the callee first and its arena becomes one buffer of the caller's,
+    live during the call). The numbers of `shardc.remat` and
+    `shardc.regather` (which only keep cse apart) restart in each function,
+    so that the layers' functions print alike.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
 def SplitDeallocsPass : Pass<"shardc-split-deallocs", "::mlir::func::FuncOp"> {
   let summary = "Give each allocation of a bufferization.dealloc that nothing "
                 "else in it aliases a dealloc of its own";
@@ -124,7 +166,7 @@ def SplitDeallocsPass : Pass<"shardc-split-deallocs", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
-def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
+def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Place a function's temporary buffers in one arena, reusing "
                 "the bytes of buffers no longer live";
   let description = [{
@@ -174,6 +216,13 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::func::FuncOp"> {
     step, the arena left a hole in the heap that the small allocations
     between steps broke up, and a run held two arenas instead of the one the
     report counts.
+
+    Functions are planned callees first. A function marked
+    `shardc.arena_argument` that shardc-outline-layers made is called, not
+    entered by the runtime: each call passes it a buffer of its arena's size,
+    allocated just before the call and freed just after, which the caller's
+    plan places like any other temporary. The calls of a layer's forwards
+    and backwards then reuse one region of the step's arena.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -105,6 +105,13 @@ struct Graph;
 /// operator (`add`, `neg`, `eq`, ...) or an internal op (Builtins.def). A
 /// `dropout` node's operands are x and its uniform numbers (an input, or in a
 /// scan body that input's slice).
+/// The parts of a scanned layer's computation (LayerLocations.h): its forward
+/// (Flatten.cpp), its backward with remat copies (Gradient.cpp), its
+/// parameters' gradients' contributions to the update's global checks (the
+/// finiteness test and the clipping norm), and its parameters' update
+/// (Optimizer.cpp).
+enum class LayerStage { forward, backward, check, update };
+
 struct Node {
   unsigned id = 0;
   OpKind op = OpKind::constant;
@@ -115,6 +122,10 @@ struct Node {
   std::map<std::string, Attribute> attrs;
   std::shared_ptr<Graph> body; // `scan` only
   int constraint = -1;         // index into TypedProgram::constraints
+  /// Of a flattened node: the layer of the scan it computes part of (-1:
+  /// none), and which part (MLIRGen names its ops' locations by it).
+  int64_t layer = -1;
+  LayerStage stage = LayerStage::forward;
 };
 
 struct Graph {

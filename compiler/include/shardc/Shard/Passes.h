@@ -14,6 +14,11 @@
 
 namespace shardc {
 
+/// On each all_gather shardc-regather-parameters copies, a number that keeps
+/// the copies apart: cse would merge equal collectives of the same operand
+/// back into one.
+inline constexpr llvm::StringLiteral kRegatherAttr = "shardc.regather";
+
 #define GEN_PASS_DECL
 #include "shardc/Shard/Passes.h.inc"
 
