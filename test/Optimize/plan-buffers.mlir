@@ -192,3 +192,43 @@ func.func @entry_without_buffers(%x: memref<256xf32>, %out: memref<256xf32>) att
   memref.copy %x, %out : memref<256xf32> to memref<256xf32>
   return
 }
+
+// -----
+
+// A layer function (shardc.arena_argument, called) is planned first and takes its
+// arena last; each call passes a buffer of that size that lives only during the
+// call, so the caller's plan puts both calls' arenas at one offset, beside %keep.
+
+// CHECK-LABEL: func.func @step
+// CHECK-SAME:    (%{{.*}}: memref<256xf32>, %{{.*}}: memref<256xf32>, %{{.*}}: memref<3072xi8>)
+// CHECK-SAME:    attributes {shardc.arena_argument, shardc.arena_bytes = 3072 : i64}
+// CHECK:         %[[AT:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[FIRST:.*]] = memref.view %{{.*}}[%[[AT]]][] : memref<3072xi8> to memref<2048xi8>
+// CHECK-NEXT:    call @layer(%{{.*}}, %{{.*}}, %[[FIRST]])
+// CHECK-NEXT:    %[[AGAIN:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[SECOND:.*]] = memref.view %{{.*}}[%[[AGAIN]]][] : memref<3072xi8> to memref<2048xi8>
+// CHECK-NEXT:    call @layer(%{{.*}}, %{{.*}}, %[[SECOND]])
+// CHECK-NOT:     memref.dealloc
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME:    (%{{.*}}: memref<256xf32>, %{{.*}}: memref<256xf32>, %[[ARENA:.*]]: memref<2048xi8>)
+// CHECK-SAME:    attributes {shardc.arena_argument, shardc.arena_bytes = 2048 : i64}
+// CHECK-NOT:     memref.alloc
+// CHECK:         memref.view %[[ARENA]]
+func.func @step(%x: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  %keep = memref.alloc() : memref<256xf32>
+  call @layer(%x, %keep) : (memref<256xf32>, memref<256xf32>) -> ()
+  call @layer(%keep, %out) : (memref<256xf32>, memref<256xf32>) -> ()
+  memref.dealloc %keep : memref<256xf32>
+  return
+}
+
+func.func private @layer(%x: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  %a = memref.alloc() : memref<256xf32>
+  %b = memref.alloc() : memref<256xf32>
+  memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+  memref.copy %a, %b : memref<256xf32> to memref<256xf32>
+  memref.copy %b, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  memref.dealloc %b : memref<256xf32>
+  return
+}

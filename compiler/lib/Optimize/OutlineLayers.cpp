@@ -77,14 +77,16 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
   }
 
   /// A pure op computed from nothing (a constant, tensor.empty, the process's
-  /// index, a fill of an empty tensor with a constant): each function makes
-  /// its own copy instead of taking it.
+  /// index, a fill of an empty tensor with a constant, the partitioner's
+  /// "the first process's init, zeros elsewhere"): each function makes its own
+  /// copy instead of taking it. Never a collective, which would run again.
   bool isCloned(Operation *op) {
     if (!op)
       return false;
     if (auto it = clonedOps.find(op); it != clonedOps.end())
       return it->second;
-    bool cloned = isMemoryEffectFree(op) && !isa<shard::ShardDialect>(op->getDialect()) &&
+    bool collective = isa<shard::ShardDialect>(op->getDialect()) && op->getNumOperands() > 0;
+    bool cloned = isMemoryEffectFree(op) && !collective &&
                   llvm::all_of(usedValues(op), [&](Value v) { return isCloned(v.getDefiningOp()); });
     return clonedOps[op] = cloned;
   }
@@ -156,6 +158,23 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     for (Operation *op = first; op != last->getNextNode(); op = op->getNextNode())
       (inPart.count(op) ? part : moved).push_back(op);
     llvm::erase_if(moved, [&](Operation *op) { return !after.count(op); });
+    // What stores the part's values into the entry's result buffers (written
+    // there alone) joins it from further down: the function then writes a
+    // new parameter where the runtime reads it, not into a temporary that
+    // lives to the step's end to be copied there.
+    for (Operation *op = last->getNextNode(); op; op = op->getNextNode()) {
+      if (op->getNumResults() != 0 || op->hasTrait<OpTrait::IsTerminator>() || !joins(op))
+        continue;
+      SetVector<Value> used = usedValues(op);
+      bool stores = llvm::any_of(used, [&](Value v) { return madeBy(v, inPart); }) &&
+                    llvm::all_of(used, [&](Value v) {
+                      return madeBy(v, inPart) || (isa<BaseMemRefType>(v.getType()) && v.hasOneUse());
+                    });
+      if (stores) {
+        inPart.insert(op);
+        part.push_back(op);
+      }
+    }
     for (Operation *op : part)
       for (Value v : usedValues(op))
         if (madeBy(v, after))

@@ -94,22 +94,28 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
 }
 
 def OutlineLayersPass : Pass<"shardc-outline-layers", "::mlir::ModuleOp"> {
-  let summary = "Move each scan layer's forward and backward into a function, "
-                "one function per distinct layer";
+  let summary = "Move each part of each scan layer (forward, backward, "
+                "gradient checks, update) into a function, one function per "
+                "distinct part";
   let description = [{
     A scan is unrolled before partitioning (upstream's shard passes have no
     sharding model for loops), so the partitioned step holds a copy of the
-    block's forward and backward for every layer. Left there, every later
-    pass, and LLVM, works on each copy: compile time grew with depth (GPT-2
-    small's 12 blocks 3x one block). As Flax's nn.scan and JAX's lax.scan
-    trace the body once, this pass gives each layer's part one function
-    and calls it, and parts whose functions print alike share one, so the
-    rest of the pipeline sees a layer's code once whatever the depth.
+    block's forward, backward and parameter update for every layer. Left
+    there, every later pass, and LLVM, works on each copy: compile time grew
+    with depth (GPT-2 small's 12 blocks 3x one block). As Flax's nn.scan and
+    JAX's lax.scan trace the body once, this pass gives each part of each
+    layer one function and calls it, and parts whose functions print alike
+    share one, so the rest of the pipeline sees a layer's code once whatever
+    the depth.
 
     MLIRGen names each op's location by the layer part its node computes
-    (`loc("layer 3 forward"(...))`, LayerLocations.h); partitioning keeps
-    locations. For each layer part of a block (of a function or of the
-    microbatches' loop), the ops from its first to its last form the call:
+    (`loc("layer 3 forward"(...))`, `backward`, `check` for its gradients'
+    terms of the finiteness test and the clipping norm, `update`;
+    LayerLocations.h); partitioning keeps locations. A collective's location
+    does not count (the partitioner gives it its operand's or its reader's,
+    which may be another part's). For each part of a block (of a function or
+    of the microbatches' loop), the ops from its first to its last form the
+    call:
 
     - an op between them of no layer that only the part's ops use (a
       parameter's all_gather under FSDP, ZeRO-3's per-layer gather), or
@@ -119,8 +125,9 @@ def OutlineLayersPass : Pass<"shardc-outline-layers", "::mlir::ModuleOp"> {
       the call (a bucket of gradients of several layers); if the part reads
       it too, the part stays inline;
     - the part's arguments are what it reads from outside, in order of first
-      use; constants and other pure ops without operands are cloned in; its
-      results are the values it makes that are used outside.
+      use; what is computed from nothing (constants, tensor.empty, a fill of
+      one) stays where it is and is cloned in; its results are the values
+      it makes that are used outside.
 
     The functions are private, `no_inline`, and take their temporaries'
     arena from the caller (`shardc.arena_argument`: shardc-plan-buffers
