@@ -207,3 +207,43 @@ func.func @cheap_bias_add(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %dy: tensor<4x
   } -> tensor<4x8xf32>
   return %relu, %mask : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Scan layers: the forward's add fuses into the same layer's backward relu; the
+// next layer's relu keeps reading layer 0's add (not fused across layers), which stays.
+
+// CHECK-LABEL: func.func @layers
+// CHECK:         %[[ADD:.*]] = linalg.generic
+// CHECK:           arith.addf
+// CHECK-NEXT:      linalg.yield
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[ADD]] :
+// CHECK:           arith.maximumf
+// CHECK:         linalg.generic
+// CHECK:           arith.addf
+// CHECK-NEXT:      arith.maximumf
+#id = affine_map<(d0) -> (d0)>
+func.func @layers(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32> loc("layer 0 forward"("m.shard":1:1))
+  %next = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%y : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32> loc("layer 1 forward"("m.shard":1:1))
+  %back = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%y : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32> loc("layer 0 backward"("m.shard":1:1))
+  return %next, %back : tensor<8xf32>, tensor<8xf32>
+}

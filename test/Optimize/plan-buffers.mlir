@@ -232,3 +232,43 @@ func.func private @layer(%x: memref<256xf32>, %out: memref<256xf32>) attributes 
   memref.dealloc %b : memref<256xf32>
   return
 }
+
+// -----
+
+// Donation: the caller frees %saved right after the call, so once the layer
+// function has read it for the last time its bytes take %b (not %a, live while
+// %saved is read). The function takes those bytes before its arena; the caller
+// allocates %saved as bytes viewed as f32 and passes both.
+
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME:    attributes {shardc.arena_argument, shardc.arena_bytes = 2048 : i64}
+// CHECK:         %[[RAW:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<2048xi8> to memref<1024xi8>
+// CHECK:         %[[SAVED:.*]] = memref.view %[[RAW]][%{{.*}}][] : memref<1024xi8> to memref<256xf32>
+// CHECK:         memref.copy %{{.*}}, %[[SAVED]]
+// CHECK:         %[[ARENA:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<2048xi8> to memref<1024xi8>
+// CHECK-NEXT:    call @layer_backward(%[[SAVED]], %{{.*}}, %[[RAW]], %[[ARENA]])
+// CHECK-LABEL: func.func private @layer_backward
+// CHECK-SAME:    (%[[ARG:.*]]: memref<256xf32>, %{{.*}}: memref<256xf32>, %[[BYTES:.*]]: memref<1024xi8>, %[[OWN:.*]]: memref<1024xi8>)
+// CHECK-SAME:    shardc.arena_bytes = 1024 : i64
+// CHECK:         %[[A:.*]] = memref.view %[[OWN]]
+// CHECK:         memref.copy %[[ARG]], %[[A]]
+// CHECK:         %[[B:.*]] = memref.view %[[BYTES]]
+// CHECK:         memref.copy %[[A]], %[[B]]
+func.func @backward(%x: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  %saved = memref.alloc() : memref<256xf32>
+  memref.copy %x, %saved : memref<256xf32> to memref<256xf32>
+  call @layer_backward(%saved, %out) : (memref<256xf32>, memref<256xf32>) -> ()
+  memref.dealloc %saved : memref<256xf32>
+  return
+}
+
+func.func private @layer_backward(%saved: memref<256xf32>, %out: memref<256xf32>) attributes {shardc.arena_argument} {
+  %a = memref.alloc() : memref<256xf32>
+  memref.copy %saved, %a : memref<256xf32> to memref<256xf32>
+  %b = memref.alloc() : memref<256xf32>
+  memref.copy %a, %b : memref<256xf32> to memref<256xf32>
+  memref.copy %b, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %a : memref<256xf32>
+  memref.dealloc %b : memref<256xf32>
+  return
+}

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/MLIRGen/LayerLocations.h"
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -61,11 +62,22 @@ bool takesFusion(Operation *op) {
   return generic && !becomesKernel(generic);
 }
 
+/// Whether `producer` and `consumer` are of one scan layer, or both of none
+/// (LayerLocations.h). Fused across layers, the first and last layers' ops
+/// would differ from the others' and share no function with them
+/// (shardc-outline-layers); within a layer, a forward op fused into its
+/// backward is recomputed there instead of kept from the forward.
+bool sameLayer(Operation *producer, Operation *consumer) {
+  std::optional<shardc::LayerPart> from = shardc::layerOf(producer->getLoc()),
+                                   to = shardc::layerOf(consumer->getLoc());
+  return from && to ? from->layer == to->layer : !from && !to;
+}
+
 /// Fused into its only reader, or into every reader when it is cheap to repeat
 /// and each of them takes it (then no buffer of it is left).
 bool shouldFuse(OpOperand *fused) {
   auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
-  if (!producer || !takesFusion(fused->getOwner()))
+  if (!producer || !takesFusion(fused->getOwner()) || !sameLayer(producer, fused->getOwner()))
     return false;
   if (fused->get().hasOneUse())
     return true;

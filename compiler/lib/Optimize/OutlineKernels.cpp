@@ -128,10 +128,7 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
           args.push_back(v);
       }
       func::FuncOp kernel = outline(op, args, constants, slices);
-      std::string key;
-      llvm::raw_string_ostream os(key);
-      kernel->print(os, OpPrintingFlags().printGenericOpForm());
-      auto [it, isNew] = kernels.try_emplace(key, kernel);
+      auto [it, isNew] = kernels.try_emplace(shardc::printedForSharing(kernel), kernel);
       if (isNew) {
         kernel.setSymName(("shardc_kernel_" + llvm::Twine(kernels.size() - 1)).str());
         module.push_back(kernel);

@@ -240,10 +240,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
   void share(ModuleOp module, func::FuncOp fn, func::CallOp call) {
     renumber(fn, kRematAttr);
     renumber(fn, kRegatherAttr);
-    std::string key;
-    llvm::raw_string_ostream os(key);
-    fn->print(os, OpPrintingFlags().printGenericOpForm());
-    auto [it, isNew] = functions.try_emplace(key, fn);
+    auto [it, isNew] = functions.try_emplace(printedForSharing(fn), fn);
     if (!isNew) {
       fn.erase();
       call.setCallee(it->second.getSymName());

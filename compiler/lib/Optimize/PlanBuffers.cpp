@@ -26,29 +26,38 @@ namespace {
 constexpr int64_t kAlignment = 64;
 
 /// A buffer of a block: first used at op `first`, last accessed at op `last`
-/// (positions in the block), `bytes` long, placed at `offset`. Or, without an
-/// alloc, the buffers of a loop's body (`inner`, placed within it), live while
-/// the loop runs.
+/// (positions in the block), `bytes` long, placed at `offset` of the arena or
+/// of donated argument `region`. Or, without an alloc, the buffers of a loop's
+/// body (`inner`, placed within it), live while the loop runs.
 struct Buffer {
   memref::AllocOp alloc;
   memref::DeallocOp dealloc;
   int64_t first, last, bytes, offset = 0;
   std::vector<Buffer> inner;
+  int region = -1;
 
   bool overlapsInTime(const Buffer &other) const {
     return first <= other.last && other.first <= last;
   }
 };
 
-/// The last op of `body` that reads or writes the bytes of `alloc`: every
+/// A layer function's argument that every caller frees right after the call
+/// (a saved activation its backward reads last): once the function has read
+/// it for the last time, at `lastUse`, its `bytes` take the function's later
+/// temporaries, as the unrolled step reused a dead activation's bytes.
+struct Donation {
+  unsigned argument;
+  int64_t lastUse, bytes;
+};
+
+/// The last op of `body` that reads or writes the bytes of `buffer`: every
 /// user of the buffer or of a value made from it (a view, a pointer taken of
 /// it, an index computed from that pointer) counts, since any of them may
 /// reach the bytes. The dealloc itself does not.
-int64_t lastAccess(memref::AllocOp alloc, Block &body,
-                   const DenseMap<Operation *, int64_t> &position) {
+int64_t lastAccess(Value buffer, Block &body, const DenseMap<Operation *, int64_t> &position) {
   int64_t last = -1;
-  SmallVector<Value> worklist{alloc.getResult()};
-  DenseSet<Value> seen{alloc.getResult()};
+  SmallVector<Value> worklist{buffer};
+  DenseSet<Value> seen{buffer};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (Operation *user : value.getUsers()) {
@@ -67,20 +76,37 @@ int64_t lastAccess(memref::AllocOp alloc, Block &body,
   return last;
 }
 
+/// A buffer the plan can place: static, contiguous, of numbers.
+bool isPlannable(MemRefType type) {
+  return type.hasStaticShape() && type.getLayout().isIdentity() && !type.getMemorySpace() &&
+         type.getElementType().isIntOrFloat();
+}
+
+/// The bytes a buffer of `type` takes in the plan: each element in whole bytes,
+/// as LLVM stores it (an i1 takes one), the whole aligned.
+int64_t plannedBytes(MemRefType type) {
+  int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+  return llvm::alignTo(std::max<int64_t>(type.getNumElements() * elementBytes, 1), kAlignment);
+}
+
+DenseMap<Operation *, int64_t> positionsIn(Block &body) {
+  DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i;
+  return position;
+}
+
 /// The body's allocations of static size that one dealloc of the same body
 /// frees, with their live ranges: from the first use (hoisting may have
 /// moved the alloc up) to the last access. The deallocation pipeline frees
 /// at the end of the block, not after the last use, so the dealloc's
 /// position would keep every buffer live to the end.
 std::vector<Buffer> collectBuffers(Block &body) {
-  DenseMap<Operation *, int64_t> position;
-  for (auto [i, op] : llvm::enumerate(body))
-    position[&op] = i;
+  DenseMap<Operation *, int64_t> position = positionsIn(body);
   std::vector<Buffer> buffers;
   for (auto alloc : body.getOps<memref::AllocOp>()) {
     MemRefType type = alloc.getType();
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getMemorySpace() ||
-        !type.getElementType().isIntOrFloat())
+    if (!isPlannable(type))
       continue;
     memref::DeallocOp dealloc;
     int64_t firstUse = std::numeric_limits<int64_t>::max();
@@ -103,37 +129,53 @@ std::vector<Buffer> collectBuffers(Block &body) {
     if (last < 0) // never used: live for an instant at its dealloc
       last = position[dealloc];
     firstUse = std::min(firstUse, last);
-    // Each element in whole bytes, as LLVM stores it (an i1 takes one).
-    int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-    int64_t bytes =
-        llvm::alignTo(std::max<int64_t>(type.getNumElements() * elementBytes, 1), kAlignment);
-    buffers.push_back({alloc, dealloc, firstUse, last, bytes, 0, {}});
+    buffers.push_back({alloc, dealloc, firstUse, last, plannedBytes(type), 0, {}});
   }
   return buffers;
 }
 
+/// The lowest offset of `region` where `buffer` overlaps none of the `placed`
+/// buffers there that are live at the same time.
+int64_t lowestOffset(const Buffer &buffer, ArrayRef<Buffer *> placed, int region) {
+  SmallVector<Buffer *> live;
+  for (Buffer *other : placed)
+    if (other->region == region && buffer.overlapsInTime(*other))
+      live.push_back(other);
+  llvm::sort(live, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
+  int64_t offset = 0;
+  for (Buffer *other : live) {
+    if (offset + buffer.bytes <= other->offset)
+      break;
+    offset = std::max(offset, other->offset + other->bytes);
+  }
+  return offset;
+}
+
 /// Greedy by size (the planner of TFLite's arena): largest first, each at the
 /// lowest offset where it overlaps no placed buffer that is live at the same
-/// time. Returns the arena's size.
-int64_t placeBuffers(std::vector<Buffer> &buffers) {
+/// time, in a donated argument that is dead by then if one has room, else in
+/// the arena. Returns the arena's size.
+int64_t placeBuffers(std::vector<Buffer> &buffers, ArrayRef<Donation> donations = {}) {
   SmallVector<Buffer *> order = llvm::map_to_vector(buffers, [](Buffer &b) { return &b; });
   llvm::stable_sort(order, [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
   SmallVector<Buffer *> placed;
   int64_t arena = 0;
   for (Buffer *buffer : order) {
-    SmallVector<Buffer *> live;
-    for (Buffer *other : placed)
-      if (buffer->overlapsInTime(*other))
-        live.push_back(other);
-    llvm::sort(live, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
-    int64_t offset = 0;
-    for (Buffer *other : live) {
-      if (offset + buffer->bytes <= other->offset)
+    buffer->region = -1;
+    for (auto [region, donation] : llvm::enumerate(donations)) {
+      if (!buffer->alloc || buffer->first <= donation.lastUse)
+        continue;
+      int64_t offset = lowestOffset(*buffer, placed, region);
+      if (offset + buffer->bytes <= donation.bytes) {
+        buffer->region = region;
+        buffer->offset = offset;
         break;
-      offset = std::max(offset, other->offset + other->bytes);
+      }
     }
-    buffer->offset = offset;
-    arena = std::max(arena, offset + buffer->bytes);
+    if (buffer->region < 0) {
+      buffer->offset = lowestOffset(*buffer, placed, -1);
+      arena = std::max(arena, buffer->offset + buffer->bytes);
+    }
     placed.push_back(buffer);
   }
   return arena;
@@ -141,8 +183,8 @@ int64_t placeBuffers(std::vector<Buffer> &buffers) {
 
 /// The buffers of `body` and, as one buffer each, those of the loops in it
 /// (an iteration's temporaries, planned within the loop's bytes), placed.
-/// Returns the bytes they take.
-int64_t planBlock(Block &body, std::vector<Buffer> &buffers) {
+/// Returns the bytes they take of the arena.
+int64_t planBlock(Block &body, std::vector<Buffer> &buffers, ArrayRef<Donation> donations = {}) {
   buffers = collectBuffers(body);
   for (auto [i, op] : llvm::enumerate(body)) {
     if (!isa<scf::ForOp>(op))
@@ -153,12 +195,13 @@ int64_t planBlock(Block &body, std::vector<Buffer> &buffers) {
     if (!loop.inner.empty())
       buffers.push_back(std::move(loop));
   }
-  return placeBuffers(buffers);
+  return placeBuffers(buffers, donations);
 }
 
-/// Each planned alloc becomes a view of `arena` at its offset (`base` + its
-/// place), and its dealloc goes.
-void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpBuilder &b) {
+/// Each planned alloc becomes a view of `arena` (or of its donated region's
+/// bytes, `regions`) at its offset (`base` + its place), and its dealloc goes.
+void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpBuilder &b,
+                    ArrayRef<Value> regions = {}) {
   for (Buffer &buffer : buffers) {
     if (!buffer.alloc) {
       replaceByViews(buffer.inner, arena, base + buffer.offset, b);
@@ -166,24 +209,85 @@ void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpB
     }
     b.setInsertionPoint(buffer.alloc);
     Location loc = buffer.alloc.getLoc();
-    Value offset = arith::ConstantIndexOp::create(b, loc, base + buffer.offset);
-    Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena, offset, ValueRange{});
+    bool donated = buffer.region >= 0;
+    Value offset = arith::ConstantIndexOp::create(b, loc, donated ? buffer.offset : base + buffer.offset);
+    Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(),
+                                        donated ? regions[buffer.region] : arena, offset,
+                                        ValueRange{});
     buffer.alloc.replaceAllUsesWith(view);
     buffer.alloc.erase();
     buffer.dealloc.erase();
   }
 }
 
-/// Plans `fn`'s buffers; false when its arena argument cannot be added.
-bool planFunction(func::FuncOp fn) {
+/// The memref that the call's operand `index` is, when the caller allocated it
+/// in the call's block, frees it there, and does not touch it after the call.
+memref::AllocOp freedAfter(func::CallOp call, unsigned index) {
+  Value operand = call.getOperand(index);
+  auto alloc = operand.getDefiningOp<memref::AllocOp>();
+  Block *block = call->getBlock();
+  if (!alloc || alloc->getBlock() != block || llvm::count(call.getOperands(), operand) != 1 ||
+      llvm::count_if(alloc->getUsers(), [](Operation *u) { return isa<memref::DeallocOp>(u); }) != 1)
+    return nullptr;
+  DenseMap<Operation *, int64_t> position = positionsIn(*block);
+  return lastAccess(alloc, *block, position) == position[call] ? alloc : nullptr;
+}
+
+/// The arguments of `fn` that every call frees right after it.
+SmallVector<Donation> findDonations(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
+  SmallVector<Donation> donations;
+  if (calls.empty())
+    return donations;
+  Block &body = fn.getBody().front();
+  DenseMap<Operation *, int64_t> position = positionsIn(body);
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !isPlannable(type) || !llvm::all_of(calls, [&](func::CallOp call) {
+          return freedAfter(call, arg.getArgNumber());
+        }))
+      continue;
+    donations.push_back({arg.getArgNumber(), lastAccess(arg, body, position), plannedBytes(type)});
+  }
+  return donations;
+}
+
+/// Makes the call's operand `index` a view of a buffer of `bytes` bytes, which
+/// the call also passes (last): the function takes its temporaries there.
+void donate(func::CallOp call, unsigned index, int64_t bytes) {
+  memref::AllocOp alloc = freedAfter(call, index);
+  OpBuilder b(alloc);
+  Location loc = alloc.getLoc();
+  Value raw = memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()),
+                                      b.getI64IntegerAttr(kAlignment));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value typed = memref::ViewOp::create(b, loc, alloc.getType(), raw, zero, ValueRange{});
+  for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+      b.setInsertionPoint(dealloc);
+      memref::DeallocOp::create(b, dealloc.getLoc(), raw);
+      dealloc.erase();
+    }
+  alloc.replaceAllUsesWith(typed);
+  alloc.erase();
+  call.getOperandsMutable().append(raw);
+}
+
+/// Plans `fn`'s buffers; false when its arena argument cannot be added. A
+/// function that takes its arena also takes, before it, the bytes of each
+/// argument its `calls` free right after it (a donation) that a buffer
+/// lands in.
+bool planFunction(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
   if (fn.isExternal() || !fn.getBody().hasOneBlock())
     return true;
   Block &body = fn.getBody().front();
+  bool argument = fn->hasAttr(shardc::kArenaArgumentAttr);
+  SmallVector<Donation> donations;
+  if (argument)
+    donations = findDonations(fn, calls);
   std::vector<Buffer> buffers;
-  int64_t arenaBytes = planBlock(body, buffers);
+  int64_t arenaBytes = planBlock(body, buffers, donations);
   OpBuilder b(&body, body.begin());
   fn->setAttr(shardc::kArenaBytesAttr, b.getI64IntegerAttr(arenaBytes));
-  bool argument = fn->hasAttr(shardc::kArenaArgumentAttr);
   if (buffers.empty()) {
     fn->removeAttr(shardc::kArenaArgumentAttr);
     return true;
@@ -194,9 +298,20 @@ bool planFunction(func::FuncOp fn) {
   Location loc = fn.getLoc();
   auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
   if (argument) {
+    SmallVector<Value> regions(donations.size());
+    for (auto [region, donation] : llvm::enumerate(donations)) {
+      if (llvm::none_of(buffers, [&](const Buffer &x) { return x.region == (int)region; }))
+        continue;
+      auto type = MemRefType::get({donation.bytes}, b.getI8Type());
+      if (failed(fn.insertArgument(fn.getNumArguments(), type, {}, loc)))
+        return false;
+      regions[region] = body.getArguments().back();
+      for (func::CallOp call : calls)
+        donate(call, donation.argument, donation.bytes);
+    }
     if (failed(fn.insertArgument(fn.getNumArguments(), arenaType, {}, loc)))
       return false;
-    replaceByViews(buffers, body.getArguments().back(), 0, b);
+    replaceByViews(buffers, body.getArguments().back(), 0, b, regions);
     return true;
   }
   Value arena = memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(kAlignment));
@@ -242,9 +357,14 @@ struct PlanBuffersPass : public shardc::impl::PlanBuffersPassBase<PlanBuffersPas
     };
     for (auto fn : module.getOps<func::FuncOp>())
       visit(fn);
+    DenseMap<Operation *, SmallVector<func::CallOp>> callsOf;
+    module.walk([&](func::CallOp call) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        callsOf[callee].push_back(call);
+    });
     for (func::FuncOp fn : order) {
       passArenas(fn, symbols);
-      if (!planFunction(fn))
+      if (!planFunction(fn, callsOf.lookup(fn)))
         return signalPassFailure();
     }
   }

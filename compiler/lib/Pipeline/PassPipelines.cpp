@@ -74,12 +74,6 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 
 // Why each pass sits where it does:
 //   inline, symbol-dce     each step function disappears into its entry
-//   shardc-outline-layers  then each scan layer's parts become calls of one
-//                          function per distinct part, before anything else
-//                          that grows with the step's size; after cse, which
-//                          would merge equal results of a function (upstream's
-//                          buffer-results-to-out-params crashes on a buffer
-//                          returned twice)
 //   canonicalize, cse      before shardc-shard-to-runtime: afterwards
 //                          canonicalize folds to_buffer(to_tensor %alloc)
 //                          and hides the runtime's reads from bufferization
@@ -88,7 +82,16 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //                          (their greedy rewriting would fold the
 //                          to_buffer(to_tensor) pairs too): inits are fills of
 //                          their own buffers, pooling loops over channels
-//                          innermost, elementwise chains one loop nest
+//                          innermost, elementwise chains one loop nest (a
+//                          layer's forward op fused into its backward is
+//                          recomputed there, not kept: the unrolled step's
+//                          memory; never across two layers)
+//   shardc-outline-layers  then each scan layer's parts become calls of one
+//                          function per distinct part, before anything else
+//                          that grows with the step's size; after cse, which
+//                          would merge equal results of a function (upstream's
+//                          buffer-results-to-out-params crashes on a buffer
+//                          returned twice)
 //   shardc-shard-to-runtime  collectives become calls while still on tensors
 //   one-shot-bufferize     function boundaries with identity layouts, so
 //                          that memref arguments can be bare pointers
@@ -121,10 +124,10 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createOutlineLayersPass());
   pm.addNestedPass<func::FuncOp>(createSplatsToFillsPass());
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addPass(createOutlineLayersPass());
   pm.addPass(createShardToRuntimePass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -68,7 +68,7 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
     terms) is its own loop nest over its own buffer; on tensors larger than
     the cache each one is a round trip to memory. This pass applies
     upstream's elementwise fusion (linalg::populateElementwiseOpsFusionPatterns)
-    with two limits:
+    with three limits:
       - a producer is fused into the single op that reads its result, or
         into every op that reads it when it only moves data (a broadcast, a
         transpose) or is cheap to repeat (at most three additions, products,
@@ -77,7 +77,12 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
       - nothing is fused into a multiply-accumulate with a reduction (a
         matmul, a contraction, a convolution's gradient): those become
         sgemm-based kernels in shardc-lower-to-kernels, which a fused body
-        would no longer match.
+        would no longer match;
+      - producer and consumer are of one scan layer, or both of none (their
+        locations, LayerLocations.h): a layer's forward op fused into its
+        backward is recomputed there instead of kept from the forward, but
+        fused across two layers the first and last layers would differ from
+        the others and share no function with them (shardc-outline-layers).
 
     ```mlir
     %y = linalg.generic {...} ins(%conv, %bias) outs(%e0) { addf }
@@ -230,6 +235,13 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::ModuleOp"> {
     allocated just before the call and freed just after, which the caller's
     plan places like any other temporary. The calls of a layer's forwards
     and backwards then reuse one region of the step's arena.
+
+    An argument that every call frees right after it (a layer's saved
+    activations, which its backward reads last) is donated: after the
+    function's last access to it, its bytes take the function's temporaries
+    that fit there, as the unrolled step reused a dead activation's bytes.
+    Each caller then allocates the argument as i8 bytes viewed at its type
+    and passes the bytes too, as an argument before the arena.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
