@@ -114,7 +114,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
   /// and not one that every function copies.
   bool joins(Operation *op) { return !partOf(op) && !isCloned(op); }
 
-  /// Makes `ops` (in block order) one call, as Passes.td describes; leaves
+  /// Makes `ops` one call, as Passes.td describes; leaves
   /// them where they are when an op between them both reads from them and is
   /// read by them.
   void outlinePart(ModuleOp module, Block &block, SmallVector<Operation *> ops) {
