@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SharedFunctions.h"
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -127,23 +128,17 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
         else
           args.push_back(v);
       }
-      func::FuncOp kernel = outline(op, args, constants, slices);
-      auto [it, isNew] = kernels.try_emplace(shardc::printedForSharing(kernel), kernel);
-      if (isNew) {
-        kernel.setSymName(("shardc_kernel_" + llvm::Twine(kernels.size() - 1)).str());
-        module.push_back(kernel);
-      } else {
-        kernel.erase();
-      }
+      func::FuncOp kernel =
+          shardc::shareFunction(module, outline(op, args, constants, slices), kernels, "shardc_kernel");
       OpBuilder b(op);
-      func::CallOp::create(b, op->getLoc(), it->second, args);
+      func::CallOp::create(b, op->getLoc(), kernel, args);
       op->erase();
     }
     LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops and loops, " << kernels.size() << " kernels\n");
   }
 
-  /// A detached private function `shardc_kernel` that runs `op` on `args`,
-  /// with `constants` and `slices` cloned in.
+  /// A detached function that runs `op` on `args`, with `constants` and
+  /// `slices` cloned in.
   func::FuncOp outline(Operation *op, ArrayRef<Value> args, ArrayRef<Operation *> constants,
                        ArrayRef<Operation *> slices) {
     MLIRContext *ctx = op->getContext();
@@ -154,11 +149,6 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
     OpBuilder detached(ctx);
     auto kernel =
         func::FuncOp::create(detached, loc, "shardc_kernel", FunctionType::get(ctx, types, {}));
-    kernel.setPrivate();
-    kernel.setNoInline(true);
-    // func-to-llvm gives private functions external linkage: two step modules
-    // linked together would both define shardc_kernel_0.
-    kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
     Block *body = kernel.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(body);
     IRMapping map;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SharedFunctions.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/MLIRGen/LayerLocations.h"
 #include "shardc/Optimize/Passes.h"
@@ -134,6 +135,10 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
       Operation *def = v.getDefiningOp();
       return def && set.count(block.findAncestorOpInBlock(*def));
     };
+    auto readInPart = [&](OpOperand &use) {
+      Operation *inBlock = block.findAncestorOpInBlock(*use.getOwner());
+      return inBlock && inPart.count(inBlock);
+    };
     DenseSet<Operation *> after;
     for (Operation *op : between) {
       SetVector<Value> used = usedValues(op);
@@ -147,11 +152,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     for (Operation *op : llvm::reverse(between)) {
       if (inPart.count(op) || after.count(op) || op->use_empty() || !joins(op))
         continue;
-      bool readByPartOnly = llvm::all_of(op->getUsers(), [&](Operation *user) {
-        Operation *inBlock = block.findAncestorOpInBlock(*user);
-        return inBlock && inPart.count(inBlock);
-      });
-      if (readByPartOnly)
+      if (llvm::all_of(op->getUses(), readInPart))
         inPart.insert(op);
     }
     SmallVector<Operation *> part, moved;
@@ -175,17 +176,14 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
         part.push_back(op);
       }
     }
-    for (Operation *op : part)
-      for (Value v : usedValues(op))
-        if (madeBy(v, after))
-          return; // the part reads what reads from it
-
     // Arguments in order of first use, what is computed from nothing cloned
     // in, results the values used outside.
     SetVector<Value> args;
     SetVector<Operation *> cloned;
     for (Operation *op : part)
       for (Value v : usedValues(op)) {
+        if (madeBy(v, after))
+          return; // the part reads what reads from it
         if (madeBy(v, inPart))
           continue;
         if (isCloned(v.getDefiningOp()))
@@ -196,10 +194,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     SmallVector<Value> results;
     for (Operation *op : part)
       for (Value r : op->getResults())
-        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
-              Operation *inBlock = block.findAncestorOpInBlock(*user);
-              return !inBlock || !inPart.count(inBlock);
-            }))
+        if (!llvm::all_of(r.getUses(), readInPart))
           results.push_back(r);
 
     // The moved ops go after the last op of the part, the call before them.
@@ -219,10 +214,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     OpBuilder b(moved.empty() ? anchor : moved.front());
     auto call = func::CallOp::create(b, first->getLoc(), fn, args.getArrayRef());
     for (auto [result, value] : llvm::zip(results, call.getResults()))
-      result.replaceUsesWithIf(value, [&](OpOperand &use) {
-        Operation *inBlock = block.findAncestorOpInBlock(*use.getOwner());
-        return !inBlock || !inPart.count(inBlock);
-      });
+      result.replaceUsesWithIf(value, [&](OpOperand &use) { return !readInPart(use); });
     for (Operation *op : part)
       op->moveBefore(body, body->end());
     for (auto [arg, value] : llvm::zip(body->getArguments(), args.getArrayRef()))
@@ -235,26 +227,14 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     share(module, fn, call);
   }
 
-  /// Makes `fn` private and uncallable by the inliner, or, when it prints like
-  /// an earlier layer function, erases it and calls that one.
+  /// Calls `fn`, or an earlier layer function that prints like it; the
+  /// function takes its arena from its callers.
   void share(ModuleOp module, func::FuncOp fn, func::CallOp call) {
     renumber(fn, kRematAttr);
     renumber(fn, kRegatherAttr);
-    auto [it, isNew] = functions.try_emplace(printedForSharing(fn), fn);
-    if (!isNew) {
-      fn.erase();
-      call.setCallee(it->second.getSymName());
-      return;
-    }
-    MLIRContext *ctx = module.getContext();
-    module.push_back(fn);
-    fn.setSymName(("shardc_layer_" + llvm::Twine(functions.size() - 1)).str());
-    fn.setPrivate();
-    fn.setNoInline(true);
-    // func-to-llvm gives private functions external linkage (OutlineKernels.cpp).
-    fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-    fn->setAttr(kArenaArgumentAttr, UnitAttr::get(ctx));
-    call.setCallee(fn.getSymName());
+    func::FuncOp shared = shareFunction(module, fn, functions, "shardc_layer");
+    shared->setAttr(kArenaArgumentAttr, UnitAttr::get(module.getContext()));
+    call.setCallee(shared.getSymName());
   }
 
   llvm::StringMap<func::FuncOp> functions;

@@ -46,8 +46,8 @@ struct Buffer {
 /// it for the last time, at `lastUse`, its `bytes` take the function's later
 /// temporaries, as the unrolled step reused a dead activation's bytes.
 struct Donation {
-  unsigned argument;
   int64_t lastUse, bytes;
+  SmallVector<memref::AllocOp> allocs; // the argument's buffer at each call
 };
 
 /// The last op of `body` that reads or writes the bytes of `buffer`: every
@@ -222,15 +222,16 @@ void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpB
 
 /// The memref that the call's operand `index` is, when the caller allocated it
 /// in the call's block, frees it there, and does not touch it after the call.
-memref::AllocOp freedAfter(func::CallOp call, unsigned index) {
+/// `position` holds the positions of the call's block.
+memref::AllocOp freedAfter(func::CallOp call, unsigned index,
+                           const DenseMap<Operation *, int64_t> &position) {
   Value operand = call.getOperand(index);
   auto alloc = operand.getDefiningOp<memref::AllocOp>();
   Block *block = call->getBlock();
   if (!alloc || alloc->getBlock() != block || llvm::count(call.getOperands(), operand) != 1 ||
       llvm::count_if(alloc->getUsers(), [](Operation *u) { return isa<memref::DeallocOp>(u); }) != 1)
     return nullptr;
-  DenseMap<Operation *, int64_t> position = positionsIn(*block);
-  return lastAccess(alloc, *block, position) == position[call] ? alloc : nullptr;
+  return lastAccess(alloc, *block, position) == position.lookup(call) ? alloc : nullptr;
 }
 
 /// The arguments of `fn` that every call frees right after it.
@@ -238,23 +239,29 @@ SmallVector<Donation> findDonations(func::FuncOp fn, ArrayRef<func::CallOp> call
   SmallVector<Donation> donations;
   if (calls.empty())
     return donations;
+  DenseMap<Block *, DenseMap<Operation *, int64_t>> positions;
+  for (func::CallOp call : calls)
+    if (!positions.count(call->getBlock()))
+      positions[call->getBlock()] = positionsIn(*call->getBlock());
   Block &body = fn.getBody().front();
   DenseMap<Operation *, int64_t> position = positionsIn(body);
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<MemRefType>(arg.getType());
-    if (!type || !isPlannable(type) || !llvm::all_of(calls, [&](func::CallOp call) {
-          return freedAfter(call, arg.getArgNumber());
-        }))
+    if (!type || !isPlannable(type))
       continue;
-    donations.push_back({arg.getArgNumber(), lastAccess(arg, body, position), plannedBytes(type)});
+    Donation donation{lastAccess(arg, body, position), plannedBytes(type), {}};
+    for (func::CallOp call : calls)
+      if (memref::AllocOp alloc = freedAfter(call, arg.getArgNumber(), positions[call->getBlock()]))
+        donation.allocs.push_back(alloc);
+    if (donation.allocs.size() == calls.size())
+      donations.push_back(std::move(donation));
   }
   return donations;
 }
 
-/// Makes the call's operand `index` a view of a buffer of `bytes` bytes, which
-/// the call also passes (last): the function takes its temporaries there.
-void donate(func::CallOp call, unsigned index, int64_t bytes) {
-  memref::AllocOp alloc = freedAfter(call, index);
+/// Makes `alloc`, an operand of `call`, a view of a buffer of `bytes` bytes,
+/// which the call also passes (last): the function takes its temporaries there.
+void donate(func::CallOp call, memref::AllocOp alloc, int64_t bytes) {
   OpBuilder b(alloc);
   Location loc = alloc.getLoc();
   Value raw = memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()),
@@ -306,8 +313,8 @@ bool planFunction(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
       if (failed(fn.insertArgument(fn.getNumArguments(), type, {}, loc)))
         return false;
       regions[region] = body.getArguments().back();
-      for (func::CallOp call : calls)
-        donate(call, donation.argument, donation.bytes);
+      for (auto [call, alloc] : llvm::zip(calls, donation.allocs))
+        donate(call, alloc, donation.bytes);
     }
     if (failed(fn.insertArgument(fn.getNumArguments(), arenaType, {}, loc)))
       return false;

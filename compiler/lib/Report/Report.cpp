@@ -66,21 +66,17 @@ int64_t tensorBytes(Type type) {
   return t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
 }
 
+/// The source position in `loc`, through fused locations and a scan layer's
+/// name (LayerLocations.h).
 std::string describeLoc(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    llvm::StringRef name = file.getFilename().getValue();
-    // Paths relative to the stdlib or example folder are enough to find it.
-    size_t slash = name.rfind('/');
-    slash = slash == llvm::StringRef::npos ? 0 : name.rfind('/', slash - 1) + 1;
-    return llvm::formatv("{0}:{1}:{2}", name.substr(slash), file.getLine(), file.getColumn());
-  }
-  if (auto named = dyn_cast<NameLoc>(loc)) // a scan layer's (LayerLocations.h)
-    return describeLoc(named.getChildLoc());
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string d = describeLoc(inner); !d.empty())
-        return d;
-  return "";
+  auto file = loc->findInstanceOf<FileLineColLoc>();
+  if (!file)
+    return "";
+  llvm::StringRef name = file.getFilename().getValue();
+  // Paths relative to the stdlib or example folder are enough to find it.
+  size_t slash = name.rfind('/');
+  slash = slash == llvm::StringRef::npos ? 0 : name.rfind('/', slash - 1) + 1;
+  return llvm::formatv("{0}:{1}:{2}", name.substr(slash), file.getLine(), file.getColumn());
 }
 
 std::string shapeText(RankedTensorType type) {

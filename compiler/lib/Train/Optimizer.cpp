@@ -63,14 +63,23 @@ namespace {
 
 const TensorType kScalar{DType::F32, {}};
 
+/// The scan layer `param` is a slice of, if a scan stacks it (Flatten.cpp).
+std::optional<int64_t> scanLayerOf(const Graph &graph, unsigned param) {
+  const auto &attrs = graph.nodes[param].attrs;
+  auto layer = attrs.find("layer");
+  if (layer == attrs.end())
+    return std::nullopt;
+  return std::get<int64_t>(layer->second);
+}
+
 /// Marks the nodes from `begin` on as part `stage` of the scan layer that
 /// `param` is a slice of (nothing for a parameter that no scan stacks).
 void markLayer(Graph &graph, unsigned param, size_t begin, LayerStage stage) {
-  auto layer = graph.nodes[param].attrs.find("layer");
-  if (layer == graph.nodes[param].attrs.end())
+  std::optional<int64_t> layer = scanLayerOf(graph, param);
+  if (!layer)
     return;
   for (size_t id = begin; id < graph.nodes.size(); ++id) {
-    graph.nodes[id].layer = std::get<int64_t>(layer->second);
+    graph.nodes[id].layer = *layer;
     graph.nodes[id].stage = stage;
   }
 }
@@ -100,13 +109,13 @@ unsigned sumOverParameters(Graph &graph, const std::vector<unsigned> &params,
   };
   std::map<int64_t, std::optional<unsigned>> perLayer;
   for (auto [p, term] : llvm::zip(params, terms)) {
-    auto layer = graph.nodes[p].attrs.find("layer");
-    if (layer == graph.nodes[p].attrs.end()) {
+    std::optional<int64_t> layer = scanLayerOf(graph, p);
+    if (!layer) {
       add(start, term);
       continue;
     }
     size_t begin = graph.nodes.size();
-    add(perLayer[std::get<int64_t>(layer->second)], term);
+    add(perLayer[*layer], term);
     markLayer(graph, p, begin, LayerStage::check);
   }
   for (auto &[layer, partial] : perLayer)

@@ -101,10 +101,6 @@ using Attribute = std::variant<int64_t, double, std::string, std::vector<std::st
 
 struct Graph;
 
-/// One operation of the computation: a builtin (`matmul`, `relu`, ...), an
-/// operator (`add`, `neg`, `eq`, ...) or an internal op (Builtins.def). A
-/// `dropout` node's operands are x and its uniform numbers (an input, or in a
-/// scan body that input's slice).
 /// The parts of a scanned layer's computation (LayerLocations.h): its forward
 /// (Flatten.cpp), its backward with remat copies (Gradient.cpp), its
 /// parameters' gradients' contributions to the update's global checks (the
@@ -112,6 +108,10 @@ struct Graph;
 /// (Optimizer.cpp).
 enum class LayerStage { forward, backward, check, update };
 
+/// One operation of the computation: a builtin (`matmul`, `relu`, ...), an
+/// operator (`add`, `neg`, `eq`, ...) or an internal op (Builtins.def). A
+/// `dropout` node's operands are x and its uniform numbers (an input, or in a
+/// scan body that input's slice).
 struct Node {
   unsigned id = 0;
   OpKind op = OpKind::constant;
