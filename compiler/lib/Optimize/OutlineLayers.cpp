@@ -225,6 +225,11 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     func::ReturnOp::create(inside, fn.getLoc(), ValueRange(results));
     ++calls;
     share(module, fn, call);
+    // The originals of what the function copied, when nothing else reads
+    // them: a fill left here would still be bufferized and run.
+    for (Operation *op : llvm::reverse(cloned))
+      if (op->use_empty())
+        op->erase();
   }
 
   /// Calls `fn`, or an earlier layer function that prints like it; the

@@ -120,7 +120,9 @@ static void buildDeallocationPipeline(OpPassManager &pm) {
 }
 
 void shardc::buildBufferizePipeline(OpPassManager &pm) {
-  pm.addPass(createInlinerPass());
+  // No canonicalization inside the inliner: the step functions are inlined
+  // whole, and the canonicalizer after it does that work once.
+  pm.addPass(createInlinerPass({}, [](OpPassManager &) {}));
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
