@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Memory per rank: what `shardc --report` promises against what a run uses.
 
-For each model and layout: the report's total per rank (parameters and optimizer state
-twice, inputs, and the larger of the train and eval steps' planned arenas: what the
-runtime's memory check compares with the host), and the peak resident memory of the
-largest rank (VmHWM, from the run's summary) over a few synthetic training steps on 8
-local ranks, with their ratio. Models: W2 (examples/cnn), W4 (examples/gpt) and W7's
-GPT-2 small shape (examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor
-parallel rules where the example has them, and GPT-2 small under FSDP with every block
-recomputed (examples/gpt2/fsdp-remat.rules) and under tensor parallelism with 4
-microbatches (examples/gpt2/tp-microbatches.rules).
+For each model and layout: the report's total per rank (parameters and optimizer state,
+inputs, the larger of the train and eval steps' planned arenas, and the process itself:
+what a rank holds before the program's own memory, measured by `shardrt-calibrate
+--process-memory` when the runtime was built; what the runtime's memory check compares
+with the host), and the peak resident memory of the largest rank (VmHWM, from the run's
+summary) over a few synthetic training steps on 8 local ranks, with their ratio; beside
+them the run's own figure of the process before the program's memory (`at_start`).
+Models: W2 (examples/cnn), W4 (examples/gpt) and W7's GPT-2 small shape
+(examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor parallel rules
+where the example has them, and GPT-2 small under FSDP with every block recomputed
+(examples/gpt2/fsdp-remat.rules) and under tensor parallelism with 4 microbatches
+(examples/gpt2/tp-microbatches.rules).
 
     bench/memory/run.py            # every case (about 18 minutes on 2 cores)
     bench/memory/run.py --quick    # W2 and W4 only
@@ -98,6 +101,8 @@ def main():
                        "end_anonymous_mib": mib(resident["anonymous"]),
                        "end_file_mib": mib(resident["file"]),
                        "end_shared_mib": mib(resident["shared"]),
+                       "report_process_mib": mib(promised.get("process", 0)),
+                       "measured_at_start_mib": mib(resident["at_start"]),
                        "train_arena_mib": mib(promised.get("train_arena", 0)),
                        "eval_arena_mib": mib(promised.get("eval_arena", 0)),
                        "parameters_mib": mib(promised["parameters"]),

@@ -38,6 +38,8 @@ void _mlir_memref_to_llvm_free(void *pointer) { std::free(pointer); }
 void *shardrt_step_arena(int64_t bytes) {
   if (bytes < 0)
     shardrt::fatal("shardrt_step_arena: a step asked for %lld bytes", static_cast<long long>(bytes));
-  static shardrt::ScratchBuffer arena;
+  // The steps ask for two or three sizes: the mapping is the largest in whole huge
+  // pages, as shardc --report counts it, not twice a smaller one.
+  static shardrt::ScratchBuffer arena(/*doubles=*/false);
   return checked(arena.tryReserve(size_t(bytes)), size_t(bytes));
 }

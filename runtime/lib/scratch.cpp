@@ -26,7 +26,7 @@ std::byte *ScratchBuffer::tryReserve(size_t bytes) {
     return data_;
   // Doubling keeps a run of ever larger calls to O(log) growths; whole huge pages
   // because the kernel backs only aligned 2 MiB ranges with them.
-  size_t wanted = std::max(bytes, 2 * capacity_);
+  size_t wanted = doubles_ ? std::max(bytes, 2 * capacity_) : bytes;
   wanted = (wanted + kHugePage - 1) / kHugePage * kHugePage;
   release();
   void *memory = mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

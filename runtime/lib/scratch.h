@@ -15,7 +15,9 @@ namespace shardrt {
 
 class ScratchBuffer {
 public:
-  ScratchBuffer() = default;
+  /// `doubles`: grows to at least twice its size (for calls of ever new sizes);
+  /// otherwise to the size asked for, in whole huge pages.
+  explicit ScratchBuffer(bool doubles = true) : doubles_(doubles) {}
   ScratchBuffer(const ScratchBuffer &) = delete;
   ScratchBuffer &operator=(const ScratchBuffer &) = delete;
   ~ScratchBuffer() { release(); }
@@ -48,6 +50,7 @@ private:
 
   std::byte *data_ = nullptr;
   size_t capacity_ = 0;
+  bool doubles_;
 };
 
 /// The runtime's scratch buffer.

@@ -20,6 +20,13 @@
 //                          1 rank: latency 0, bandwidth null
 //   blas                   the BLAS the runtime computes with ("OpenBLAS Haswell, 1 thread")
 //
+// `shardrt-calibrate --process-memory` measures instead what a rank of a compiled program
+// holds before its own memory (what shardc --report adds to the program's figures as
+// "process"): {"ranks": N, "process_resident_bytes": B}, B the largest rank's resident
+// memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
+// collectives have run (MPI's buffers, the runtime's scratch at its first size), as a
+// compiled program's first step finds them. The build runs it (runtime/CMakeLists.txt).
+//
 // Every sample is the slowest rank's (a step waits for it): the ranks meet, a batch of calls
 // lasting at least a few tens of milliseconds, the most of the ranks' times. After one
 // untimed warm-up call, the median of up to 7 such batches (fewer when a batch is slow,
@@ -113,6 +120,22 @@ Fit fitRelative(const std::vector<std::pair<double, double>> &sentAndSeconds) {
   return fit;
 }
 
+/// The largest rank's resident bytes, set up as a compiled program is when its first
+/// step starts. Collective.
+int64_t processResidentBytes() {
+  if (!shardrt::claimBlasWorkBuffer())
+    return -1;
+  for (int64_t bytes : {int64_t(4) << 10, int64_t(1) << 20}) {
+    std::vector<float> buffer(bytes / int64_t(sizeof(float)), 1.0f);
+    shardrt_all_reduce_f32(/*all axes*/ 1, buffer.data(), buffer.data(), int64_t(buffer.size()),
+                           SHARDRT_SUM);
+  }
+  const shardrt::ResidentMemory memory = shardrt::residentMemory();
+  int64_t mine = memory.anonymous + memory.file + memory.shared, largest = 0;
+  MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return largest;
+}
+
 std::string number(double value) {
   if (!std::isfinite(value))
     return "null";
@@ -132,16 +155,23 @@ int usage(std::FILE *to, int status) {
         "(one BLAS thread per rank): the runtime's sgemm rate per rank (256^3 and 512^3),\n"
         "a streaming loop's rate, and shardrt_all_reduce_f32 over all N ranks at 4 KiB,\n"
         "64 KiB, 1 MiB and 8 MiB, fitted as latency + bytes sent / bandwidth. Prints one\n"
-        "JSON object on rank 0's stdout (what shardc tune's cost model reads).\n");
+        "JSON object on rank 0's stdout (what shardc tune's cost model reads).\n\n"
+        "--process-memory: prints instead what a rank holds before a compiled program's\n"
+        "own memory (MPI, the runtime, the libraries' code), as shardc --report counts it.\n");
   return status;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
+  bool processMemory = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))
       return usage(stdout, 0);
+    if (!std::strcmp(argv[i], "--process-memory")) {
+      processMemory = true;
+      continue;
+    }
     std::fprintf(stderr, "shardrt-calibrate: error: unknown argument '%s'\n", argv[i]);
     return usage(stderr, 2);
   }
@@ -154,6 +184,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   int64_t meshSize = ranks;
   shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
+  if (processMemory) {
+    const int64_t bytes = processResidentBytes();
+    if (shardrt_rank() == 0 && bytes >= 0)
+      std::printf("{\"ranks\": %d, \"process_resident_bytes\": %lld}\n", ranks, (long long)bytes);
+    shardrt_finalize();
+    MPI_Finalize();
+    return bytes >= 0 ? 0 : 1;
+  }
 
   std::string gemmSamples;
   double gemmHeadline = 0;

@@ -36,6 +36,8 @@
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -334,19 +336,40 @@ int64_t MemoryPerRank::stepArena() const {
   for (const auto &[role, bytes] : arenas)
     if (role != "grad")
       largest = std::max(largest, bytes);
-  return largest < 0 ? activationsAtPeak : largest;
+  if (largest < 0)
+    return activationsAtPeak;
+  // The runtime maps the arena in whole transparent huge pages
+  // (runtime/lib/scratch.cpp), all of each resident once touched.
+  constexpr int64_t hugePage = int64_t(2) << 20;
+  return addSaturating(largest, hugePage - 1) / hugePage * hugePage;
 }
 
 int64_t MemoryPerRank::total() const {
-  return addSaturating(addSaturating(parameters, optimizerState),
-                       addSaturating(inputs, stepArena()));
+  return addSaturating(addSaturating(addSaturating(parameters, optimizerState),
+                                     addSaturating(inputs, stepArena())),
+                       std::max<int64_t>(process, 0));
 }
 
 std::string shardc::describeTotal(const MemoryPerRank &memory) {
   return formatBytes(memory.parameters) + " of parameters and " +
          formatBytes(memory.optimizerState) + " of optimizer state, " +
          formatBytes(memory.inputs) + " of inputs, " + formatBytes(memory.stepArena()) +
-         (memory.arenas.empty() ? " of activations at the peak" : " of the larger step arena");
+         (memory.arenas.empty() ? " of activations at the peak"
+                                 : " of the larger step arena (in whole 2 MiB pages)") +
+         (memory.process < 0 ? "" : ", " + formatBytes(memory.process) + " of the process itself");
+}
+
+void shardc::addProcessMemory(StringRef runtimeDir, MemoryPerRank &memory) {
+  SmallString<128> path(runtimeDir);
+  llvm::sys::path::append(path, "shardrt-process.json");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return;
+  json measured = json::parse((*file)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
+  if (!measured.is_object() || !measured.value("process_resident_bytes", json()).is_number_integer())
+    return;
+  memory.process = measured["process_resident_bytes"].get<int64_t>();
+  memory.processRanks = measured.value("ranks", int64_t(0));
 }
 
 /// How many times `op` runs per call of `fn`: the product of the trip counts of
@@ -548,6 +571,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                  {"remat_flops", memory.rematFlops}};
     for (const auto &[role, bytes] : memory.arenas)
       report["memory_per_rank"][role + "_arena"] = bytes;
+    if (memory.process >= 0)
+      report["memory_per_rank"]["process"] = memory.process;
     json list = json::array();
     for (const Collective &c : collectives)
       list.push_back({{"kind", c.kind},
@@ -585,6 +610,14 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   for (const auto &[role, bytes] : memory.arenas)
     os << "  " << llvm::left_justify(role + " arena", 13) << llvm::right_justify(formatBytes(bytes), 12)
        << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
+  if (memory.process < 0)
+    os << "  process      not measured (shardrt-process.json beside libshardrt.so: "
+          "shardrt-calibrate --process-memory, which the build runs)\n";
+  else
+    os << "  process      " << llvm::right_justify(formatBytes(memory.process), 12)
+       << "  (a rank's own before the program's: MPI, the runtime, the libraries' code; "
+          "measured on "
+       << memory.processRanks << " ranks of this machine)\n";
   os << "  total        " << llvm::right_justify(formatBytes(memory.total()), 12) << "  ("
      << describeTotal(memory) << ")\n\n";
   if (memory.rematOps)

@@ -170,6 +170,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
       return false;
     addPlannedArenas(*lowered, memory);
   }
+  addProcessMemory(runtimeDir, memory);
   warnAboveMemoryLimit(memory, diags);
   if (reports || strict) {
     auto text = buildReport(*module, memory, report == ReportFormat::JSON, strict);

@@ -139,8 +139,8 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
   else
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
-                 "inputs, and the larger of the train and eval steps' planned arenas, as "
-                 "shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
+                 "inputs, the larger of the train and eval steps' planned arenas, and the "
+                 "process itself, as shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
                  "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,
@@ -239,7 +239,8 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
                         entries.grad,
                         rank,
                         {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
-                        out};
+                        out,
+                        residentMemory().peak};
   int status = options.mode == Mode::Evaluate         ? runEvaluation(program)
                : options.mode == Mode::Forward        ? runForward(program)
                : options.mode == Mode::CheckGradients ? runGradientCheck(program)

@@ -24,6 +24,7 @@ struct Program {
   int rank;
   Placement place;
   std::FILE *out; // where rank 0 writes the final JSON; nullptr on other ranks
+  int64_t residentAtStart; // this process's resident bytes before the program's own memory
 };
 
 /// Each returns the exit status, the same on every rank: errors that every rank sees

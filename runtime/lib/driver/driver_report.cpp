@@ -151,9 +151,10 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
                             const Checkpointer &checkpointer, int64_t nonFiniteSteps,
                             const EarlyStop &stop) {
   const ResidentMemory mine = residentMemory();
-  int64_t memory[4] = {mine.peak, mine.anonymous, mine.file, mine.shared};
+  int64_t memory[5] = {mine.peak, mine.anonymous, mine.file, mine.shared,
+                       program_.residentAtStart};
   watchedWorld("all_reduce of the resident memory", [&](MPI_Request *request) {
-    MPI_Iallreduce(MPI_IN_PLACE, memory, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
+    MPI_Iallreduce(MPI_IN_PLACE, memory, 5, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
   });
   if (!active_)
     return;
@@ -206,7 +207,8 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   resident.add("peak", integer(memory[0]))
       .add("anonymous", integer(memory[1]))
       .add("file", integer(memory[2]))
-      .add("shared", integer(memory[3]));
+      .add("shared", integer(memory[3]))
+      .add("at_start", integer(memory[4]));
   summary.add("resident_bytes_per_rank", resident.str());
   summary.add("config", program_.options.effective.dump());
   if (evaluated_) {

@@ -39,14 +39,26 @@ struct MemoryPerRank {
   /// (ops marked shardc.remat): 2 per multiply-add of a loop nest with a
   /// reduction, 1 per iteration of the others.
   int64_t stepFlops = 0, contractionFlops = 0, rematFlops = 0, rematOps = 0;
+  /// What a rank holds before the program's own memory (MPI, the runtime, the
+  /// libraries' code), as `shardrt-calibrate --process-memory` measured it on
+  /// `processRanks` ranks of this machine when the runtime was built; -1 when
+  /// not measured (addProcessMemory).
+  int64_t process = -1;
+  int64_t processRanks = 0;
   /// The larger of the train and eval steps' arenas (the runtime runs one at a
-  /// time; grad_step only to explain a failure), or the activations at the peak
-  /// before the module is lowered.
+  /// time; grad_step only to explain a failure) in whole 2 MiB pages, as the
+  /// runtime maps it, or the activations at the peak before the module is
+  /// lowered.
   int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
-  /// state (once: the step updates them in place), inputs, the step's arena.
+  /// state (once: the step updates them in place), inputs, the step's arena;
+  /// and the process itself, when measured.
   int64_t total() const;
 };
+/// Reads the process's own memory from `shardrt-process.json` beside
+/// libshardrt.so in `runtimeDir` (written when the runtime is built); leaves
+/// `memory.process` at -1 when the file is missing or holds no figure.
+void addProcessMemory(llvm::StringRef runtimeDir, MemoryPerRank &memory);
 /// What total() adds up, in words and sizes.
 std::string describeTotal(const MemoryPerRank &memory);
 MemoryPerRank memoryPerRank(mlir::ModuleOp module);
