@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev zlib1g-dev libzip-dev libstb-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev libopenblas0-openmp
+  libdnnl-dev              # bfloat16 matrix products (--matmul-precision bf16)
   dataset-fashion-mnist
   fortunes                 # W4's corpus (examples/gpt/make_corpus.py)
   python3 python3-numpy python3-pil

@@ -49,9 +49,12 @@ void restartWithOneBlasThread() {
   for (std::string &argument : arguments)
     argv.push_back(argument.data());
   argv.push_back(nullptr);
+  // oneDNN's bfloat16 matmul (bf16_matmul.h) takes its threads from OpenMP: one too.
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  setenv("OMP_NUM_THREADS", "1", 1);
   execv("/proc/self/exe", argv.data());
   unsetenv("OPENBLAS_NUM_THREADS");
+  unsetenv("OMP_NUM_THREADS");
 }
 
 int64_t blasWorkBufferBytes() {

@@ -18,8 +18,9 @@ void keepFreedMemory();
 /// MPI_Init's fork, which waits for those threads. The driver computes with one BLAS
 /// thread per rank anyway, so when the environment sets no thread count this starts
 /// the program again (execv, the arguments of /proc/self/cmdline) with
-/// OPENBLAS_NUM_THREADS=1, and no worker is started. Returns only when the environment
-/// already set one (or the restart failed). Call it first thing in main.
+/// OPENBLAS_NUM_THREADS=1 (and OMP_NUM_THREADS=1, for oneDNN), and no worker is
+/// started. Returns only when the environment already set one (or the restart failed).
+/// Call it first thing in main.
 void restartWithOneBlasThread();
 
 /// Has OpenBLAS allocate its work buffer now, while the address space has room for

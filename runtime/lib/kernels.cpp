@@ -1,5 +1,6 @@
 // Dense f32 kernels for linalg ops that lower-to-kernels (compiler/lib/Conversion)
-// replaces: matmul and the three 2-D convolutions of a training step, all on OpenBLAS.
+// replaces: matmul and the three 2-D convolutions of a training step, all on OpenBLAS
+// (or, with `--matmul-precision bf16`, on oneDNN's bfloat16 matmul: bf16_matmul.h).
 //
 // A convolution is sgemm on an im2col matrix: row (n, oh, ow) holds the input
 // window that output position reads, laid out (kh, kw, c) like the kernel's leading
@@ -12,6 +13,7 @@
 // it back from cache rather than memory; the matrices live in the runtime's scratch
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
+#include "bf16_matmul.h"
 #include "mesh.h"
 #include "scratch.h"
 
@@ -64,6 +66,8 @@ void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_
         std::memset(c + i * ldc, 0, n * sizeof(float));
     return;
   }
+  if (matmulInBf16())
+    return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
 }

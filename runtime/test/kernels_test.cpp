@@ -23,13 +23,39 @@ namespace {
 
 int checks = 0, failures = 0;
 std::mt19937 rng(42);
+// The bfloat16 pass (shardrt_set_matmul_precision_bf16): inputs drawn exactly
+// representable in bfloat16, so that the f32 definitions still give the products.
+bool bf16Inputs = false;
+
+/// `x` rounded to the nearest bfloat16, ties to even.
+float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1)) & 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
 
 std::vector<float> randomVector(int64_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
   for (float &x : v)
-    x = dist(rng);
+    x = bf16Inputs ? roundToBf16(dist(rng)) : dist(rng);
   return v;
+}
+
+/// In bfloat16 a 1 x 1 x 2 product rounds each operand to nearest, ties to even:
+/// 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-8 (a tie) to 1 + 2^-6, 1 + 2^-7 + 2^-9 to 1 + 2^-7.
+void checkBf16Rounding() {
+  ++checks;
+  const float a[2] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f}, b[2] = {1.0f, 1.0f + 0x1p-7f + 0x1p-9f};
+  float c = 0;
+  shardrt_matmul_f32(0, 0, 0, 1, 1, 2, 2, 1, 1, a, b, &c);
+  const float want = 1.0f * 1.0f + (1.0f + 0x1p-6f) * (1.0f + 0x1p-7f);
+  if (c != want) {
+    ++failures;
+    std::fprintf(stderr, "FAILED: bfloat16 rounding: %.9g, expected %.9g\n", c, want);
+  }
 }
 
 /// got[i] == want[i] up to float rounding of sums of `terms` products of size <= 1.
@@ -279,9 +305,7 @@ void checkStepArena() {
   }
 }
 
-} // namespace
-
-int main() {
+void checkProducts() {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       checkMatmul(7, 5, 3, ta, tb);
@@ -316,6 +340,20 @@ int main() {
   checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
   std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
               "non-square, chunked, empty; accumulating and overwriting)\n");
+}
+
+} // namespace
+
+int main() {
+  checkProducts();
+  // The same in bfloat16 (oneDNN), and its rounding.
+  shardrt_set_matmul_precision_bf16(1);
+  bf16Inputs = true;
+  checkProducts();
+  checkBf16Rounding();
+  std::printf("kernels: the same in bfloat16 (rounding to nearest, ties to even)\n");
+  shardrt_set_matmul_precision_bf16(0);
+  bf16Inputs = false;
 
   checkMemrefCopies();
   std::printf("kernels: memrefCopy checked (rank 0 to 4, strided and transposed, empty)\n");

@@ -132,6 +132,11 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
 /* Each kernel accumulates into its output (`accumulate` != 0) or overwrites it (0: the
  * output's previous contents are never read, lower-to-kernels' replacement of a zero fill). */
 
+/* From now on every kernel's matrix products round their operands to bfloat16 and
+ * accumulate in f32 (oneDNN's matmul), or (0) compute in f32 on OpenBLAS, the default.
+ * The driver's --matmul-precision sets it. */
+void shardrt_set_matmul_precision_bf16(int32_t enabled);
+
 /* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b),
  * each row-major with its leading dimension (the distance between its rows' starts:
  * lda >= K for [M,K], ldc >= N, ...), so that a matrix can be a strided view of a larger

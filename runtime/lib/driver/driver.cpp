@@ -19,6 +19,7 @@
 #include "driver_modes.h"
 #include "driver_page.h"
 #include "driver_output.h"
+#include "../bf16_matmul.h"
 #include "../host.h"
 #include "../mesh.h"
 #include "../watchdog.h"
@@ -216,6 +217,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   shardrt_init(&argc, &argv, static_cast<int>(manifest.axisSizes.size()), manifest.axisSizes.data(),
                axisNames.data());
   setCollectiveTimeout(options.collectiveTimeout);
+  setMatmulInBf16(options.matmulBf16);
   if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;

@@ -278,6 +278,15 @@ const Flag kFlags[] = {
        o.collectiveTimeout = parseReal(flag, v, false);
      },
      [](const DriverOptions &o) { return json(o.collectiveTimeout); }},
+    {"--matmul-precision", "f32|bf16", Kind::Text, true,
+     "bf16: every matrix product (matmuls, convolutions) rounds its operands to bfloat16 "
+     "and accumulates in f32 (oneDNN); f32 (the default): in f32 (OpenBLAS)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       if (v != "f32" && v != "bf16")
+         throw UsageError(std::string(flag) + " is f32 or bf16, not '" + v + "'");
+       o.matmulBf16 = v == "bf16";
+     },
+     [](const DriverOptions &o) { return json(o.matmulBf16 ? "bf16" : "f32"); }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

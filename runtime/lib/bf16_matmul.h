@@ -1,0 +1,27 @@
+// Matrix products in bfloat16: every sgemm of the dense kernels (kernels.cpp) when the
+// run asks for it (`--matmul-precision bf16`), as JAX's
+// jax_default_matmul_precision='bfloat16' and PyTorch's bf16 autocast of matmuls do:
+// each operand's elements rounded to bfloat16 (to nearest, ties to even), the products
+// accumulated in f32 into an f32 output, by oneDNN's matmul. Tensors stay f32 in
+// memory; only the products lose precision.
+#ifndef SHARDRT_LIB_BF16_MATMUL_H
+#define SHARDRT_LIB_BF16_MATMUL_H
+
+#include <cstdint>
+
+namespace shardrt {
+
+/// Whether sgemm computes in bfloat16 from now on. oneDNN takes its threads from
+/// OpenMP: a compiled program runs it on one (restartWithOneBlasThread, host.h).
+void setMatmulInBf16(bool enabled);
+bool matmulInBf16();
+
+/// c[m, n] = op(a) op(b) (+ c when accumulating) as kernels.cpp's sgemm, in bfloat16:
+/// a is [m, k] ([k, m] if transA) with leading dimension lda, b [k, n] ([n, k] if
+/// transB) with ldb, c [m, n] with ldc; m, n, k > 0.
+void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_BF16_MATMUL_H
