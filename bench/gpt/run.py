@@ -4,12 +4,16 @@
 Speed (default): tokens per second of a training step at global batch 32 x 128 bytes --
 shardc's executable for examples/gpt/gpt.shard under bench/train/data2.rules on 2 ranks,
 against PyTorch in its best configuration on the same 2 cores (DDP over gloo, 2 processes
-x 1 thread, and 1 process x 2 threads; the environment of shared/anchors/README.md). Each
-side runs a short and a long run; the marginal time per step, (long - short) / (steps
-between), leaves out start-up. Repetitions are interleaved; medians.
+x 1 thread, and 1 process x 2 threads; the environment of shared/anchors/README.md); and
+the same in bfloat16: shardc's executable with --matmul-precision bf16 (every matrix
+product in bf16 with f32 accumulation, oneDNN) against PyTorch under bf16 autocast
+(torch.autocast("cpu", torch.bfloat16) around the forward pass and the loss, both
+configurations). Each side runs a short and a long run; the marginal time per step,
+(long - short) / (steps between), leaves out start-up. Repetitions are interleaved;
+medians.
 
 Quality (--train): both sides train the 2000 steps of examples/gpt/run.json and report
-the validation loss in bits per byte. PyTorch runs the same model (sizes, pre-norm, no
+the validation loss in bits per byte; shardc also with --matmul-precision bf16. PyTorch runs the same model (sizes, pre-norm, no
 biases in the projections, gelu's tanh form, dropout 0.1 on both branches, initial
 distributions), the same recipe (AdamW lr 1e-3, b2 0.99, weight decay 0.1 on every
 parameter, linear warmup over 100 updates from 0 then cosine to 1e-4 at update 2000,
@@ -152,7 +156,8 @@ def worker(args):
     def step(s):
         x, y = batch(s)
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
@@ -195,9 +200,10 @@ def worker(args):
         print(tb.RESULT_TAG + json.dumps(result), flush=True)
 
 
-def run_torch(world, threads, steps, warmup, seed, evaluate=False):
+def run_torch(world, threads, steps, warmup, seed, evaluate=False, bf16=False):
+    extra = (["--evaluate"] if evaluate else []) + (["--bf16"] if bf16 else [])
     return tb.run_torch("gpt", world, threads, steps, seed, warmup=warmup, timeout=14400,
-                        script=__file__, extra=["--evaluate"] if evaluate else [])
+                        script=__file__, extra=extra)
 
 
 # --------------------------------------------------------------------------------------
@@ -217,6 +223,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker", choices=["gpt"], help=argparse.SUPPRESS)
     ap.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--bf16", action="store_true", help=argparse.SUPPRESS)
     for flag in ("--rank", "--world", "--port", "--threads", "--steps", "--warmup", "--batch"):
         ap.add_argument(flag, type=int, default=1 if flag in ("--world", "--threads") else 0,
                         help=argparse.SUPPRESS)
@@ -255,6 +262,9 @@ def main():
     if args.train:
         log(f"shardc: {TRAIN_STEPS} steps with evaluation")
         s = tb.run_shardc(prog, 2, shardc_args + ["--steps", str(TRAIN_STEPS)], TRAIN_STEPS, timeout=14400)
+        log("shardc, --matmul-precision bf16: the same")
+        s16 = tb.run_shardc(prog, 2, shardc_args + ["--steps", str(TRAIN_STEPS), "--matmul-precision", "bf16"],
+                            TRAIN_STEPS, timeout=14400)
         log("PyTorch (1 process x 2 threads): the same")
         t = run_torch(1, 2, TRAIN_STEPS, 0, args.seed, evaluate=True)
         bpb = s["eval"]["bits_per_byte"]
@@ -262,27 +272,40 @@ def main():
             "steps": TRAIN_STEPS,
             "shardc": {"validation_bits_per_byte": bpb, "validation_loss": s["eval"]["loss"],
                        "train_seconds": s["train_seconds"]},
+            "shardc_bf16_matmul": {"validation_bits_per_byte": s16["eval"]["bits_per_byte"],
+                                   "validation_loss": s16["eval"]["loss"],
+                                   "train_seconds": s16["train_seconds"]},
             "pytorch": {k: t[k] for k in ("validation_bits_per_byte", "validation_loss", "seconds")},
             "bits_per_byte_relative_difference": bpb / t["validation_bits_per_byte"] - 1,
+            "bf16_bits_per_byte_relative_to_f32": s16["eval"]["bits_per_byte"] / bpb - 1,
         }
     else:
-        samples = {"shardc": [], "pytorch/ddp_2x1": [], "pytorch/threads_1x2": []}
+        torch_runs = (("pytorch/ddp_2x1", 2, 1), ("pytorch/threads_1x2", 1, 2))
+        samples = {k: [] for k in ("shardc", "shardc/bf16_matmul")}
+        samples.update({k + suffix: [] for k, _, _ in torch_runs for suffix in ("", "/bf16_autocast")})
         for rep in range(reps):
             log(f"rep {rep + 1}/{reps}")
-            a = tb.run_shardc(prog, 2, shardc_args + ["--no-eval", "--steps", str(short)], short)
-            b = tb.run_shardc(prog, 2, shardc_args + ["--no-eval", "--steps", str(full)], full)
-            samples["shardc"].append(marginal(a["train_seconds"], b["train_seconds"], short, full))
-            for key, world, threads in (("pytorch/ddp_2x1", 2, 1), ("pytorch/threads_1x2", 1, 2)):
-                r = run_torch(world, threads, full - short, short, args.seed)
-                samples[key].append(r["seconds"] / r["steps"])
+            for key, precision in (("shardc", "f32"), ("shardc/bf16_matmul", "bf16")):
+                run = shardc_args + ["--no-eval", "--matmul-precision", precision]
+                a = tb.run_shardc(prog, 2, run + ["--steps", str(short)], short)
+                b = tb.run_shardc(prog, 2, run + ["--steps", str(full)], full)
+                samples[key].append(marginal(a["train_seconds"], b["train_seconds"], short, full))
+            for key, world, threads in torch_runs:
+                for suffix, bf16 in (("", False), ("/bf16_autocast", True)):
+                    r = run_torch(world, threads, full - short, short, args.seed, bf16=bf16)
+                    samples[key + suffix].append(r["seconds"] / r["steps"])
         med = {k: tb.median(v) for k, v in samples.items()}
-        best = min(("pytorch/ddp_2x1", "pytorch/threads_1x2"), key=lambda k: med[k])
+        best = min((k for k, _, _ in torch_runs), key=lambda k: med[k])
+        best16 = min((k + "/bf16_autocast" for k, _, _ in torch_runs), key=lambda k: med[k])
         out["speed"] = {
             "steps_timed": full - short, "reps": reps,
             **{k: {"seconds_per_step": med[k], "tokens_per_second": BATCH * CTX / med[k],
                    "samples": v} for k, v in samples.items()},
             "pytorch_best": best,
+            "pytorch_best_bf16": best16,
             "ratio_shardc_time_over_pytorch_best": med["shardc"] / med[best],
+            "ratio_shardc_bf16_time_over_pytorch_best": med["shardc/bf16_matmul"] / med[best],
+            "ratio_shardc_bf16_time_over_pytorch_best_bf16": med["shardc/bf16_matmul"] / med[best16],
         }
     out["machine"]["loadavg_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))

@@ -57,6 +57,11 @@ inline PhiloxCounter philoxBlock(uint64_t seed, uint64_t pathHash, uint64_t inde
 /// Uniform in [0, 1): the top 24 bits of the first word, exactly representable in f32.
 inline float uniform01(const PhiloxCounter &block) { return float(block[0] >> 8) * 0x1p-24f; }
 
+/// uniform01 of elements [first, first + n) of the tensor whose path hashes to
+/// `pathHash`, into `out`: one philoxBlock per element, vectorized (prng.cpp). What a
+/// step's dropout masks are drawn with.
+void uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
+
 /// Standard normal by Box-Muller (cosine branch), in double: u1 in (0, 1] from words 0
 /// and 1 (never 0, so the log is finite), u2 in [0, 1) from words 2 and 3.
 inline double normal01(const PhiloxCounter &block) {

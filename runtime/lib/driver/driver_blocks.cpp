@@ -77,13 +77,13 @@ void fillInput(const Block &block, uint64_t seed) {
   const uint64_t key = fnv1a64(path.c_str());
   forEachRow(region.global, region.local, region.offset,
              [&](int64_t localStart, int64_t globalStart, int64_t n) {
+               if (spec.fill == FillKind::Uniform)
+                 return uniformRun(seed, key, uint64_t(globalStart), n,
+                                   block.floats() + localStart);
                for (int64_t j = 0; j < n; ++j) {
                  float u = uniform01(philoxBlock(seed, key, uint64_t(globalStart + j)));
-                 if (spec.fill == FillKind::Uniform)
-                   block.floats()[localStart + j] = u;
-                 else
-                   static_cast<int32_t *>(block.data())[localStart + j] =
-                       int32_t(double(u) * double(spec.high));
+                 static_cast<int32_t *>(block.data())[localStart + j] =
+                     int32_t(double(u) * double(spec.high));
                }
              });
 }
