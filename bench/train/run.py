@@ -11,6 +11,8 @@ Measures, in one run with interleaved repetitions (the machine is noisy; medians
       256, the same PyTorch configurations against examples/mlp/mlp.shard (batch 8) and
       bench/train/mlp_b256.shard (batch 256) under data2.rules and model2.rules (tensor
       parallel), the faster of the two compared;
+  each of shardc's runs in f32 and again with --matmul-precision bf16 (every matrix product
+  in bfloat16, f32 accumulation), reported side by side ("shardc", "shardc_bf16");
   compile time of every example to an executable under its first rules file.
 
 PyTorch runs in the best configuration of shared/anchors/README.md: /usr/bin/python3 with
@@ -60,6 +62,13 @@ SGEMM_PEAK_FLOPS_2CORES = 393e9
 # The rules files shardc runs each workload under (bench/train/*.rules); the fastest is
 # compared with PyTorch.
 LAYOUTS = {"w2": ["data2"], "w1": ["data2", "model2"]}
+# shardc's executables run in f32 and with every matrix product in bfloat16
+# (--matmul-precision bf16); each precision is reported on its own, beside the other.
+PRECISIONS = ("f32", "bf16")
+
+
+def shardc_side(precision):
+    return "shardc" if precision == "f32" else "shardc_" + precision
 # Every example, compiled under its first rules file for the compile times.
 EXAMPLES = [("mlp", "mlp.shard", "dp.rules"), ("cnn", "cnn.shard", "dp.rules"),
             ("mnist-mlp", "mlp.shard", "dp.rules"), ("catsdogs", "cnn.shard", "dp.rules"),
@@ -518,9 +527,11 @@ def main():
             w2_run_args = (["--config", os.path.join(REPO, "examples", "cnn", "run.json")] +
                            (["--steps", str(w2_steps)] if args.quick else ["--epochs", "1"]))
             for layout in LAYOUTS["w2"]:
-                measurements.append((f"w2/shardc/{layout}", lambda l=layout: run_shardc(
-                    progs[("w2", l)][0], 2, w2_run_args + ["--seed", str(args.seed), "--no-eval"],
-                    w2_steps)))
+                for precision in PRECISIONS:
+                    measurements.append((f"w2/{shardc_side(precision)}/{layout}",
+                                         lambda l=layout, p=precision: run_shardc(
+                        progs[("w2", l)][0], 2, w2_run_args + ["--seed", str(args.seed), "--no-eval",
+                                                               "--matmul-precision", p], w2_steps)))
     if do_w1:
         for batch, steps, warmup in w1_cases:
             measurements.append((f"w1_b{batch}/pytorch/ddp_2x1",
@@ -528,10 +539,11 @@ def main():
             measurements.append((f"w1_b{batch}/pytorch/threads_1x2",
                                  lambda b=batch, s=steps, w=warmup: run_torch("w1", 1, 2, s, args.seed, b, w)))
             if use_shardc:
-                def shardc_w1(b=batch, s=steps, w=warmup, layout="data2"):
+                def shardc_w1(b=batch, s=steps, w=warmup, layout="data2", precision="f32"):
                     prog = progs[(f"w1_b{b}", layout)][0]
                     # W1 reads no dataset: synthetic inputs, as PyTorch's side has.
-                    common = ["--synthetic", "--seed", str(args.seed), "--no-eval"]
+                    common = ["--synthetic", "--seed", str(args.seed), "--no-eval",
+                              "--matmul-precision", precision]
                     # The short run is the warm-up (page cache, first-touch, MPI start-up);
                     # it also gives a marginal per-step time without start-up costs.
                     short = run_shardc(prog, 2, ["--steps", str(w)] + common, w)
@@ -539,8 +551,10 @@ def main():
                     full["warmup_run"] = short
                     return full
                 for layout in LAYOUTS["w1"]:
-                    measurements.append((f"w1_b{batch}/shardc/{layout}",
-                                         lambda f=shardc_w1, l=layout: f(layout=l)))
+                    for precision in PRECISIONS:
+                        measurements.append((f"w1_b{batch}/{shardc_side(precision)}/{layout}",
+                                             lambda f=shardc_w1, l=layout, p=precision:
+                                             f(layout=l, precision=p)))
 
     samples = {k: [] for k, _ in measurements}
     load_before = os.getloadavg()
@@ -609,56 +623,58 @@ def main():
               f"--quick: {w2_steps} steps measured, seconds_per_epoch extrapolated to "
               f"{W2_STEPS_PER_EPOCH} steps",
               "pytorch": pytorch_block("w2", per_step_ms=False)}
-        layouts = {}
-        for layout in LAYOUTS["w2"]:
-            ss = samples.get(f"w2/shardc/{layout}")
-            if not ss:
-                continue
-            vals = [s["train_seconds"] * W2_STEPS_PER_EPOCH / s["bench_steps"] for s in ss]
-            layouts[layout] = {
-                "seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
-                "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
-                "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
-                "fraction_of_sgemm_peak": round(W2_FLOP_PER_EPOCH / SGEMM_PEAK_FLOPS_2CORES /
-                                                median(vals), 3),
-                "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
-                "compile_seconds": round(progs[("w2", layout)][1], 2),
-                "final_train_loss": ss[-1].get("final_train_loss")}
-        w2["shardc"] = best_layout(layouts, "seconds_per_epoch")
-        w2["ratio_shardc_over_pytorch_best"] = (
-            w2["shardc"]["best_seconds_per_epoch"] / w2["pytorch"]["best_seconds_per_epoch"]
-            if w2["shardc"] else None)
+        for side in map(shardc_side, PRECISIONS):
+            layouts = {}
+            for layout in LAYOUTS["w2"]:
+                ss = samples.get(f"w2/{side}/{layout}")
+                if not ss:
+                    continue
+                vals = [s["train_seconds"] * W2_STEPS_PER_EPOCH / s["bench_steps"] for s in ss]
+                layouts[layout] = {
+                    "seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
+                    "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                    "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
+                    "fraction_of_sgemm_peak": round(W2_FLOP_PER_EPOCH / SGEMM_PEAK_FLOPS_2CORES /
+                                                    median(vals), 3),
+                    "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                    "compile_seconds": round(progs[("w2", layout)][1], 2),
+                    "final_train_loss": ss[-1].get("final_train_loss")}
+            w2[side] = best_layout(layouts, "seconds_per_epoch")
+            w2[f"ratio_{side}_over_pytorch_best"] = (
+                w2[side]["best_seconds_per_epoch"] / w2["pytorch"]["best_seconds_per_epoch"]
+                if w2[side] else None)
         out["w2"] = w2
 
     if do_w1:
         for batch, steps, warmup in w1_cases:
             key = f"w1_b{batch}"
             blk = {"batch": batch, "pytorch": pytorch_block(key, per_step_ms=True)}
-            layouts = {}
-            for layout in LAYOUTS["w1"]:
-                ss = samples.get(f"{key}/shardc/{layout}")
-                if not ss:
-                    continue
-                vals = [1e3 * s["train_seconds"] / s["bench_steps"] for s in ss]
-                marg = []
-                for s in ss:
-                    w = s["warmup_run"]
-                    if s["bench_steps"] > w["bench_steps"]:
-                        marg.append(1e3 * (s["train_seconds"] - w["train_seconds"]) /
-                                    (s["bench_steps"] - w["bench_steps"]))
-                layouts[layout] = {
-                    "ms_per_step": median(vals), "min": min(vals), "samples": vals,
-                    "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
-                    "ms_per_step_marginal": median(marg),
-                    "marginal_note": "(train_seconds of the --steps N run minus the "
-                                     "warm-up run's) / (N - warm-up steps)",
-                    "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
-                    "compile_seconds": round(progs[(key, layout)][1], 2),
-                    "final_train_loss": ss[-1].get("final_train_loss")}
-            blk["shardc"] = best_layout(layouts, "ms_per_step")
-            blk["ratio_shardc_over_pytorch_best"] = (
-                blk["shardc"]["best_ms_per_step"] / blk["pytorch"]["best_ms_per_step"]
-                if blk["shardc"] else None)
+            for side in map(shardc_side, PRECISIONS):
+                layouts = {}
+                for layout in LAYOUTS["w1"]:
+                    ss = samples.get(f"{key}/{side}/{layout}")
+                    if not ss:
+                        continue
+                    vals = [1e3 * s["train_seconds"] / s["bench_steps"] for s in ss]
+                    marg = []
+                    for s in ss:
+                        w = s["warmup_run"]
+                        if s["bench_steps"] > w["bench_steps"]:
+                            marg.append(1e3 * (s["train_seconds"] - w["train_seconds"]) /
+                                        (s["bench_steps"] - w["bench_steps"]))
+                    layouts[layout] = {
+                        "ms_per_step": median(vals), "min": min(vals), "samples": vals,
+                        "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                        "ms_per_step_marginal": median(marg),
+                        "marginal_note": "(train_seconds of the --steps N run minus the "
+                                         "warm-up run's) / (N - warm-up steps)",
+                        "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                        "compile_seconds": round(progs[(key, layout)][1], 2),
+                        "final_train_loss": ss[-1].get("final_train_loss")}
+                blk[side] = best_layout(layouts, "ms_per_step")
+                blk[f"ratio_{side}_over_pytorch_best"] = (
+                    blk[side]["best_ms_per_step"] / blk["pytorch"]["best_ms_per_step"]
+                    if blk[side] else None)
             out[key] = blk
 
     if compile_seconds:
