@@ -53,14 +53,6 @@ void convert(Dnnl &state, const float *in, int64_t rows, int64_t cols, int64_t l
   found->second.execute(state.stream, fromMem, toMem);
 }
 
-} // namespace
-
-void setMatmulInBf16(bool enabled) { inBf16 = enabled; }
-
-bool matmulInBf16() { return inBf16; }
-
-namespace {
-
 void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
   using dnnl::memory;
@@ -102,6 +94,10 @@ void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, in
 }
 
 } // namespace
+
+void setMatmulInBf16(bool enabled) { inBf16 = enabled; }
+
+bool matmulInBf16() { return inBf16; }
 
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {

@@ -1,6 +1,9 @@
-// The scratch buffer: mmap'd, huge-page backed, grown geometrically, never shrunk.
+// The scratch buffer: mmap'd, huge-page backed, grown (geometrically, or to the size
+// asked), never shrunk.
 #include "scratch.h"
 #include "mesh.h"
+
+#include "shardrt/huge_pages.h"
 
 #include <sys/mman.h>
 
@@ -9,10 +12,6 @@
 #include <cstring>
 
 namespace shardrt {
-
-namespace {
-constexpr size_t kHugePage = size_t(2) << 20;
-} // namespace
 
 std::byte *ScratchBuffer::reserve(size_t bytes) {
   std::byte *memory = tryReserve(bytes);
@@ -27,7 +26,7 @@ std::byte *ScratchBuffer::tryReserve(size_t bytes) {
   // Doubling keeps a run of ever larger calls to O(log) growths; whole huge pages
   // because the kernel backs only aligned 2 MiB ranges with them.
   size_t wanted = doubles_ ? std::max(bytes, 2 * capacity_) : bytes;
-  wanted = (wanted + kHugePage - 1) / kHugePage * kHugePage;
+  wanted = size_t(inHugePages(int64_t(wanted)));
   release();
   void *memory = mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED)

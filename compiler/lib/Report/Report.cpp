@@ -26,6 +26,7 @@
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Sema/TypedPrinter.h"
 #include "shardc/Sema/TypedProgram.h"
+#include "shardrt/huge_pages.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -336,12 +337,7 @@ int64_t MemoryPerRank::stepArena() const {
   for (const auto &[role, bytes] : arenas)
     if (role != "grad")
       largest = std::max(largest, bytes);
-  if (largest < 0)
-    return activationsAtPeak;
-  // The runtime maps the arena in whole transparent huge pages
-  // (runtime/lib/scratch.cpp), all of each resident once touched.
-  constexpr int64_t hugePage = int64_t(2) << 20;
-  return addSaturating(largest, hugePage - 1) / hugePage * hugePage;
+  return largest < 0 ? activationsAtPeak : shardrt::inHugePages(largest);
 }
 
 int64_t MemoryPerRank::total() const {
