@@ -168,6 +168,10 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          out (malloc's null pointer would be a segfault)
 //   shardc-expand-tanh     tanh (gelu's) as exp: libm's tanhf goes through
 //                          expm1f, 16 % of W4's step against 2 % for expf
+//   convert-math-to-llvm   before convert-math-to-libm: exp, log, pow, sqrt as
+//                          LLVM intrinsics, which the loop vectorizer calls
+//                          glibc's vector math (libmvec) for (EmitExecutable);
+//                          libm's functions only for what has no intrinsic
 void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
                                       const LowerToLLVMPipelineOptions &options) {
   buildBufferizePipeline(pm);
@@ -184,8 +188,8 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createExpandTanhPass());
-  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   ConvertFuncToLLVMPassOptions funcToLLVM;
