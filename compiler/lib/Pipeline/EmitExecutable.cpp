@@ -25,6 +25,7 @@
 #include "llvm/Transforms/IPO/LoopExtractor.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -106,7 +107,7 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
 
 /// LLVM's -O2 for `machine`, with glibc's vector math library (libmvec) known to the
 /// loop vectorizer: a loop of `llvm.exp` (softmax, gelu's tanh, the loss) then calls
-/// _ZGVdN8v_expf on 8 elements at a time instead of libm's expf on one. Measured on
+/// _ZGVeN16v_expf (or _ZGVdN8v_expf) on 16 (8) elements at a time instead of libm's expf on one. Measured on
 /// W4's step: scalar expf was 12 % of it.
 static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
   llvm::LoopAnalysisManager lam;
@@ -118,6 +119,15 @@ static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
   tuning.LoopVectorization = tuning.SLPVectorization = true;
   llvm::PassBuilder builder(machine, tuning);
   llvm::TargetLibraryInfoImpl libraries(machine->getTargetTriple(), llvm::VectorLibrary::LIBMVEC);
+  // LLVM's libmvec table stops at AVX2's 8 lanes; glibc also has AVX-512's 16.
+  if (machine->getMCSubtargetInfo()->checkFeatures("+avx512f")) {
+    static const llvm::VecDesc avx512[] = {
+        {"llvm.exp.f32", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false,
+         "_ZGV_LLVM_N16v", std::nullopt},
+        {"llvm.log.f32", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16), false,
+         "_ZGV_LLVM_N16v", std::nullopt}};
+    libraries.addVectorizableFunctions(avx512);
+  }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(libraries); });
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);

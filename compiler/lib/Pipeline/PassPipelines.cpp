@@ -158,6 +158,8 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          every layer) and before the loops: one function
 //                          per distinct op, so that a block's kernels are
 //                          lowered and compiled once whatever the depth
+//   shardc-reassociate-reductions  before the loops: LLVM vectorizes a
+//                          reduction's loop only if its add may be reordered
 //   convert-linalg-to-loops .. reconcile   the standard path to LLVM; the
 //                          second lower-affine takes the affine.apply that
 //                          expand-strided-metadata makes for a subview at a
@@ -179,6 +181,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createLowerToKernelsPass());
   pm.addPass(createPlanBuffersPass());
   pm.addPass(createOutlineKernelsPass());
+  pm.addPass(createReassociateReductionsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

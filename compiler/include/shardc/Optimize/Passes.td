@@ -319,4 +319,21 @@ def ExpandTanhPass : Pass<"shardc-expand-tanh", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
+def ReassociateReductionsPass : Pass<"shardc-reassociate-reductions", "::mlir::ModuleOp"> {
+  let summary = "Let the float sums and products that a linalg.generic "
+                "accumulates over its reduction loops be reassociated";
+  let description = [{
+    A reduction's loop adds into its output element one term at a time; LLVM
+    may only vectorize that loop (partial sums in vector lanes, added at the
+    end) when the add carries the `reassoc` fast-math flag. Without it, the
+    row sums of layer norm, softmax and their gradients ran one float per
+    instruction: 7 % of W4's step in bf16. This pass puts `reassoc` on the op
+    that folds a term into the accumulator (`acc + term`, `acc * term`) of
+    every linalg.generic with a reduction loop, and on no other op: the terms
+    are computed as written, only their order of summation may change, as
+    it already does when a reduced axis is split over ranks.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // SHARDC_OPTIMIZE_PASSES
