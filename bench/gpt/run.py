@@ -12,6 +12,10 @@ configurations). Each side runs a short and a long run; the marginal time per st
 (long - short) / (steps between), leaves out start-up. Repetitions are interleaved;
 medians.
 
+--size gpt2-small measures the same at GPT-2 small's shape instead (examples/gpt2/
+gpt2-small.shard: 12 blocks of 12 heads of 64, embed 768, MLP 3072, context 256, global
+batch 16; 85 M parameters), with fewer steps per run (a step takes seconds).
+
 Quality (--train): both sides train the 2000 steps of examples/gpt/run.json and report
 the validation loss in bits per byte; shardc also with --matmul-precision bf16. PyTorch runs the same model (sizes, pre-norm, no
 biases in the projections, gelu's tanh form, dropout 0.1 on both branches, initial
@@ -23,6 +27,7 @@ the first 90 % train, shuffled every epoch; its own random numbers).
     bench/gpt/run.py                  # speed, 3 repetitions (several minutes)
     bench/gpt/run.py --train          # quality: both trainings (about an hour each here)
     bench/gpt/run.py --quick          # smoke test
+    bench/gpt/run.py --size gpt2-small --reps 3   # GPT-2 small's shape (about 15 minutes)
 
 Prints ONE JSON object on stdout; progress goes to stderr. Sets itself up: Debian's
 python3-torch, libtcmalloc-minimal4 and libopenblas0-openmp (installed when run as root,
@@ -43,14 +48,29 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CORPUS = os.path.join(REPO, "build", "fortunes.txt")
-MODEL = os.path.join(REPO, "examples", "gpt", "gpt.shard")
 RUN_CONFIG = os.path.join(REPO, "examples", "gpt", "run.json")
 RULES = os.path.join(REPO, "bench", "train", "data2.rules")
 
-# The sizes and recipe of examples/gpt/gpt.shard and run.json.
-VOCAB, CTX, EMBED, HEADS, LAYERS, MLP, BATCH = 256, 128, 256, 8, 4, 1024, 32
-DROPOUT, LR, END_LR, WARMUP, DECAY_STEPS, WEIGHT_DECAY, CLIP = 0.1, 1e-3, 1e-4, 100, 2000, 0.1, 1.0
+# Each size: its model file, its sizes and recipe (as the model file says), and the
+# steps of the short and the long run whose difference is timed.
+SIZES = {
+    "w4": dict(MODEL=os.path.join(REPO, "examples", "gpt", "gpt.shard"),
+               VOCAB=256, CTX=128, EMBED=256, HEADS=8, LAYERS=4, MLP=1024, BATCH=32,
+               LR=1e-3, B2=0.99, END_LR=1e-4, SPEED_STEPS=(3, 23), QUICK_STEPS=(2, 6)),
+    "gpt2-small": dict(MODEL=os.path.join(REPO, "examples", "gpt2", "gpt2-small.shard"),
+                       VOCAB=256, CTX=256, EMBED=768, HEADS=12, LAYERS=12, MLP=3072, BATCH=16,
+                       LR=6e-4, B2=0.95, END_LR=6e-5, SPEED_STEPS=(1, 4), QUICK_STEPS=(1, 2)),
+}
+DROPOUT, WARMUP, DECAY_STEPS, WEIGHT_DECAY, CLIP = 0.1, 100, 2000, 0.1, 1.0
 TRAIN_STEPS = 2000
+
+
+def use_size(name):
+    """Sets this module's MODEL, VOCAB, ... to those of SIZES[name]."""
+    globals().update(SIZES[name])
+
+
+use_size("w4")
 
 # The side-by-side machinery of bench/train/run.py (environment, launching, parsing).
 _spec = importlib.util.spec_from_file_location("train_bench", os.path.join(REPO, "bench", "train", "run.py"))
@@ -139,7 +159,7 @@ def worker(args):
     model = build_model(torch)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.99), eps=1e-8,
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, B2), eps=1e-8,
                             weight_decay=WEIGHT_DECAY)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda count: learning_rate(count) / LR)
     (train_x, train_y), (val_x, val_y) = windows(torch)
@@ -200,8 +220,8 @@ def worker(args):
         print(tb.RESULT_TAG + json.dumps(result), flush=True)
 
 
-def run_torch(world, threads, steps, warmup, seed, evaluate=False, bf16=False):
-    extra = (["--evaluate"] if evaluate else []) + (["--bf16"] if bf16 else [])
+def run_torch(world, threads, steps, warmup, seed, size, evaluate=False, bf16=False):
+    extra = ["--size", size] + (["--evaluate"] if evaluate else []) + (["--bf16"] if bf16 else [])
     return tb.run_torch("gpt", world, threads, steps, seed, warmup=warmup, timeout=14400,
                         script=__file__, extra=extra)
 
@@ -218,6 +238,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", action="store_true", help="quality: train both sides 2000 steps")
     ap.add_argument("--quick", action="store_true", help="smoke test: few steps, 1 repetition")
+    ap.add_argument("--size", choices=sorted(SIZES), default="w4",
+                    help="the model's shape: W4 (examples/gpt) or GPT-2 small's (examples/gpt2)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick or --train)")
     ap.add_argument("--shardc", default=os.path.join(REPO, "build", "bin", "shardc"))
     ap.add_argument("--seed", type=int, default=0)
@@ -228,6 +250,9 @@ def main():
         ap.add_argument(flag, type=int, default=1 if flag in ("--world", "--threads") else 0,
                         help=argparse.SUPPRESS)
     args = ap.parse_args()
+    use_size(args.size)
+    if args.train and args.size != "w4":
+        ap.error("--train trains W4 (examples/gpt/run.json's recipe); drop --size")
     if args.worker:
         worker(args)
         return 0
@@ -247,7 +272,7 @@ def main():
         return 2
 
     reps = args.reps or (1 if args.quick or args.train else 3)
-    short, full = (2, 6) if args.quick else (3, 23)
+    short, full = QUICK_STEPS if args.quick else SPEED_STEPS
     tmp = tempfile.mkdtemp(prefix="shardc-bench-gpt-")
     prog = os.path.join(tmp, "gpt")
     started = time.perf_counter()
@@ -255,7 +280,7 @@ def main():
     compile_seconds = time.perf_counter() - started
     shardc_args = ["--config", RUN_CONFIG, "--seed", str(args.seed)]
 
-    out = {"benchmark": "bench/gpt", "model": "examples/gpt/gpt.shard",
+    out = {"benchmark": "bench/gpt", "model": os.path.relpath(MODEL, REPO),
            "shardc_rules": "bench/train/data2.rules (batch -> data, 2 ranks)",
            "tokens_per_step": BATCH * CTX, "compile_seconds": round(compile_seconds, 2),
            "machine": {"cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}}
@@ -266,7 +291,7 @@ def main():
         s16 = tb.run_shardc(prog, 2, shardc_args + ["--steps", str(TRAIN_STEPS), "--matmul-precision", "bf16"],
                             TRAIN_STEPS, timeout=14400)
         log("PyTorch (1 process x 2 threads): the same")
-        t = run_torch(1, 2, TRAIN_STEPS, 0, args.seed, evaluate=True)
+        t = run_torch(1, 2, TRAIN_STEPS, 0, args.seed, args.size, evaluate=True)
         bpb = s["eval"]["bits_per_byte"]
         out["train"] = {
             "steps": TRAIN_STEPS,
@@ -292,7 +317,7 @@ def main():
                 samples[key].append(marginal(a["train_seconds"], b["train_seconds"], short, full))
             for key, world, threads in torch_runs:
                 for suffix, bf16 in (("", False), ("/bf16_autocast", True)):
-                    r = run_torch(world, threads, full - short, short, args.seed, bf16=bf16)
+                    r = run_torch(world, threads, full - short, short, args.seed, args.size, bf16=bf16)
                     samples[key + suffix].append(r["seconds"] / r["steps"])
         med = {k: tb.median(v) for k, v in samples.items()}
         best = min((k for k, _, _ in torch_runs), key=lambda k: med[k])

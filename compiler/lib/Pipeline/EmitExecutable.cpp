@@ -14,10 +14,14 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -36,6 +40,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -101,6 +106,58 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
     if (llvm::LoopInfo(dominators).empty()) {
       fn.addFnAttr(llvm::Attribute::NoInline);
       fn.addFnAttr(llvm::Attribute::OptimizeNone);
+    }
+  }
+}
+
+/// Every innermost loop that sums or multiplies with `reassoc` (a reduction that
+/// shardc-reassociate-reductions let reorder) vectorized with a width and interleave
+/// count that depend on its trip count alone, not on the cost model's view of the
+/// loop's body: the order of summation is then the same wherever the reduction is
+/// fused (a layer's forward and its recomputation under remat give the same bits).
+/// A loop shorter than one vector, or of unknown length, stays in order.
+static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine) {
+  const unsigned lanes = machine->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+  const unsigned maxInterleave = 4;
+  llvm::LLVMContext &context = module.getContext();
+  auto hint = [&](llvm::StringRef name, unsigned value) -> llvm::Metadata * {
+    llvm::Type *i32 = llvm::Type::getInt32Ty(context);
+    return llvm::MDNode::get(context, {llvm::MDString::get(context, name),
+                                       llvm::ConstantAsMetadata::get(
+                                           llvm::ConstantInt::get(i32, value))});
+  };
+  auto reassociates = [](llvm::Loop *loop) {
+    return llvm::any_of(loop->blocks(), [](llvm::BasicBlock *block) {
+      return llvm::any_of(*block, [](llvm::Instruction &inst) {
+        return (inst.getOpcode() == llvm::Instruction::FAdd ||
+                inst.getOpcode() == llvm::Instruction::FMul) &&
+               inst.hasAllowReassoc();
+      });
+    });
+  };
+  llvm::TargetLibraryInfoImpl libraryInfo(machine->getTargetTriple());
+  llvm::TargetLibraryInfo libraries(libraryInfo);
+  for (llvm::Function &fn : module) {
+    if (fn.isDeclaration())
+      continue;
+    llvm::DominatorTree dominators(fn);
+    llvm::LoopInfo loops(dominators);
+    llvm::AssumptionCache assumptions(fn);
+    llvm::ScalarEvolution evolution(fn, libraries, assumptions, dominators, loops);
+    for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
+      if (!loop->isInnermost() || !reassociates(loop))
+        continue;
+      unsigned trips = evolution.getSmallConstantTripCount(loop);
+      if (trips < lanes)
+        continue;
+      unsigned interleave = std::min(maxInterleave, llvm::bit_floor(trips / lanes));
+      llvm::TempMDTuple self = llvm::MDTuple::getTemporary(context, {});
+      llvm::MDNode *id = llvm::MDNode::getDistinct(
+          context, {self.get(), hint("llvm.loop.vectorize.enable", 1),
+                    hint("llvm.loop.vectorize.width", lanes),
+                    hint("llvm.loop.interleave.count", interleave)});
+      id->replaceOperandWith(0, id);
+      loop->setLoopID(id);
     }
   }
 }
@@ -172,6 +229,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   std::unique_ptr<llvm::TargetMachine> machine = createMachine();
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  fixReductionOrder(*llvmModule, machine.get());
   extractLoops(*llvmModule, machine.get());
 
   // One part per core, as bitcode (a module is bound to its context, and a
@@ -202,7 +260,23 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
       std::lock_guard<std::mutex> lock(errorsLock);
       errors += message.str() + "\n";
     };
+    std::function<void(const std::string &)> reportError = [&](const std::string &message) {
+      report("LLVM: " + message);
+    };
     llvm::LLVMContext context;
+    // A loop that fixReductionOrder asked to vectorize and LLVM could not is a warning
+    // on LLVM's side, nothing the user can act on: only errors are reported.
+    context.setDiagnosticHandlerCallBack(
+        [](const llvm::DiagnosticInfo *diagnostic, void *reportError) {
+          if (diagnostic->getSeverity() != llvm::DS_Error)
+            return;
+          std::string message;
+          llvm::raw_string_ostream os(message);
+          llvm::DiagnosticPrinterRawOStream printer(os);
+          diagnostic->print(printer);
+          (*static_cast<std::function<void(const std::string &)> *>(reportError))(message);
+        },
+        &reportError);
     auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(parts[i], "part"), context);
     if (!part)
       return report("reading a part of the module back failed: " +

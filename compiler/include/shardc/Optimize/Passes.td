@@ -331,7 +331,10 @@ def ReassociateReductionsPass : Pass<"shardc-reassociate-reductions", "::mlir::M
     that folds a term into the accumulator (`acc + term`, `acc * term`) of
     every linalg.generic with a reduction loop, and on no other op: the terms
     are computed as written, only their order of summation may change, as
-    it already does when a reduced axis is split over ranks.
+    it already does when a reduced axis is split over ranks. Which order is
+    fixed when the executable is made (EmitExecutable's fixReductionOrder: a
+    vector width and interleave count set by the loop's length), so the same
+    reduction gives the same bits in every kernel it is fused into.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
