@@ -112,10 +112,12 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
 
 /// Every innermost loop that sums or multiplies with `reassoc` (a reduction that
 /// shardc-reassociate-reductions let reorder) vectorized with a width and interleave
-/// count that depend on its trip count alone, not on the cost model's view of the
-/// loop's body: the order of summation is then the same wherever the reduction is
+/// count that depend on its trip count alone, and never unrolled, not left to the
+/// cost models' view of the loop's body (which differs with what is fused into it):
+/// the order of summation is then the same wherever the reduction is
 /// fused (a layer's forward and its recomputation under remat give the same bits).
-/// A loop shorter than one vector, or of unknown length, stays in order.
+/// A loop shorter than one vector runs in order; one of unknown length gets the
+/// widest choice (its scalar remainder, if any, still in order).
 static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine) {
   const unsigned lanes = machine->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
   const unsigned maxInterleave = 4;
@@ -147,15 +149,20 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
     for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
       if (!loop->isInnermost() || !reassociates(loop))
         continue;
-      unsigned trips = evolution.getSmallConstantTripCount(loop);
-      if (trips < lanes)
-        continue;
-      unsigned interleave = std::min(maxInterleave, llvm::bit_floor(trips / lanes));
+      const unsigned trips = evolution.getSmallConstantTripCount(loop); // 0: unknown
+      const bool inOrder = trips && trips < lanes;
+      const unsigned interleave =
+          inOrder ? 1 : trips ? std::min(maxInterleave, llvm::bit_floor(trips / lanes)) : maxInterleave;
       llvm::TempMDTuple self = llvm::MDTuple::getTemporary(context, {});
-      llvm::MDNode *id = llvm::MDNode::getDistinct(
-          context, {self.get(), hint("llvm.loop.vectorize.enable", 1),
-                    hint("llvm.loop.vectorize.width", lanes),
-                    hint("llvm.loop.interleave.count", interleave)});
+      llvm::SmallVector<llvm::Metadata *> hints = {self.get()};
+      if (!inOrder)
+        hints.push_back(hint("llvm.loop.vectorize.enable", 1));
+      hints.push_back(hint("llvm.loop.vectorize.width", inOrder ? 1 : lanes));
+      hints.push_back(hint("llvm.loop.interleave.count", interleave));
+      // Fully unrolled first (as a short loop with a small body is, before the loop
+      // vectorizer runs), the SLP vectorizer would sum it as a tree of its own choice.
+      hints.push_back(llvm::MDNode::get(context, llvm::MDString::get(context, "llvm.loop.unroll.disable")));
+      llvm::MDNode *id = llvm::MDNode::getDistinct(context, hints);
       id->replaceOperandWith(0, id);
       loop->setLoopID(id);
     }
