@@ -40,11 +40,33 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
-#include <functional>
 #include <mutex>
 #include <thread>
 
 using namespace mlir;
+
+/// Runs `passes` (built by `builder`) on `module` with LLVM's standard analyses;
+/// `libraries`, when given, is what the passes know of the C and vector math libraries.
+static void runPasses(llvm::PassBuilder &builder, llvm::ModulePassManager &passes,
+                      llvm::Module &module, llvm::TargetLibraryInfoImpl *libraries = nullptr) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  if (libraries)
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*libraries); });
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  passes.run(module, mam);
+}
+
+/// Whether the target has AVX-512 (16 floats per vector), else AVX2's 8 are assumed.
+static bool hasAvx512(llvm::TargetMachine *machine) {
+  return machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
+}
 
 /// The loop nests inside a loop of loop nests (the microbatches' loop, which
 /// loop-extract moves out whole: a function that is one loop it leaves alone),
@@ -74,19 +96,10 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
   llvm::SmallPtrSet<llvm::Function *, 16> before;
   for (llvm::Function &fn : module)
     before.insert(&fn);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PassBuilder builder(machine);
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager passes;
   passes.addPass(llvm::LoopExtractorPass());
-  passes.run(module, mam);
+  runPasses(builder, passes, module);
   llvm::SmallVector<llvm::Function *> functions;
   for (llvm::Function &fn : module)
     if (!fn.isDeclaration())
@@ -119,7 +132,7 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
 /// A loop shorter than one vector runs in order; one of unknown length gets the
 /// widest choice (its scalar remainder, if any, still in order).
 static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine) {
-  const unsigned lanes = machine->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+  const unsigned lanes = hasAvx512(machine) ? 16 : 8;
   const unsigned maxInterleave = 4;
   llvm::LLVMContext &context = module.getContext();
   auto hint = [&](llvm::StringRef name, unsigned value) -> llvm::Metadata * {
@@ -144,11 +157,15 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
       continue;
     llvm::DominatorTree dominators(fn);
     llvm::LoopInfo loops(dominators);
+    llvm::SmallVector<llvm::Loop *> reductions;
+    for (llvm::Loop *loop : loops.getLoopsInPreorder())
+      if (loop->isInnermost() && reassociates(loop))
+        reductions.push_back(loop);
+    if (reductions.empty())
+      continue;
     llvm::AssumptionCache assumptions(fn);
     llvm::ScalarEvolution evolution(fn, libraries, assumptions, dominators, loops);
-    for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
-      if (!loop->isInnermost() || !reassociates(loop))
-        continue;
+    for (llvm::Loop *loop : reductions) {
       const unsigned trips = evolution.getSmallConstantTripCount(loop); // 0: unknown
       const bool inOrder = trips && trips < lanes;
       const unsigned interleave =
@@ -161,7 +178,8 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
       hints.push_back(hint("llvm.loop.interleave.count", interleave));
       // Fully unrolled first (as a short loop with a small body is, before the loop
       // vectorizer runs), the SLP vectorizer would sum it as a tree of its own choice.
-      hints.push_back(llvm::MDNode::get(context, llvm::MDString::get(context, "llvm.loop.unroll.disable")));
+      hints.push_back(
+          llvm::MDNode::get(context, llvm::MDString::get(context, "llvm.loop.unroll.disable")));
       llvm::MDNode *id = llvm::MDNode::getDistinct(context, hints);
       id->replaceOperandWith(0, id);
       loop->setLoopID(id);
@@ -171,20 +189,16 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
 
 /// LLVM's -O2 for `machine`, with glibc's vector math library (libmvec) known to the
 /// loop vectorizer: a loop of `llvm.exp` (softmax, gelu's tanh, the loss) then calls
-/// _ZGVeN16v_expf (or _ZGVdN8v_expf) on 16 (8) elements at a time instead of libm's expf on one. Measured on
-/// W4's step: scalar expf was 12 % of it.
+/// _ZGVeN16v_expf (or _ZGVdN8v_expf) on 16 (8) elements at a time instead of libm's
+/// expf on one. Measured on W4's step: scalar expf was 12 % of it.
 static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning; // what MLIR's makeOptimizingTransformer sets
   tuning.LoopUnrolling = tuning.LoopInterleaving = true;
   tuning.LoopVectorization = tuning.SLPVectorization = true;
   llvm::PassBuilder builder(machine, tuning);
   llvm::TargetLibraryInfoImpl libraries(machine->getTargetTriple(), llvm::VectorLibrary::LIBMVEC);
   // LLVM's libmvec table stops at AVX2's 8 lanes; glibc also has AVX-512's 16.
-  if (machine->getMCSubtargetInfo()->checkFeatures("+avx512f")) {
+  if (hasAvx512(machine)) {
     static const llvm::VecDesc avx512[] = {
         {"llvm.exp.f32", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false,
          "_ZGV_LLVM_N16v", std::nullopt},
@@ -192,13 +206,9 @@ static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
          "_ZGV_LLVM_N16v", std::nullopt}};
     libraries.addVectorizableFunctions(avx512);
   }
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(libraries); });
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+  llvm::ModulePassManager passes =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  runPasses(builder, passes, module, &libraries);
 }
 
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
@@ -267,23 +277,21 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
       std::lock_guard<std::mutex> lock(errorsLock);
       errors += message.str() + "\n";
     };
-    std::function<void(const std::string &)> reportError = [&](const std::string &message) {
-      report("LLVM: " + message);
-    };
     llvm::LLVMContext context;
     // A loop that fixReductionOrder asked to vectorize and LLVM could not is a warning
-    // on LLVM's side, nothing the user can act on: only errors are reported.
+    // on LLVM's side, nothing the user can act on: only errors are kept, and reported
+    // once the part is compiled.
+    std::string llvmErrors;
     context.setDiagnosticHandlerCallBack(
-        [](const llvm::DiagnosticInfo *diagnostic, void *reportError) {
+        [](const llvm::DiagnosticInfo *diagnostic, void *errors) {
           if (diagnostic->getSeverity() != llvm::DS_Error)
             return;
-          std::string message;
-          llvm::raw_string_ostream os(message);
+          llvm::raw_string_ostream os(*static_cast<std::string *>(errors));
           llvm::DiagnosticPrinterRawOStream printer(os);
           diagnostic->print(printer);
-          (*static_cast<std::function<void(const std::string &)> *>(reportError))(message);
+          os << "\n";
         },
-        &reportError);
+        &llvmErrors);
     auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(parts[i], "part"), context);
     if (!part)
       return report("reading a part of the module back failed: " +
@@ -301,6 +309,8 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
     if (partMachine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       return report("cannot emit an object file for " + triple.str());
     pm.run(**part);
+    if (!llvmErrors.empty())
+      report("LLVM: " + llvm::StringRef(llvmErrors).rtrim());
   };
   std::vector<std::thread> threads;
   for (size_t i = 1; i < parts.size(); ++i)
