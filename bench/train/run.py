@@ -616,6 +616,17 @@ def main():
         blk["best_" + metric] = blk[best][metric]
         return blk
 
+    def add_shardc_sides(blk, key, workload, metric, describe):
+        """blk[side] for shardc in each precision: describe(samples, layout) of every
+        layout measured, the fastest named; and its time over PyTorch's best."""
+        for side in map(shardc_side, PRECISIONS):
+            layouts = {layout: describe(samples[f"{key}/{side}/{layout}"], layout)
+                       for layout in LAYOUTS[workload] if samples.get(f"{key}/{side}/{layout}")}
+            blk[side] = best_layout(layouts, metric)
+            blk[f"ratio_{side}_over_pytorch_best"] = (
+                blk[side]["best_" + metric] / blk["pytorch"]["best_" + metric]
+                if blk[side] else None)
+
     if do_w2:
         w2 = {"steps_per_epoch": W2_STEPS_PER_EPOCH, "global_batch": W2_BATCH,
               "steps_measured": w2_steps,
@@ -623,58 +634,44 @@ def main():
               f"--quick: {w2_steps} steps measured, seconds_per_epoch extrapolated to "
               f"{W2_STEPS_PER_EPOCH} steps",
               "pytorch": pytorch_block("w2", per_step_ms=False)}
-        for side in map(shardc_side, PRECISIONS):
-            layouts = {}
-            for layout in LAYOUTS["w2"]:
-                ss = samples.get(f"w2/{side}/{layout}")
-                if not ss:
-                    continue
-                vals = [s["train_seconds"] * W2_STEPS_PER_EPOCH / s["bench_steps"] for s in ss]
-                layouts[layout] = {
-                    "seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
-                    "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
-                    "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
-                    "fraction_of_sgemm_peak": round(W2_FLOP_PER_EPOCH / SGEMM_PEAK_FLOPS_2CORES /
-                                                    median(vals), 3),
-                    "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
-                    "compile_seconds": round(progs[("w2", layout)][1], 2),
-                    "final_train_loss": ss[-1].get("final_train_loss")}
-            w2[side] = best_layout(layouts, "seconds_per_epoch")
-            w2[f"ratio_{side}_over_pytorch_best"] = (
-                w2[side]["best_seconds_per_epoch"] / w2["pytorch"]["best_seconds_per_epoch"]
-                if w2[side] else None)
+
+        def w2_layout(ss, layout):
+            vals = [s["train_seconds"] * W2_STEPS_PER_EPOCH / s["bench_steps"] for s in ss]
+            return {
+                "seconds_per_epoch": median(vals), "min": min(vals), "samples": vals,
+                "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                "images_per_second": median([s.get("images_per_second") or 0 for s in ss]),
+                "fraction_of_sgemm_peak": round(W2_FLOP_PER_EPOCH / SGEMM_PEAK_FLOPS_2CORES /
+                                                median(vals), 3),
+                "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                "compile_seconds": round(progs[("w2", layout)][1], 2),
+                "final_train_loss": ss[-1].get("final_train_loss")}
+        add_shardc_sides(w2, "w2", "w2", "seconds_per_epoch", w2_layout)
         out["w2"] = w2
 
     if do_w1:
         for batch, steps, warmup in w1_cases:
             key = f"w1_b{batch}"
             blk = {"batch": batch, "pytorch": pytorch_block(key, per_step_ms=True)}
-            for side in map(shardc_side, PRECISIONS):
-                layouts = {}
-                for layout in LAYOUTS["w1"]:
-                    ss = samples.get(f"{key}/{side}/{layout}")
-                    if not ss:
-                        continue
-                    vals = [1e3 * s["train_seconds"] / s["bench_steps"] for s in ss]
-                    marg = []
-                    for s in ss:
-                        w = s["warmup_run"]
-                        if s["bench_steps"] > w["bench_steps"]:
-                            marg.append(1e3 * (s["train_seconds"] - w["train_seconds"]) /
-                                        (s["bench_steps"] - w["bench_steps"]))
-                    layouts[layout] = {
-                        "ms_per_step": median(vals), "min": min(vals), "samples": vals,
-                        "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
-                        "ms_per_step_marginal": median(marg),
-                        "marginal_note": "(train_seconds of the --steps N run minus the "
-                                         "warm-up run's) / (N - warm-up steps)",
-                        "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
-                        "compile_seconds": round(progs[(key, layout)][1], 2),
-                        "final_train_loss": ss[-1].get("final_train_loss")}
-                blk[side] = best_layout(layouts, "ms_per_step")
-                blk[f"ratio_{side}_over_pytorch_best"] = (
-                    blk[side]["best_ms_per_step"] / blk["pytorch"]["best_ms_per_step"]
-                    if blk[side] else None)
+
+            def w1_layout(ss, layout, key=key):
+                vals = [1e3 * s["train_seconds"] / s["bench_steps"] for s in ss]
+                marg = []
+                for s in ss:
+                    w = s["warmup_run"]
+                    if s["bench_steps"] > w["bench_steps"]:
+                        marg.append(1e3 * (s["train_seconds"] - w["train_seconds"]) /
+                                    (s["bench_steps"] - w["bench_steps"]))
+                return {
+                    "ms_per_step": median(vals), "min": min(vals), "samples": vals,
+                    "steps": ss[-1]["bench_steps"], "mesh": ss[-1].get("mesh"),
+                    "ms_per_step_marginal": median(marg),
+                    "marginal_note": "(train_seconds of the --steps N run minus the "
+                                     "warm-up run's) / (N - warm-up steps)",
+                    "peak_resident_mib_per_rank": peak_resident_mib(ss[-1]),
+                    "compile_seconds": round(progs[(key, layout)][1], 2),
+                    "final_train_loss": ss[-1].get("final_train_loss")}
+            add_shardc_sides(blk, key, "w1", "ms_per_step", w1_layout)
             out[key] = blk
 
     if compile_seconds:
