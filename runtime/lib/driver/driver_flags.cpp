@@ -69,6 +69,13 @@ double parseReal(const char *flag, const std::string &value, bool positive) {
   return parsed;
 }
 
+/// Whether `value`, one of a flag's two words, is the second (`first` is the default).
+bool isSecondOf(const char *flag, const std::string &value, const char *first, const char *second) {
+  if (value != first && value != second)
+    throw UsageError(std::string(flag) + " is " + first + " or " + second + ", not '" + value + "'");
+  return value == second;
+}
+
 std::string parsePath(const char *flag, const std::string &value) {
   if (value.empty())
     throw UsageError(std::string(flag) + " needs a file name");
@@ -194,9 +201,7 @@ const Flag kFlags[] = {
     {"--log-interval-type", "secs|steps", Kind::Text, true,
      "what --log-interval counts (default secs)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       if (v != "secs" && v != "steps")
-         throw UsageError(std::string(flag) + " is secs or steps, not '" + v + "'");
-       o.logIntervalInSteps = v == "steps";
+       o.logIntervalInSteps = isSecondOf(flag, v, "secs", "steps");
      },
      [](const DriverOptions &o) { return json(o.logIntervalInSteps ? "steps" : "secs"); }},
     {"--no-eval", nullptr, Kind::Switch, true, "skip the evaluation after each epoch",
@@ -260,9 +265,7 @@ const Flag kFlags[] = {
     {"--on-nonfinite", "stop|skip", Kind::Text, true,
      "a step whose loss or gradients are not finite: stop (exit 3, the default) or skip its update",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       if (v != "stop" && v != "skip")
-         throw UsageError(std::string(flag) + " is stop or skip, not '" + v + "'");
-       o.skipNonFinite = v == "skip";
+       o.skipNonFinite = isSecondOf(flag, v, "stop", "skip");
      },
      [](const DriverOptions &o) { return json(o.skipNonFinite ? "skip" : "stop"); }},
     {"--max-skips", "N", Kind::Integer, true,
@@ -282,9 +285,7 @@ const Flag kFlags[] = {
      "bf16: every matrix product (matmuls, convolutions) rounds its operands to bfloat16 "
      "and accumulates in f32 (oneDNN); f32 (the default): in f32 (OpenBLAS)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       if (v != "f32" && v != "bf16")
-         throw UsageError(std::string(flag) + " is f32 or bf16, not '" + v + "'");
-       o.matmulBf16 = v == "bf16";
+       o.matmulBf16 = isSecondOf(flag, v, "f32", "bf16");
      },
      [](const DriverOptions &o) { return json(o.matmulBf16 ? "bf16" : "f32"); }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
