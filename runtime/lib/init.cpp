@@ -17,10 +17,11 @@
 namespace shardrt {
 namespace {
 
-/// Writes draw(global index) for every element of the shard into `out`.
-template <typename Draw>
+/// Fills the shard row by row: drawRow(global index of the row's first element, its
+/// length, where it goes) writes each contiguous run of global indices.
+template <typename DrawRow>
 void fillShard(const char *caller, float *out, int ndim, const int64_t *globalShape,
-               const int64_t *localShape, const int64_t *localOffset, Draw draw) {
+               const int64_t *localShape, const int64_t *localOffset, DrawRow drawRow) {
   if (ndim < 0 || (ndim > 0 && (!globalShape || !localShape || !localOffset)))
     fatal("%s: a shard needs its global shape, local shape and offset (ndim = %d)", caller, ndim);
   for (int d = 0; d < ndim; ++d)
@@ -28,10 +29,8 @@ void fillShard(const char *caller, float *out, int ndim, const int64_t *globalSh
       fatal("%s: dimension %d: a block of %lld at offset %lld does not fit in %lld", caller, d,
             static_cast<long long>(localShape[d]), static_cast<long long>(localOffset[d]),
             static_cast<long long>(globalShape[d]));
-  if (ndim == 0) {
-    out[0] = draw(0);
-    return;
-  }
+  if (ndim == 0)
+    return drawRow(0, 1, out);
   if (std::any_of(localShape, localShape + ndim, [](int64_t n) { return n == 0; }))
     return;
 
@@ -47,8 +46,8 @@ void fillShard(const char *caller, float *out, int ndim, const int64_t *globalSh
     int64_t rowStart = 0;
     for (int d = 0; d < ndim; ++d)
       rowStart += (localOffset[d] + position[d]) * globalStride[d];
-    for (int64_t j = 0; j < localShape[last]; ++j)
-      *out++ = draw(uint64_t(rowStart + j));
+    drawRow(uint64_t(rowStart), localShape[last], out);
+    out += localShape[last];
     int d = last - 1;
     while (d >= 0 && ++position[d] == localShape[d])
       position[d--] = 0;
@@ -67,9 +66,10 @@ void fillNormal(const char *caller, float *out, int ndim, const int64_t *globalS
                 const int64_t *localShape, const int64_t *localOffset, uint64_t seed,
                 const char *path, double stddev) {
   uint64_t key = fnv1a64(requirePath(caller, path));
-  fillShard(caller, out, ndim, globalShape, localShape, localOffset, [&](uint64_t index) {
-    return float(stddev * normal01(philoxBlock(seed, key, index)));
-  });
+  fillShard(caller, out, ndim, globalShape, localShape, localOffset,
+            [&](uint64_t first, int64_t n, float *row) {
+              normalRun(seed, key, first, n, stddev, row);
+            });
 }
 
 /// U(-limit, limit), computed in double and rounded once.
@@ -77,9 +77,11 @@ void fillSymmetricUniform(const char *caller, float *out, int ndim, const int64_
                           const int64_t *localShape, const int64_t *localOffset, uint64_t seed,
                           const char *path, double limit) {
   uint64_t key = fnv1a64(requirePath(caller, path));
-  fillShard(caller, out, ndim, globalShape, localShape, localOffset, [&](uint64_t index) {
-    return float(limit * (2.0 * uniform01(philoxBlock(seed, key, index)) - 1.0));
-  });
+  fillShard(caller, out, ndim, globalShape, localShape, localOffset,
+            [&](uint64_t first, int64_t n, float *row) {
+              for (int64_t j = 0; j < n; ++j)
+                row[j] = float(limit * (2.0 * uniform01(philoxBlock(seed, key, first + j)) - 1.0));
+            });
 }
 
 void requireFans(const char *caller, int64_t fanIn, int64_t fanOut) {

@@ -63,15 +63,15 @@ inline float uniform01(const PhiloxCounter &block) { return float(block[0] >> 8)
 void uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
 
 /// Standard normal by Box-Muller (cosine branch), in double: u1 in (0, 1] from words 0
-/// and 1 (never 0, so the log is finite), u2 in [0, 1) from words 2 and 3.
-inline double normal01(const PhiloxCounter &block) {
-  uint64_t bits1 = (uint64_t(block[1]) << 32 | block[0]) >> 11;
-  uint64_t bits2 = (uint64_t(block[3]) << 32 | block[2]) >> 11;
-  double u1 = double(bits1 + 1) * 0x1p-53;
-  double u2 = double(bits2) * 0x1p-53;
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-}
+/// and 1 (never 0, so the log is finite), u2 in [0, 1) from words 2 and 3. The log and
+/// cosine are prng.cpp's own (fdlibm's kernels, within an ulp of libm's), so that the
+/// runs below vectorize and give every element the same bits as this.
+double normal01(const PhiloxCounter &block);
+
+/// stddev * normal01 of elements [first, first + n), rounded to float, into `out`
+/// (vectorized, prng.cpp): the normal initialisers and synthetic inputs.
+void normalRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, double stddev,
+               float *out);
 
 } // namespace shardrt
 
