@@ -106,13 +106,13 @@ void benchConv(const Conv &p, int repeats, std::vector<Result> &results) {
   std::vector<float> x = filled(p.n * p.h * p.w * p.c), k = filled(p.kh * p.kw * p.c * p.f),
                      y = filled(p.n * oh * ow * p.f), dw = filled(p.kh * p.kw * p.c * p.f);
   double ms = medianTime(repeats, [&] {
-    shardrt_conv2d_f32(false, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride, p.stride, 1, 1,
-                       x.data(), k.data(), y.data());
+    shardrt_conv2d_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.stride, p.stride,
+                       1, 1, x.data(), k.data(), y.data());
   });
   results.push_back({std::string(p.name) + " forward", ms, p.flops() / ms / 1e6});
   ms = medianTime(repeats, [&] {
-    shardrt_conv2d_filter_grad_f32(false, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.stride,
-                                   p.stride, x.data(), y.data(), dw.data());
+    shardrt_conv2d_filter_grad_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow,
+                                   p.stride, p.stride, x.data(), y.data(), dw.data());
   });
   results.push_back({std::string(p.name) + " filter grad", ms, p.flops() / ms / 1e6});
   // dx [N, OH', OW', C] of the unpadded input (SAME padding: OH' = OH), from dy padded
@@ -120,8 +120,8 @@ void benchConv(const Conv &p, int repeats, std::vector<Result> &results) {
   std::vector<float> dyp = filled(p.n * (oh + p.kh - 1) * (ow + p.kw - 1) * p.f),
                      dx = filled(p.n * oh * ow * p.c);
   ms = medianTime(repeats, [&] {
-    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
-                                  dx.data());
+    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh + p.kh - 1,
+                                  ow + p.kw - 1, 0, 0, dyp.data(), k.data(), dx.data());
   });
   results.push_back({std::string(p.name) + " input grad", ms, p.flops() / ms / 1e6});
 }

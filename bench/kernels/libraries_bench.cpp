@@ -451,14 +451,15 @@ void benchConv(const Conv &p) {
     cases[i].flop = p.flop();
   }
   auto sForward = [&](float *y) {
-    shardrt_conv2d_f32(0, n, hp, wp, ch, kh, kw, f, h, w, 1, 1, 1, 1, xpad.data(), k.data(), y);
+    shardrt_conv2d_f32(0, n, hp, wp, ch, 0, 0, kh, kw, f, h, w, 1, 1, 1, 1, xpad.data(), k.data(), y);
   };
   auto sFilter = [&](float *dw) {
-    shardrt_conv2d_filter_grad_f32(0, n, hp, wp, ch, kh, kw, f, h, w, 1, 1, xpad.data(), dy.data(),
-                                   dw);
+    shardrt_conv2d_filter_grad_f32(0, n, hp, wp, ch, 0, 0, kh, kw, f, h, w, 1, 1, xpad.data(),
+                                   dy.data(), dw);
   };
   auto sInput = [&](float *dx) {
-    shardrt_conv2d_input_grad_f32(0, n, h, w, ch, kh, kw, f, dyp.data(), k.data(), dx);
+    shardrt_conv2d_input_grad_f32(0, n, h, w, ch, kh, kw, f, h + kh - 1, w + kw - 1, 0, 0,
+                                  dyp.data(), k.data(), dx);
   };
   std::fprintf(stderr, "%s [%s]\n", p.name, cases[0].shape.c_str());
   const CpuClock start = CpuClock::now();

@@ -112,17 +112,42 @@ void im2col(const Windows &g, int64_t images, const float *x, float *cols) {
   }
 }
 
+/// Where an input's [h, w] images sit in the zero-padded images the windows `g`
+/// read: `top` rows and `left` columns in (the padding past the far edges is
+/// what the windows reach).
+struct Padding {
+  int64_t h, w, top, left;
+
+  bool none(const Windows &g) const { return top == 0 && left == 0 && h == g.h && w == g.w; }
+};
+
+/// The padded image size that windows read: at least the image and its front
+/// padding, and as far as the last window reaches.
+Windows paddedWindows(Windows g, const Padding &p) {
+  g.h = std::max(p.h + p.top, (g.outH - 1) * g.strideH + (g.kh - 1) * g.dilH + 1);
+  g.w = std::max(p.w + p.left, (g.outW - 1) * g.strideW + (g.kw - 1) * g.dilW + 1);
+  return g;
+}
+
 /// The batch cut into chunks of images, each chunk's im2col matrix in the scratch
-/// buffer, after a region of `extraBytes` that stays valid across the chunks.
+/// buffer, after a region of `extraBytes` that stays valid across the chunks. An
+/// input with padding is padded one image at a time in a scratch image whose
+/// border stays zero, small enough to stay in cache for its im2col.
 class Im2colChunks {
 public:
-  Im2colChunks(const Windows &g, int64_t n, size_t extraBytes) : g(g), n(n) {
+  Im2colChunks(const Windows &g, const Padding &padding, int64_t n, size_t extraBytes)
+      : g(g), padding(padding), n(n) {
     const size_t imageBytes = g.rowsPerImage() * g.rowLength() * sizeof(float);
+    const size_t paddedBytes = padding.none(g) ? 0 : g.h * g.w * g.c * sizeof(float);
     perChunk = std::clamp<int64_t>(imageBytes ? kChunkBytes / imageBytes : 1, 1,
                                    std::max<int64_t>(n, 1));
-    auto [extraRegion, colsRegion] = scratch().regions<2>({extraBytes, perChunk * imageBytes});
+    auto [extraRegion, paddedRegion, colsRegion] =
+        scratch().regions<3>({extraBytes, paddedBytes, perChunk * imageBytes});
     extra = reinterpret_cast<float *>(extraRegion);
+    padded = reinterpret_cast<float *>(paddedRegion);
     cols = reinterpret_cast<float *>(colsRegion);
+    if (paddedBytes)
+      std::memset(padded, 0, paddedBytes);
   }
 
   float *extra;
@@ -130,17 +155,30 @@ public:
   /// Calls `gemm(first, images, cols)` for consecutive chunks of the batch `x`: `cols`
   /// is the im2col matrix of `images` images from image `first` on.
   template <typename Gemm> void forEach(const float *x, Gemm gemm) {
+    const int64_t imageSize = padding.h * padding.w * g.c;
+    const int64_t colsPerImage = g.rowsPerImage() * g.rowLength();
     for (int64_t first = 0; first < n; first += perChunk) {
       int64_t images = std::min(perChunk, n - first);
-      im2col(g, images, x + first * g.h * g.w * g.c, cols);
+      if (padding.none(g)) {
+        im2col(g, images, x + first * imageSize, cols);
+      } else {
+        for (int64_t i = 0; i < images; ++i) {
+          const float *image = x + (first + i) * imageSize;
+          for (int64_t row = 0; row < padding.h; ++row)
+            std::memcpy(padded + ((row + padding.top) * g.w + padding.left) * g.c,
+                        image + row * padding.w * g.c, padding.w * g.c * sizeof(float));
+          im2col(g, 1, padded, cols + i * colsPerImage);
+        }
+      }
       gemm(first, images, cols);
     }
   }
 
 private:
   Windows g;
+  Padding padding;
   int64_t n, perChunk;
-  float *cols;
+  float *padded, *cols;
 };
 
 } // namespace
@@ -156,37 +194,43 @@ void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, in
   sgemm("shardrt_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
-void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
-                        int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-                        int64_t dh, int64_t dw, const float *x, const float *k, float *y) {
-  Windows g{h, w, c, kh, kw, oh, ow, sh, sw, dh, dw};
-  Im2colChunks(g, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                        int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
+                        int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
+                        const float *k, float *y) {
+  const Padding padding{h, w, pad_h, pad_w};
+  const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, dh, dw}, padding);
+  Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     sgemm("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
           g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
   });
 }
 
-void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t hp, int64_t wp,
-                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t oh,
-                                    int64_t ow, int64_t sh, int64_t sw, const float *xpad,
-                                    const float *dy, float *dw) {
-  Windows g{hp, wp, c, kh, kw, oh, ow, sh, sw, 1, 1};
+void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
+                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                    int64_t sw, const float *x, const float *dy, float *dw) {
+  const Padding padding{h, w, pad_h, pad_w};
+  const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, 1, 1}, padding);
   // Every chunk adds to the same dw: only the first may overwrite it, and without
   // images there is no first.
   if (!accumulate && n == 0)
     std::memset(dw, 0, g.rowLength() * f * sizeof(float));
-  Im2colChunks(g, n, 0).forEach(xpad, [&](int64_t first, int64_t images, const float *cols) {
+  Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     sgemm("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false, g.rowLength(), f,
           images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
   });
 }
 
 void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                                   int64_t kh, int64_t kw, int64_t f, const float *dyp,
-                                   const float *k, float *dx) {
-  // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] with the flipped kernel.
-  Windows g{h + kh - 1, w + kw - 1, f, kh, kw, h, w, 1, 1, 1, 1};
-  Im2colChunks chunks(g, n, g.rowLength() * c * sizeof(float));
+                                   int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
+                                   int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
+                                   float *dx) {
+  // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (dy [N, dy_h, dy_w, F] at
+  // (pad_h, pad_w), zeros around it) with the flipped kernel.
+  const Padding padding{dy_h, dy_w, pad_h, pad_w};
+  const Windows g = paddedWindows({dy_h, dy_w, f, kh, kw, h, w, 1, 1, 1, 1}, padding);
+  Im2colChunks chunks(g, padding, n, g.rowLength() * c * sizeof(float));
   float *flipped = chunks.extra;
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j)
@@ -194,7 +238,7 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
         for (int64_t fi = 0; fi < f; ++fi)
           flipped[((i * kw + j) * f + fi) * c + ci] =
               k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
-  chunks.forEach(dyp, [&](int64_t first, int64_t images, const float *cols) {
+  chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
     sgemm("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
           g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
   });

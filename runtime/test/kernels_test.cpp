@@ -11,6 +11,7 @@
 // kernel and `kernels: N checks passed`; exits non-zero on any failure.
 #include "shardrt/shardrt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -70,6 +71,15 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
                    got[i], want[i]);
       return;
     }
+}
+
+void expectEqual(const std::vector<float> &got, const std::vector<float> &want,
+                 const std::string &what) {
+  ++checks;
+  if (got != want) {
+    ++failures;
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+  }
 }
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
@@ -139,8 +149,8 @@ void checkConv(const Conv &p, bool accumulate = true) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * oh + i) * ow + j) * p.f + f] += sum;
         }
-  shardrt_conv2d_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
-                     p.dw, x.data(), k.data(), y.data());
+  shardrt_conv2d_f32(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+                     p.dh, p.dw, x.data(), k.data(), y.data());
   expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name() + mode(accumulate));
 }
 
@@ -162,8 +172,8 @@ void checkFilterGrad(const Conv &p, bool accumulate = true) {
                        dy[((n * oh + i) * ow + j) * p.f + f];
           want[((a * p.kw + b) * p.c + c) * p.f + f] += sum;
         }
-  shardrt_conv2d_filter_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh,
-                                 p.sw, x.data(), dy.data(), dw.data());
+  shardrt_conv2d_filter_grad_f32(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow,
+                                 p.sh, p.sw, x.data(), dy.data(), dw.data());
   expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name() + mode(accumulate));
 }
 
@@ -187,8 +197,8 @@ void checkInputGrad(const Conv &p, bool accumulate = true) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * p.h + i) * p.w + j) * p.c + c] += sum;
         }
-  shardrt_conv2d_input_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(),
-                                k.data(), dx.data());
+  shardrt_conv2d_input_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
+                                dyp.data(), k.data(), dx.data());
   expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name() + mode(accumulate));
 }
 
@@ -206,10 +216,10 @@ void checkInputGradIsAdjoint(const Conv &p) {
         for (int64_t f = 0; f < p.f; ++f)
           dyp[((n * hq + i * p.sh + p.kh - 1) * wq + j * p.sw + p.kw - 1) * p.f + f] =
               dy[((n * oh + i) * ow + j) * p.f + f];
-  shardrt_conv2d_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1, x.data(),
-                     k.data(), y.data());
-  shardrt_conv2d_input_grad_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, dyp.data(), k.data(),
-                                dx.data());
+  shardrt_conv2d_f32(true, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1,
+                     x.data(), k.data(), y.data());
+  shardrt_conv2d_input_grad_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(),
+                                k.data(), dx.data());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < y.size(); ++i)
     lhs += double(y[i]) * dy[i];
@@ -217,6 +227,52 @@ void checkInputGradIsAdjoint(const Conv &p) {
     rhs += double(x[i]) * dx[i];
   expectClose({float(lhs)}, {rhs}, int64_t(y.size()) * p.kh * p.kw * p.c,
               "input grad is the adjoint of conv2d " + p.name());
+}
+
+/// The kernels reading an unpadded input with pads give the bits they give on the
+/// input padded with zeros beforehand: `top` rows and `left` columns in front,
+/// `bottom` and `right` behind (the conv's [h, w] is the padded size).
+void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bottom,
+                          int64_t right) {
+  const int64_t h = p.h - top - bottom, w = p.w - left - right, oh = p.oh(), ow = p.ow();
+  std::vector<float> x = randomVector(p.n * h * w * p.c), xpad(p.n * p.h * p.w * p.c, 0.0f),
+                     k = randomVector(p.kh * p.kw * p.c * p.f), dy = randomVector(p.n * oh * ow * p.f);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t i = 0; i < h; ++i)
+      std::copy_n(&x[((n * h + i) * w) * p.c], w * p.c,
+                  &xpad[((n * p.h + i + top) * p.w + left) * p.c]);
+  const std::string what = p.name() + " padded " + std::to_string(top) + "," +
+                           std::to_string(left) + "," + std::to_string(bottom) + "," +
+                           std::to_string(right);
+  std::vector<float> y(p.n * oh * ow * p.f), yWant(y.size());
+  shardrt_conv2d_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
+                     p.dw, xpad.data(), k.data(), yWant.data());
+  shardrt_conv2d_f32(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
+                     p.dw, x.data(), k.data(), y.data());
+  expectEqual(y, yWant, "conv2d reads its padding as zeros, " + what);
+  if (p.dh == 1 && p.dw == 1) {
+    std::vector<float> dw(k.size()), dwWant(k.size());
+    shardrt_conv2d_filter_grad_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh,
+                                   p.sw, xpad.data(), dy.data(), dwWant.data());
+    shardrt_conv2d_filter_grad_f32(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh,
+                                   p.sw, x.data(), dy.data(), dw.data());
+    expectEqual(dw, dwWant, "filter grad reads its padding as zeros, " + what);
+  }
+  // The input gradient's dyp [N, OH+KH-1, OW+KW-1, F] around dy at (top, left).
+  if (top <= p.kh - 1 && left <= p.kw - 1) {
+    const int64_t hq = oh + p.kh - 1, wq = ow + p.kw - 1;
+    std::vector<float> dyp(p.n * hq * wq * p.f, 0.0f), dx(p.n * oh * ow * p.c),
+        dxWant(dx.size());
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < oh; ++i)
+        std::copy_n(&dy[((n * oh + i) * ow) * p.f], ow * p.f,
+                    &dyp[((n * hq + i + top) * wq + left) * p.f]);
+    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
+                                  dyp.data(), k.data(), dxWant.data());
+    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh, ow, top, left,
+                                  dy.data(), k.data(), dx.data());
+    expectEqual(dx, dxWant, "input grad reads its padding as zeros, " + what);
+  }
 }
 
 /// A view of `buffer` as MLIR describes a memref: offset, sizes and strides in
@@ -340,6 +396,13 @@ void checkProducts() {
   checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
   std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
               "non-square, chunked, empty; accumulating and overwriting)\n");
+  checkImplicitPadding({2, 30, 30, 1, 3, 3, 32, 1, 1, 1, 1}, 1, 1, 1, 1); // W2's conv1, SAME
+  checkImplicitPadding({2, 16, 16, 32, 3, 3, 8, 1, 1, 1, 1}, 1, 1, 1, 1); // W2's conv2
+  checkImplicitPadding({3, 12, 11, 2, 3, 2, 4, 2, 1, 1, 1}, 2, 0, 1, 1);  // uneven, strided
+  checkImplicitPadding({2, 10, 12, 3, 3, 3, 4, 1, 2, 2, 2}, 2, 3, 2, 3);  // dilated
+  checkImplicitPadding({2, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1}, 1, 2, 1, 0);  // chunked
+  std::printf("kernels: conv2d, filter grad, input grad read an unpadded input with pads "
+              "(bitwise the same as on the input padded beforehand)\n");
 }
 
 } // namespace

@@ -29,6 +29,101 @@ func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>)
 
 // -----
 
+// A convolution of a padded copy (tensor.pad bufferized: a fresh buffer, zeros,
+// the input copied into its middle) reads the input itself with pads 1 and 2;
+// the buffer, its fill and the copy go. The filter gradient reads the same copy
+// after a write of another fresh buffer, and does the same (the kernels write
+// fresh buffers: an argument they wrote might be the input).
+
+// CHECK-LABEL: func.func @padded_input
+// CHECK-SAME:    (%[[X:[^:]*]]: memref<2x5x6x3xf32>
+// CHECK-DAG:     %[[H:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[W:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[C:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[TOP:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[LEFT:.*]] = arith.constant 2 : i64
+// CHECK-NOT:     memref.alloc() : memref<2x7x10x3xf32>
+// CHECK-NOT:     memref.copy
+// CHECK:         memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK:         call @shardrt_conv2d_f32(%{{[^,]*}}, %{{[^,]*}}, %[[H]], %[[W]], %[[C]], %[[TOP]], %[[LEFT]],
+// CHECK:         linalg.fill {{.*}} outs(%{{.*}} : memref<2x5x8x4xf32>)
+// CHECK:         memref.extract_aligned_pointer_as_index %[[X]]
+// Each call has constants of its own: h 5, w 6, c 3, pads 1 and 2.
+// CHECK:         call @shardrt_conv2d_filter_grad_f32(%{{[^,]*}}, %{{[^,]*}}, %c5_i64{{[_0-9]*}}, %c6_i64{{[_0-9]*}}, %c3_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}},
+// CHECK-NOT:     memref.dealloc
+#xp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 + d0, d6 + d1, d2)>
+#dy4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#dw4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func @padded_input(%x: memref<2x5x6x3xf32>, %k: memref<3x3x3x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc() : memref<2x5x8x4xf32>
+  %dw = memref.alloc() : memref<3x3x3x4xf32>
+  %padded = memref.alloc() : memref<2x7x10x3xf32>
+  linalg.map outs(%padded : memref<2x7x10x3xf32>)
+    (%init: f32) {
+      linalg.yield %zero : f32
+    }
+  %middle = memref.subview %padded[0, 1, 2, 0] [2, 5, 6, 3] [1, 1, 1, 1]
+      : memref<2x7x10x3xf32> to memref<2x5x6x3xf32, strided<[210, 30, 3, 1], offset: 36>>
+  memref.copy %x, %middle : memref<2x5x6x3xf32> to memref<2x5x6x3xf32, strided<[210, 30, 3, 1], offset: 36>>
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%padded, %k : memref<2x7x10x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x5x8x4xf32>)
+  %other = memref.alloc() : memref<2x5x8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%other : memref<2x5x8x4xf32>)
+  linalg.generic {indexing_maps = [#xp, #dy4, #dw4],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%padded, %y : memref<2x7x10x3xf32>, memref<2x5x8x4xf32>) outs(%dw : memref<3x3x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %padded : memref<2x7x10x3xf32>
+  return
+}
+
+// -----
+
+// The padded copy stays where the input may change before a reader: here an
+// argument is written between the copy and the filter gradient (the input, an
+// argument too, may be the same buffer).
+
+// CHECK-LABEL: func.func @padded_input_written
+// CHECK:         memref.alloc
+// CHECK:         memref.copy
+// CHECK:         call @shardrt_conv2d_f32(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[NONE:[^,]*]], %[[NONE]],
+// CHECK:         call @shardrt_conv2d_filter_grad_f32(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[NONE2:[^,]*]], %[[NONE2]],
+#xp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 + d0, d6 + d1, d2)>
+#dy4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#dw4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func @padded_input_written(%x: memref<2x5x6x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x5x8x4xf32>,
+                                %dw: memref<3x3x3x4xf32>, %other: memref<2x5x8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %padded = memref.alloc() : memref<2x7x10x3xf32>
+  linalg.map outs(%padded : memref<2x7x10x3xf32>)
+    (%init: f32) {
+      linalg.yield %zero : f32
+    }
+  %middle = memref.subview %padded[0, 1, 2, 0] [2, 5, 6, 3] [1, 1, 1, 1]
+      : memref<2x7x10x3xf32> to memref<2x5x6x3xf32, strided<[210, 30, 3, 1], offset: 36>>
+  memref.copy %x, %middle : memref<2x5x6x3xf32> to memref<2x5x6x3xf32, strided<[210, 30, 3, 1], offset: 36>>
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%padded, %k : memref<2x7x10x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x5x8x4xf32>)
+  linalg.fill ins(%zero : f32) outs(%other : memref<2x5x8x4xf32>)
+  linalg.generic {indexing_maps = [#xp, #dy4, #dw4],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%padded, %y : memref<2x7x10x3xf32>, memref<2x5x8x4xf32>) outs(%dw : memref<3x3x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %padded : memref<2x7x10x3xf32>
+  return
+}
+
+// -----
+
 // The gradient of A in y = A B: dA[m, k] = sum_n dy[m, n] * B[k, n], loops
 // (m, k, n): dy @ B^T, trans_b = 1.
 
@@ -304,9 +399,9 @@ func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memre
 
 // -----
 
-// CHECK:       func.func private @shardrt_conv2d_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @conv
-// Sizes n, h, w, c, kh, kw, f, oh, ow, strides 2 and 1, dilations 1 and 2.
+// Sizes n, h, w, c, pads 0 and 0, kh, kw, f, oh, ow, strides 2 and 1, dilations 1 and 2.
 // CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
 // CHECK-DAG:     %[[H:.*]] = arith.constant 9 : i64
 // CHECK-DAG:     %[[W:.*]] = arith.constant 10 : i64
@@ -314,8 +409,9 @@ func.func @not_lowered(%a64: memref<4x3xf64>, %b64: memref<3x5xf64>, %c64: memre
 // CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
-// CHECK:         call @shardrt_conv2d_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[C]], %[[C]], %[[F]], %[[F]], %[[OW]], %[[N]], %[[ONE]], %[[ONE]], %[[N]],
+// CHECK:         call @shardrt_conv2d_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[ZERO]], %[[ZERO]], %[[C]], %[[C]], %[[F]], %[[F]], %[[OW]], %[[N]], %[[ONE]], %[[ONE]], %[[N]],
 func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x4x6x4xf32>) {
   linalg.conv_2d_nhwc_hwcf {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<[2, 1]> : tensor<2xi64>}
       ins(%x, %k : memref<2x9x10x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x4x6x4xf32>)
@@ -327,10 +423,10 @@ func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x
 // The filter gradient (MLIRGen's form, library_call included), strides 2
 // and 1 read off the maps; d0 + d5 * 2 and d5 * 2 + d0 alike.
 
-// CHECK:       func.func private @shardrt_conv2d_filter_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_filter_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @filter_grad
 // CHECK-SAME:    (%[[X:.*]]: memref<2x9x8x3xf32>, %[[DY:.*]]: memref<2x4x6x5xf32>, %[[DW:.*]]: memref<3x3x3x5xf32>)
-// Sizes n, hp, wp, c, kh, kw, f, oh, ow, sh, sw.
+// Sizes n, hp, wp, c, pads 0 and 0, kh, kw, f, oh, ow, sh, sw.
 // CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
 // CHECK-DAG:     %[[HP:.*]] = arith.constant 9 : i64
 // CHECK-DAG:     %[[WP:.*]] = arith.constant 8 : i64
@@ -339,11 +435,12 @@ func.func @conv(%x: memref<2x9x10x3xf32>, %k: memref<3x3x3x4xf32>, %y: memref<2x
 // CHECK-DAG:     %[[OH:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[OW:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[SW:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
 // CHECK:         %[[XP:.*]] = llvm.inttoptr
 // CHECK:         %[[DYP:.*]] = llvm.inttoptr
 // CHECK:         %[[DWP:.*]] = llvm.inttoptr
-// CHECK:         call @shardrt_conv2d_filter_grad_f32(%[[ACC]], %[[N]], %[[HP]], %[[WP]], %[[C]], %[[C]], %[[C]], %[[F]], %[[OH]], %[[OW]], %[[N]], %[[SW]], %[[XP]], %[[DYP]], %[[DWP]])
+// CHECK:         call @shardrt_conv2d_filter_grad_f32(%[[ACC]], %[[N]], %[[HP]], %[[WP]], %[[C]], %[[ZERO]], %[[ZERO]], %[[C]], %[[C]], %[[F]], %[[OH]], %[[OW]], %[[N]], %[[SW]], %[[XP]], %[[DYP]], %[[DWP]])
 // CHECK-NOT:     linalg.generic
 #xpad = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5 * 2 + d0, d1 + d6, d2)>
 #dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
@@ -365,17 +462,20 @@ func.func @filter_grad(%x: memref<2x9x8x3xf32>, %dy: memref<2x4x6x5xf32>, %dw: m
 
 // The input gradient: dyp [N, H+KH-1, W+KW-1, F] read at d1 - d4 + 2.
 
-// CHECK:       func.func private @shardrt_conv2d_input_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK:       func.func private @shardrt_conv2d_input_grad_f32(i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @input_grad
-// Sizes n, h, w, c, kh, kw, f.
+// Sizes n, h, w, c, kh, kw, f, dyp's 9 x 8, pads 0 and 0.
 // CHECK-DAG:     %[[N:.*]] = arith.constant 2 : i64
 // CHECK-DAG:     %[[H:.*]] = arith.constant 7 : i64
 // CHECK-DAG:     %[[W:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[C:.*]] = arith.constant 1 : i64
 // CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
 // CHECK-DAG:     %[[F:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[HQ:.*]] = arith.constant 9 : i64
+// CHECK-DAG:     %[[WQ:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[ACC:.*]] = arith.constant 1 : i32
-// CHECK:         call @shardrt_conv2d_input_grad_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[K]], %[[K]], %[[F]],
+// CHECK:         call @shardrt_conv2d_input_grad_f32(%[[ACC]], %[[N]], %[[H]], %[[W]], %[[C]], %[[K]], %[[K]], %[[F]], %[[HQ]], %[[WQ]], %[[ZERO]], %[[ZERO]],
 #dyp = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 - d4 + 2, d2 - d5 + 2, d6)>
 #w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
 #dx = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>

@@ -43,7 +43,14 @@
 //                                       -> shardrt_conv2d_input_grad_f32
 //     Map results are compared as linear forms (coefficient per loop plus a
 //     constant), so `d0 + d5 * 2` and `d5 * 2 + d0` are the same.
-//  3. Replace each match with the call: first the accumulate flag, 0 when
+//  3. A convolution's input (x, xpad or dyp) that is a padded copy, a fresh
+//     buffer filled with +0.0 and a tensor copied into its middle (how
+//     tensor.pad bufferizes), is read in place: the kernel gets the tensor,
+//     its height and width and the pads in front (the zeros behind it are
+//     implied), and the buffer, fill and copy go, if every reader of the
+//     buffer is such a kernel and nothing may write the tensor between the
+//     copy and the last reader (W2: 12 MB of zeros and copies a step).
+//     Then replace each match with the call: first the accumulate flag, 0 when
 //     the output is a fresh buffer whose only earlier write is a linalg.fill
 //     with +0.0 (then erased), then sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
@@ -96,6 +103,13 @@ struct KernelCall {
     SmallVector<int64_t> strides;
   };
   SmallVector<BatchLoop> batch;
+  /// For the convolutions, where the scalars say the first buffer's height,
+  /// width and the zero rows and columns read in front of it (0 until step 3
+  /// finds the buffer is a padded copy).
+  struct PaddedInput {
+    unsigned height, width, padHeight, padWidth;
+  };
+  std::optional<PaddedInput> paddedInput;
 };
 
 /// f32, static shape, dense row-major (step 1).
@@ -342,9 +356,11 @@ std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b) {
   auto dilations = llvm::to_vector(op.getDilations().getValues<int64_t>());
   return KernelCall{
       "shardrt_conv2d_f32",
-      i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], ks[0], ks[1], ks[3], ys[1],
+      i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, ks[0], ks[1], ks[3], ys[1],
                    ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
-      {x, k, y}};
+      {x, k, y},
+      {},
+      KernelCall::PaddedInput{1, 2, 4, 5}};
 }
 
 /// Form c.
@@ -370,9 +386,11 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
         dw = op.getDpsInits()[0];
   ArrayRef<int64_t> xs = shapeOf(xpad), dys = shapeOf(dy), dws = shapeOf(dw);
   return KernelCall{"shardrt_conv2d_filter_grad_f32",
-                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], dws[0], dws[1],
-                                 dws[3], dys[1], dys[2], sh, sw}),
-                    {xpad, dy, dw}};
+                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, dws[0],
+                                 dws[1], dws[3], dys[1], dys[2], sh, sw}),
+                    {xpad, dy, dw},
+                    {},
+                    KernelCall::PaddedInput{1, 2, 4, 5}};
 }
 
 /// Form d.
@@ -395,8 +413,11 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
     return std::nullopt;
   return KernelCall{
       "shardrt_conv2d_input_grad_f32",
-      i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3]}),
-      {dyp, w, dx}};
+      i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3], dyps[1],
+                   dyps[2], 0, 0}),
+      {dyp, w, dx},
+      {},
+      KernelCall::PaddedInput{7, 8, 9, 10}};
 }
 
 /// The fill with +0.0 that is the only write of `op`'s freshly allocated
@@ -438,13 +459,160 @@ std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
   return std::nullopt;
 }
 
+/// Whether `op` writes +0.0 into all of `buffer` and nothing else: a fill, or
+/// the map that bufferizing tensor.pad makes.
+bool isZeroFillOf(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer && matchPattern(fill.getInputs()[0], m_PosZeroFloat());
+  auto map = dyn_cast<linalg::MapOp>(op);
+  if (!map || !map.getInputs().empty() || map.getInit() != buffer)
+    return false;
+  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+  return matchPattern(yield.getValues()[0], m_PosZeroFloat());
+}
+
+/// The value `v` is a view of, through view-like ops.
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The buffer a pointer made by getElementPointer points into (null if it was
+/// made some other way).
+Value pointerRoot(Value pointer) {
+  Value v = pointer;
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto extract = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(def))
+      return rootOf(extract.getSource());
+    if (isa<LLVM::IntToPtrOp, arith::IndexCastOp, arith::AddIOp>(def))
+      v = def->getOperand(0);
+    else
+      break;
+  }
+  return {};
+}
+
+/// Whether `op` may write `root` or a view of it; for an argument, any
+/// argument (two may alias: a parameter and its update share a buffer).
+bool mayWrite(Operation *op, Value root) {
+  auto mayAlias = [&](Value written) {
+    return !written || written == root ||
+           (isa<BlockArgument>(root) && isa<BlockArgument>(written));
+  };
+  bool writes = false;
+  op->walk([&](Operation *nested) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!effects) {
+      // A call, or anything else that says nothing: it may write what its
+      // operands point to.
+      for (Value v : nested->getOperands()) {
+        if (isa<BaseMemRefType>(v.getType()))
+          writes |= mayAlias(rootOf(v));
+        else if (isa<LLVM::LLVMPointerType>(v.getType()))
+          writes |= mayAlias(pointerRoot(v));
+      }
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances)
+      if (isa<MemoryEffects::Write>(effect.getEffect()))
+        writes |= mayAlias(effect.getValue() ? rootOf(effect.getValue()) : Value());
+  });
+  return writes;
+}
+
+/// Step 3's first part: a convolution reading a padded copy of a tensor, a
+/// fresh buffer filled with zeros and the tensor copied into its middle (how
+/// tensor.pad bufferizes), reads the tensor itself with the pads instead, and
+/// the copy, its fill and the buffer go. Only when every reader of the padded
+/// buffer is such a kernel and nothing writes the tensor (or, for a function
+/// argument, any argument) between the copy and the last reader. Returns the
+/// padded buffers, to erase once their readers are.
+SmallVector<Operation *>
+readPaddedInputsInPlace(MutableArrayRef<std::pair<linalg::LinalgOp, KernelCall>> work) {
+  SmallVector<Operation *> unused;
+  DenseMap<Value, SmallVector<KernelCall *>> readers;
+  for (auto &[op, call] : work)
+    if (call.paddedInput)
+      if (auto alloc = call.buffers[0].getDefiningOp<memref::AllocOp>())
+        readers[alloc].push_back(&call);
+  for (auto &[padded, calls] : readers) {
+    auto alloc = padded.getDefiningOp<memref::AllocOp>();
+    Block *block = alloc->getBlock();
+    Operation *fill = nullptr, *first = nullptr, *last = nullptr;
+    memref::SubViewOp middle;
+    memref::CopyOp copy;
+    SmallVector<Operation *> deallocs;
+    unsigned kernelReads = 0;
+    bool matches = true;
+    for (auto &[op, call] : work)
+      if (call.paddedInput && call.buffers[0] == padded && op->getBlock() == block) {
+        ++kernelReads;
+        if (!first || op->isBeforeInBlock(first))
+          first = op;
+        if (!last || last->isBeforeInBlock(op))
+          last = op;
+      }
+    for (Operation *user : padded.getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        deallocs.push_back(user);
+      else if (auto subview = dyn_cast<memref::SubViewOp>(user); subview && !middle)
+        middle = subview;
+      else if (isZeroFillOf(user, padded) && !fill && user->getBlock() == block)
+        fill = user;
+      else if (!isa<linalg::LinalgOp>(user))
+        matches = false;
+    }
+    unsigned users = std::distance(padded.getUsers().begin(), padded.getUsers().end());
+    if (!matches || !fill || !middle || !last || calls.size() != kernelReads ||
+        users != kernelReads + deallocs.size() + 2 || !middle->hasOneUse())
+      continue;
+    copy = dyn_cast<memref::CopyOp>(*middle->getUsers().begin());
+    if (!copy || copy.getTarget() != middle.getResult() || copy->getBlock() != block ||
+        !fill->isBeforeInBlock(copy) || !copy->isBeforeInBlock(first))
+      continue;
+    // The middle: all of dimensions 0 and 3, unit strides, static offsets.
+    ArrayRef<int64_t> full = shapeOf(padded);
+    Value source = copy.getSource();
+    if (!isDenseF32(source) || !middle.hasUnitStride() ||
+        llvm::any_of(middle.getStaticOffsets(), ShapedType::isDynamic) ||
+        middle.getStaticOffsets()[0] != 0 || middle.getStaticOffsets()[3] != 0 ||
+        shapeOf(source)[0] != full[0] || shapeOf(source)[3] != full[3])
+      continue;
+    bool sourceWritten = false;
+    for (Operation *op = copy->getNextNode(); op != last && !sourceWritten; op = op->getNextNode())
+      sourceWritten = mayWrite(op, rootOf(source));
+    if (sourceWritten)
+      continue;
+    Builder b(alloc.getContext());
+    for (KernelCall *call : calls) {
+      call->buffers[0] = source;
+      call->scalars[call->paddedInput->height] = b.getI64IntegerAttr(shapeOf(source)[1]);
+      call->scalars[call->paddedInput->width] = b.getI64IntegerAttr(shapeOf(source)[2]);
+      call->scalars[call->paddedInput->padHeight] =
+          b.getI64IntegerAttr(middle.getStaticOffsets()[1]);
+      call->scalars[call->paddedInput->padWidth] =
+          b.getI64IntegerAttr(middle.getStaticOffsets()[2]);
+    }
+    copy->erase();
+    middle->erase();
+    fill->erase();
+    for (Operation *dealloc : deallocs)
+      dealloc->erase();
+    unused.push_back(alloc);
+  }
+  return unused;
+}
+
 struct LowerToKernelsPass
     : public shardc::impl::LowerToKernelsPassBase<LowerToKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder attrs(module.getContext());
     // 1.-2.
-    SmallVector<std::pair<linalg::LinalgOp, KernelCall>> work;
+    SmallVector<std::pair<linalg::LinalgOp, KernelCall>, 0> work;
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<KernelCall> call = matchKernel(op, attrs))
         work.push_back({op, std::move(*call)});
@@ -455,6 +623,7 @@ struct LowerToKernelsPass
     });
 
     // 3.
+    SmallVector<Operation *> unusedBuffers = readPaddedInputsInPlace(work);
     RuntimeFunctions runtime(module);
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
     for (auto &[op, call] : work) {
@@ -501,6 +670,8 @@ struct LowerToKernelsPass
                               << op->getName() << " at " << loc << "\n");
       op->erase();
     }
+    for (Operation *buffer : unusedBuffers)
+      buffer->erase();
   }
 };
 

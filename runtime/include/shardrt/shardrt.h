@@ -145,26 +145,33 @@ void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, in
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c);
 
-/* y[N,OH,OW,F] += sum over kh, kw, c of x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
- * with x [N,H,W,C] already padded and k [KH,KW,C,F]. */
-void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
-                        int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-                        int64_t dh, int64_t dw, const float *x, const float *k, float *y);
+/* y[N,OH,OW,F] += sum over kh, kw, c of xp[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
+ * with k [KH,KW,C,F] and xp the input x [N,H,W,C] padded with zeros: pad_h rows above
+ * it, pad_w columns left of it, and whatever the windows reach past its far edges (a
+ * padded x is passed with pads 0). */
+void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                        int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
+                        int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
+                        const float *k, float *y);
 
 /* The filter gradient of that convolution (dilation 1):
- * dw[KH,KW,C,F] += sum over n, oh, ow of xpad[n, oh*sh + kh, ow*sw + kw, c] * dy[n,oh,ow,f],
- * with xpad [N,Hp,Wp,C] and dy [N,OH,OW,F]. */
-void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t hp, int64_t wp,
-                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t oh,
-                                    int64_t ow, int64_t sh, int64_t sw, const float *xpad,
-                                    const float *dy, float *dw);
+ * dw[KH,KW,C,F] += sum over n, oh, ow of xp[n, oh*sh + kh, ow*sw + kw, c] * dy[n,oh,ow,f],
+ * with xp the input x [N,H,W,C] padded as above and dy [N,OH,OW,F]. */
+void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
+                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                    int64_t sw, const float *x, const float *dy, float *dw);
 
 /* The input gradient, as a stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (the output
  * gradient, dilated by the stride and padded) with the spatially flipped kernel:
- * dx[N,H,W,C] += sum over kh, kw, f of dyp[n, i - kh + KH-1, j - kw + KW-1, f] * k[kh,kw,c,f]. */
+ * dx[N,H,W,C] += sum over kh, kw, f of dyp[n, i - kh + KH-1, j - kw + KW-1, f] * k[kh,kw,c,f],
+ * where dyp is dy [N, dy_h, dy_w, F] with pad_h rows of zeros above it, pad_w columns
+ * left of it and zeros past its far edges (a dyp built already is passed with its own
+ * sizes and pads 0). */
 void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                                   int64_t kh, int64_t kw, int64_t f, const float *dyp,
-                                   const float *k, float *dx);
+                                   int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
+                                   int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
+                                   float *dx);
 
 /* ---- Counter-based random numbers ----------------------------------------------- */
 /* A parameter's value at global element index n (row-major over the global shape) is a
