@@ -136,9 +136,9 @@ Windows paddedWindows(Windows g, const Padding &p) {
 class Im2colChunks {
 public:
   Im2colChunks(const Windows &g, const Padding &padding, int64_t n, size_t extraBytes)
-      : g(g), padding(padding), n(n) {
+      : g(g), padding(padding), padsImages(!padding.none(g)), n(n) {
     const size_t imageBytes = g.rowsPerImage() * g.rowLength() * sizeof(float);
-    const size_t paddedBytes = padding.none(g) ? 0 : g.h * g.w * g.c * sizeof(float);
+    const size_t paddedBytes = padsImages ? g.h * g.w * g.c * sizeof(float) : 0;
     perChunk = std::clamp<int64_t>(imageBytes ? kChunkBytes / imageBytes : 1, 1,
                                    std::max<int64_t>(n, 1));
     auto [extraRegion, paddedRegion, colsRegion] =
@@ -146,8 +146,7 @@ public:
     extra = reinterpret_cast<float *>(extraRegion);
     padded = reinterpret_cast<float *>(paddedRegion);
     cols = reinterpret_cast<float *>(colsRegion);
-    if (paddedBytes)
-      std::memset(padded, 0, paddedBytes);
+    std::memset(padded, 0, paddedBytes);
   }
 
   float *extra;
@@ -159,14 +158,14 @@ public:
     const int64_t colsPerImage = g.rowsPerImage() * g.rowLength();
     for (int64_t first = 0; first < n; first += perChunk) {
       int64_t images = std::min(perChunk, n - first);
-      if (padding.none(g)) {
+      if (!padsImages) {
         im2col(g, images, x + first * imageSize, cols);
       } else {
         for (int64_t i = 0; i < images; ++i) {
           const float *image = x + (first + i) * imageSize;
           for (int64_t row = 0; row < padding.h; ++row)
-            std::memcpy(padded + ((row + padding.top) * g.w + padding.left) * g.c,
-                        image + row * padding.w * g.c, padding.w * g.c * sizeof(float));
+            copyRun(image + row * padding.w * g.c, padding.w * g.c,
+                    padded + ((row + padding.top) * g.w + padding.left) * g.c);
           im2col(g, 1, padded, cols + i * colsPerImage);
         }
       }
@@ -177,6 +176,7 @@ public:
 private:
   Windows g;
   Padding padding;
+  bool padsImages;
   int64_t n, perChunk;
   float *padded, *cols;
 };

@@ -62,14 +62,9 @@ inline float uniform01(const PhiloxCounter &block) { return float(block[0] >> 8)
 /// step's dropout masks are drawn with.
 void uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
 
-/// Standard normal by Box-Muller (cosine branch), in double: u1 in (0, 1] from words 0
-/// and 1 (never 0, so the log is finite), u2 in [0, 1) from words 2 and 3. The log and
-/// cosine are prng.cpp's own (fdlibm's kernels, within an ulp of libm's), so that the
-/// runs below vectorize and give every element the same bits as this.
-double normal01(const PhiloxCounter &block);
-
-/// stddev * normal01 of elements [first, first + n), rounded to float, into `out`
-/// (vectorized, prng.cpp): the normal initialisers and synthetic inputs.
+/// stddev times a standard normal draw for each element of [first, first + n), rounded
+/// to float, into `out` (prng.cpp's normal01 is the draw; shardrt_normal01 the same
+/// for one element): the normal initialisers and synthetic inputs.
 void normalRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, double stddev,
                float *out);
 

@@ -75,6 +75,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "shardc-lower-to-kernels"
@@ -523,85 +524,98 @@ bool mayWrite(Operation *op, Value root) {
   return writes;
 }
 
-/// Step 3's first part: a convolution reading a padded copy of a tensor, a
-/// fresh buffer filled with zeros and the tensor copied into its middle (how
-/// tensor.pad bufferizes), reads the tensor itself with the pads instead, and
-/// the copy, its fill and the buffer go. Only when every reader of the padded
-/// buffer is such a kernel and nothing writes the tensor (or, for a function
-/// argument, any argument) between the copy and the last reader. Returns the
-/// padded buffers, to erase once their readers are.
+/// A kernel reading the buffer `padded` as its first operand.
+using PaddedReader = std::pair<Operation *, KernelCall *>;
+
+/// How tensor.pad bufferizes: a fresh buffer, a +0.0 fill of it, and one copy of
+/// the padded tensor into a subview of its middle.
+struct PaddedCopy {
+  Operation *fill;
+  memref::SubViewOp middle;
+  memref::CopyOp copy;
+  SmallVector<Operation *> deallocs;
+};
+
+/// The padded copy that `padded` holds, if every other use of it is one of
+/// `readers` (as their first buffer only), all in its block after the copy, the
+/// middle covers dimensions 0 and 3 at static offsets with unit strides, and
+/// nothing may write the copied tensor between the copy and the last reader.
+std::optional<PaddedCopy> findPaddedCopy(Value padded, ArrayRef<PaddedReader> readers) {
+  Block *block = padded.getDefiningOp()->getBlock();
+  DenseSet<Operation *> readerOps;
+  Operation *first = nullptr, *last = nullptr;
+  for (auto [op, call] : readers) {
+    if (op->getBlock() != block || llvm::count(call->buffers, padded) != 1)
+      return std::nullopt;
+    readerOps.insert(op);
+    if (!first || op->isBeforeInBlock(first))
+      first = op;
+    if (!last || last->isBeforeInBlock(op))
+      last = op;
+  }
+  PaddedCopy found{};
+  for (Operation *user : padded.getUsers()) {
+    if (readerOps.contains(user))
+      continue;
+    if (isa<memref::DeallocOp>(user))
+      found.deallocs.push_back(user);
+    else if (auto subview = dyn_cast<memref::SubViewOp>(user); subview && !found.middle)
+      found.middle = subview;
+    else if (!found.fill && user->getBlock() == block && isZeroFillOf(user, padded))
+      found.fill = user;
+    else
+      return std::nullopt;
+  }
+  if (!found.fill || !found.middle || !found.middle->hasOneUse())
+    return std::nullopt;
+  found.copy = dyn_cast<memref::CopyOp>(*found.middle->getUsers().begin());
+  if (!found.copy || found.copy.getTarget() != found.middle.getResult() ||
+      found.copy->getBlock() != block || !found.fill->isBeforeInBlock(found.copy) ||
+      !found.copy->isBeforeInBlock(first))
+    return std::nullopt;
+  Value source = found.copy.getSource();
+  ArrayRef<int64_t> offsets = found.middle.getStaticOffsets();
+  if (!isDenseF32(source) || !found.middle.hasUnitStride() ||
+      llvm::any_of(offsets, ShapedType::isDynamic) || offsets[0] != 0 || offsets[3] != 0 ||
+      shapeOf(source)[0] != shapeOf(padded)[0] || shapeOf(source)[3] != shapeOf(padded)[3])
+    return std::nullopt;
+  for (Operation *op = found.copy->getNextNode(); op != last->getNextNode(); op = op->getNextNode())
+    if (mayWrite(op, rootOf(source)))
+      return std::nullopt;
+  return found;
+}
+
+/// Step 3's first part: a convolution reading a padded copy of a tensor reads the
+/// tensor itself with the pads instead, and the copy, its fill and the buffer's
+/// deallocation go. Returns the padded buffers, to erase once their readers are.
 SmallVector<Operation *>
 readPaddedInputsInPlace(MutableArrayRef<std::pair<linalg::LinalgOp, KernelCall>> work) {
-  SmallVector<Operation *> unused;
-  DenseMap<Value, SmallVector<KernelCall *>> readers;
+  llvm::MapVector<Value, SmallVector<PaddedReader>> readers;
   for (auto &[op, call] : work)
-    if (call.paddedInput)
-      if (auto alloc = call.buffers[0].getDefiningOp<memref::AllocOp>())
-        readers[alloc].push_back(&call);
-  for (auto &[padded, calls] : readers) {
-    auto alloc = padded.getDefiningOp<memref::AllocOp>();
-    Block *block = alloc->getBlock();
-    Operation *fill = nullptr, *first = nullptr, *last = nullptr;
-    memref::SubViewOp middle;
-    memref::CopyOp copy;
-    SmallVector<Operation *> deallocs;
-    unsigned kernelReads = 0;
-    bool matches = true;
-    for (auto &[op, call] : work)
-      if (call.paddedInput && call.buffers[0] == padded && op->getBlock() == block) {
-        ++kernelReads;
-        if (!first || op->isBeforeInBlock(first))
-          first = op;
-        if (!last || last->isBeforeInBlock(op))
-          last = op;
-      }
-    for (Operation *user : padded.getUsers()) {
-      if (isa<memref::DeallocOp>(user))
-        deallocs.push_back(user);
-      else if (auto subview = dyn_cast<memref::SubViewOp>(user); subview && !middle)
-        middle = subview;
-      else if (isZeroFillOf(user, padded) && !fill && user->getBlock() == block)
-        fill = user;
-      else if (!isa<linalg::LinalgOp>(user))
-        matches = false;
-    }
-    unsigned users = std::distance(padded.getUsers().begin(), padded.getUsers().end());
-    if (!matches || !fill || !middle || !last || calls.size() != kernelReads ||
-        users != kernelReads + deallocs.size() + 2 || !middle->hasOneUse())
+    if (call.paddedInput && call.buffers[0].getDefiningOp<memref::AllocOp>())
+      readers[call.buffers[0]].push_back({op, &call});
+  SmallVector<Operation *> unused;
+  for (auto &[padded, kernels] : readers) {
+    std::optional<PaddedCopy> found = findPaddedCopy(padded, kernels);
+    if (!found)
       continue;
-    copy = dyn_cast<memref::CopyOp>(*middle->getUsers().begin());
-    if (!copy || copy.getTarget() != middle.getResult() || copy->getBlock() != block ||
-        !fill->isBeforeInBlock(copy) || !copy->isBeforeInBlock(first))
-      continue;
-    // The middle: all of dimensions 0 and 3, unit strides, static offsets.
-    ArrayRef<int64_t> full = shapeOf(padded);
-    Value source = copy.getSource();
-    if (!isDenseF32(source) || !middle.hasUnitStride() ||
-        llvm::any_of(middle.getStaticOffsets(), ShapedType::isDynamic) ||
-        middle.getStaticOffsets()[0] != 0 || middle.getStaticOffsets()[3] != 0 ||
-        shapeOf(source)[0] != full[0] || shapeOf(source)[3] != full[3])
-      continue;
-    bool sourceWritten = false;
-    for (Operation *op = copy->getNextNode(); op != last && !sourceWritten; op = op->getNextNode())
-      sourceWritten = mayWrite(op, rootOf(source));
-    if (sourceWritten)
-      continue;
-    Builder b(alloc.getContext());
-    for (KernelCall *call : calls) {
+    Value source = found->copy.getSource();
+    ArrayRef<int64_t> offsets = found->middle.getStaticOffsets();
+    Builder b(padded.getContext());
+    for (auto [op, call] : kernels) {
+      const KernelCall::PaddedInput &at = *call->paddedInput;
       call->buffers[0] = source;
-      call->scalars[call->paddedInput->height] = b.getI64IntegerAttr(shapeOf(source)[1]);
-      call->scalars[call->paddedInput->width] = b.getI64IntegerAttr(shapeOf(source)[2]);
-      call->scalars[call->paddedInput->padHeight] =
-          b.getI64IntegerAttr(middle.getStaticOffsets()[1]);
-      call->scalars[call->paddedInput->padWidth] =
-          b.getI64IntegerAttr(middle.getStaticOffsets()[2]);
+      call->scalars[at.height] = b.getI64IntegerAttr(shapeOf(source)[1]);
+      call->scalars[at.width] = b.getI64IntegerAttr(shapeOf(source)[2]);
+      call->scalars[at.padHeight] = b.getI64IntegerAttr(offsets[1]);
+      call->scalars[at.padWidth] = b.getI64IntegerAttr(offsets[2]);
     }
-    copy->erase();
-    middle->erase();
-    fill->erase();
-    for (Operation *dealloc : deallocs)
+    found->copy->erase();
+    found->middle->erase();
+    found->fill->erase();
+    for (Operation *dealloc : found->deallocs)
       dealloc->erase();
-    unused.push_back(alloc);
+    unused.push_back(padded.getDefiningOp());
   }
   return unused;
 }
