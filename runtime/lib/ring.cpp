@@ -1,4 +1,4 @@
-// Ring collectives: G-1 steps, each rank sending to its right neighbour (group index
+// The ring reduce-scatter: G-1 steps, each rank sending to its right neighbour (group index
 // + 1) and receiving from its left one.
 #include "ring.h"
 #include "watchdog.h"
@@ -47,19 +47,6 @@ void ringReduceScatter(const Group &group, ElementType type, shardrt_reduction o
     std::byte *sum = step == g - 2 ? ownBlock : acc;
     combine(type, op, sum, recv, at(in, recvBlock), partition.size(recvBlock));
     send = acc;
-  }
-}
-
-void ringAllGather(const Group &group, ElementType type, std::byte *buffer,
-                   const Partition &partition) {
-  const int g = group.size, r = group.index;
-  const int right = modulo(r + 1, g), left = modulo(r - 1, g);
-  // Step s forwards block r-s (at step 0 this rank's own) and receives block r-s-1.
-  for (int step = 0; step < g - 1; ++step) {
-    int sendBlock = modulo(r - step, g), recvBlock = modulo(r - step - 1, g);
-    exchange(group, type, buffer + partition.begin(sendBlock) * type.bytes,
-             partition.size(sendBlock), right, buffer + partition.begin(recvBlock) * type.bytes,
-             partition.size(recvBlock), left);
   }
 }
 

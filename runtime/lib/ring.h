@@ -1,11 +1,13 @@
-// Ring reduce-scatter and all-gather over point-to-point messages (Patarasuk & Yuan,
-// "Bandwidth optimal all-reduce algorithms for clusters of workstations", 2009).
+// Ring reduce-scatter over point-to-point messages (Patarasuk & Yuan, "Bandwidth
+// optimal all-reduce algorithms for clusters of workstations", 2009), for the large
+// reduce_scatters.
 //
-// Why not MPI's collectives: OpenMPI's MPI_Allreduce and MPI_Reduce_scatter_block
-// allocate a temporary as large as the message on every call; at 64 MiB glibc maps
-// and unmaps it each time, and the page faults make the call several times slower.
-// The ring sends each element across the group twice, the bandwidth optimum, and its
-// only temporaries are two blocks in the runtime's scratch buffer.
+// Why not MPI's collective: OpenMPI's MPI_Reduce_scatter_block allocates a temporary as
+// large as the message on every call; at 64 MiB glibc mapped and unmapped it each time,
+// and the page faults made the call several times slower. The ring sends each element
+// across the group once, and its only temporaries are two blocks in the runtime's
+// scratch buffer. (The all-reduce left its ring for MPI_Allreduce once the heap kept
+// freed memory, host.cpp: it was then 1.1-1.4x slower than MPI's from 32 to 256 MiB.)
 #ifndef SHARDRT_LIB_RING_H
 #define SHARDRT_LIB_RING_H
 
@@ -31,10 +33,6 @@ struct Partition {
 void ringReduceScatter(const Group &group, ElementType type, shardrt_reduction op,
                        const std::byte *in, std::byte *ownBlock, const Partition &partition,
                        std::byte *acc, std::byte *recv);
-
-/// `buffer` holds this rank's block (group.index); afterwards it holds every block.
-void ringAllGather(const Group &group, ElementType type, std::byte *buffer,
-                   const Partition &partition);
 
 } // namespace shardrt
 

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -28,7 +30,8 @@ struct Watch {
   MPI_Win window = MPI_WIN_NULL;
   std::vector<Slot *> board; // the host's ranks, this one included
   Slot *own = nullptr;
-  double timeout = 600;
+  int worldRank = 0, worldSize = 1;
+  std::atomic<double> timeout{600};
   const char *phase = "start-up";
   int64_t step = 0;
   // The collective waited on.
@@ -36,6 +39,12 @@ struct Watch {
   uint32_t axes = 0;
   bool world = false;
   int64_t elements = -1;
+  // The timekeeper thread, for the blocking collectives (watchedBlocking).
+  std::thread timekeeper;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::atomic<int64_t> blockedSince{0}; // CLOCK_MONOTONIC at the blocking call's start; 0: none
 };
 
 Watch watch;
@@ -70,12 +79,11 @@ std::string missingRanks() {
   return text;
 }
 
+/// Ends the job for a collective that has waited `waited` seconds. Called from the
+/// timekeeper thread too, so it asks MPI nothing but to abort.
 [[noreturn]] void timedOut(double waited) {
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  int hostRanks = 1;
-  MPI_Comm_size(watch.host, &hostRanks);
+  const int rank = watch.worldRank, ranks = watch.worldSize;
+  const int hostRanks = int(watch.board.size());
   const std::string what =
       std::string(watch.kind) + (watch.world ? " over every rank" : " over " + axesText(watch.axes)) +
       (watch.elements >= 0 ? " of " + std::to_string(watch.elements) + " elements" : "");
@@ -89,11 +97,27 @@ std::string missingRanks() {
                "waited %.0f s, past --collective-timeout %g; ranks that did not arrive: %s%s; "
                "ending the job\n",
                rank, what.c_str(), (long long)watch.own->started.load(), where.c_str(), waited,
-               watch.timeout, missing.c_str(),
+               watch.timeout.load(), missing.c_str(),
                hostRanks < ranks ? " (ranks on other hosts are not shown)" : "");
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 4);
   std::_Exit(4);
+}
+
+/// The timekeeper's loop: every 100 ms, while the main thread is in a blocking
+/// collective, it beats for the rank and ends the job past the timeout.
+void keepTime() {
+  std::unique_lock<std::mutex> lock(watch.mutex);
+  while (!watch.stopping) {
+    watch.wake.wait_for(lock, std::chrono::milliseconds(100));
+    const int64_t since = watch.blockedSince.load(std::memory_order_acquire);
+    if (!since)
+      continue;
+    beat();
+    const double waited = double(nowNanos() - since) * 1e-9, timeout = watch.timeout.load();
+    if (timeout > 0 && waited > timeout)
+      timedOut(waited);
+  }
 }
 
 } // namespace
@@ -104,6 +128,8 @@ void watchInit() {
   MPI_Win_allocate_shared(sizeof(Slot), 1, MPI_INFO_NULL, watch.host, &mine, &watch.window);
   int rank = 0, hostRanks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &watch.worldSize);
+  watch.worldRank = rank;
   MPI_Comm_size(watch.host, &hostRanks);
   new (mine) Slot();
   mine->worldRank.store(rank);
@@ -119,9 +145,19 @@ void watchInit() {
     MPI_Win_shared_query(watch.window, r, &bytes, &unit, &slot);
     watch.board.push_back(slot);
   }
+  watch.stopping = false;
+  watch.timekeeper = std::thread(keepTime);
 }
 
 void watchFinalize() {
+  if (watch.timekeeper.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(watch.mutex);
+      watch.stopping = true;
+    }
+    watch.wake.notify_one();
+    watch.timekeeper.join();
+  }
   if (watch.window != MPI_WIN_NULL)
     MPI_Win_free(&watch.window);
   if (watch.host != MPI_COMM_NULL)
@@ -151,6 +187,10 @@ void arrive(const char *kind, uint32_t axes, bool world, int64_t elements) {
     beat();
   }
 }
+
+void enterBlocking() { watch.blockedSince.store(nowNanos(), std::memory_order_release); }
+
+void leaveBlocking() { watch.blockedSince.store(0, std::memory_order_release); }
 
 void await(int count, MPI_Request *requests) {
   using Clock = std::chrono::steady_clock;

@@ -1,10 +1,12 @@
 // The collective watchdog (--collective-timeout): every collective of the runtime, the
-// compiled steps' and the driver's own, starts its MPI operation without blocking and
-// waits here.
+// compiled steps' and the driver's own, is timed.
 //
-//  1. Waiting polls for a millisecond (a collective that is on time costs nothing
-//     more), then sleeps between polls, 50 us at first and 10 ms once a second has
-//     passed: a stalled collective does not burn a core.
+//  1. Most start their MPI operation without blocking and wait in await, which polls
+//     for a millisecond (a collective that is on time costs nothing more), then sleeps
+//     between polls, 50 us at first and 10 ms once a second has passed: a stalled
+//     collective does not burn a core. The all-reduces below the ring's size call
+//     MPI's blocking MPI_Allreduce where it is faster (bench/runtime), and a thread of
+//     the runtime's, the timekeeper, times them instead.
 //  2. Each rank counts the collectives it has started and, while it waits, beats a
 //     clock, on a board in memory shared by the ranks of its host.
 //  3. When a collective has waited past the timeout, the rank reads the board, names
@@ -42,6 +44,21 @@ void arrive(const char *kind, uint32_t axes, bool world = false, int64_t element
 
 /// Waits for `requests` as described above.
 void await(int count, MPI_Request *requests);
+
+/// Around a blocking MPI collective: a thread of the runtime's keeps its time
+/// meanwhile, beating for the rank and ending the job past the timeout as await does.
+void enterBlocking();
+void leaveBlocking();
+
+/// A blocking collective of `elements` over mesh `axes`: arrive, call(), timed by
+/// the timekeeper thread.
+template <typename Call>
+void watchedBlocking(const char *kind, uint32_t axes, int64_t elements, Call call) {
+  arrive(kind, axes, /*world=*/false, elements);
+  enterBlocking();
+  call();
+  leaveBlocking();
+}
 
 /// One of the driver's collectives over every rank: arrive, issue(&request) starts it,
 /// await.

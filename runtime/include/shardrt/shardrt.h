@@ -71,12 +71,12 @@ int shardrt_debug_num_communicators(void);
 
 /* ---- Collectives ------------------------------------------------------------- */
 /* All take the axis subset first. `in` and `out` must not overlap except where said.
- * From 32 MiB on, all_reduce and reduce_scatter run a ring of point-to-point messages
- * through the runtime's scratch buffer instead of MPI's collective: OpenMPI allocates a
- * temporary as large as the message on every call, and above 32 MiB glibc maps fresh
- * pages for it each time (64 MiB on 2 ranks: ~14 ms by the ring, ~120 ms by
- * MPI_Allreduce). The environment variable SHARDRT_RING_MIN_BYTES moves the switch-over
- * (0: always the ring). */
+ * all_reduce is MPI's blocking MPI_Allreduce, timed by the runtime's watchdog thread
+ * (bench/runtime: never slower than MPI's, since it is MPI's). From 32 MiB on,
+ * reduce_scatter runs a ring of point-to-point messages through the runtime's scratch
+ * buffer instead of MPI's collective, which allocates a temporary as large as the
+ * message on every call. The environment variable SHARDRT_RING_MIN_BYTES moves the
+ * switch-over (0: always the ring). */
 
 typedef enum shardrt_reduction {
   SHARDRT_SUM = 0,
