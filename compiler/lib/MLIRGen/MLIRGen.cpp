@@ -343,9 +343,10 @@ Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
 
 /// f32 [ids' dims, classes]: 1 where the last index equals the id, else 0. Its
 /// linalg.index is globalized by the sharding models, so a split class axis keeps
-/// global classes; the embedding and its gradient are contractions with it (a matmul
-/// each, on BLAS), which the sharding models split like any other: a table split over
-/// vocab is Megatron's vocab-parallel embedding.
+/// global classes; the embedding and its gradient are contractions with it, which the
+/// sharding models split like any other: a table split over vocab is Megatron's
+/// vocab-parallel embedding. After partitioning, shardc-embedding-gathers makes them a
+/// gather and a scatter-add.
 Value MLIRGenImpl::oneHot(Value ids, int64_t classes, Location at) {
   auto idsType = cast<RankedTensorType>(ids.getType());
   SmallVector<int64_t> shape(idsType.getShape());

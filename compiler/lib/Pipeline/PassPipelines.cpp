@@ -127,6 +127,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createSplatsToFillsPass());
+  pm.addNestedPass<func::FuncOp>(createEmbeddingGathersPass());
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createOutlineLayersPass());

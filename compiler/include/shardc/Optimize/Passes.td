@@ -11,6 +11,38 @@
 
 include "mlir/Pass/PassBase.td"
 
+def EmbeddingGathersPass : Pass<"shardc-embedding-gathers", "::mlir::func::FuncOp"> {
+  let summary = "Make contractions with a one-hot gathers and scatter-adds";
+  let description = [{
+    MLIRGen writes the embedding and its gradient as contractions with a
+    one-hot of the ids (`[ids' dims, vocab]`, 1 where the last index equals
+    the id), which the sharding models split like any contraction: a table
+    split over vocab is Megatron's vocab-parallel embedding, the one-hot then
+    sliced over its class axis by `shard.all_slice`. After partitioning, the
+    contractions cost tokens x vocab x embed multiply-adds each way. This
+    pass rewrites them by what the one-hot selects:
+
+    - summed over the classes (the lookup): a gather, out[t, e] += table[id_t
+      - first, e], a `linalg.generic` reading the table with `tensor.extract`;
+    - summed over the ids (the gradient): a scatter-add, one `scf.for` per
+      ids dim adding row t of dy into row id_t - first of out.
+
+    `first` is the first class this rank holds (0 unless the one-hot is
+    sliced: then the first element of the same `shard.all_slice` of the
+    classes' indices); an id outside this rank's classes adds nothing, as
+    its one-hot row was zero. The one-hot goes when nothing else reads it.
+    Sums are the contraction's up to order (the scatter adds rows in the ids'
+    order).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::shard::ShardDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def SplatsToFillsPass : Pass<"shardc-splats-to-fills", "::mlir::func::FuncOp"> {
   let summary = "Make splat tensor constants fills of empty tensors";
   let description = [{
