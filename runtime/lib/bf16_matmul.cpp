@@ -1,8 +1,9 @@
 // bfloat16 matrix products on oneDNN (bf16_matmul.h). The operands are converted into
 // two buffers of their own (not the scratch buffer, which a convolution's im2col
 // matrix occupies while it calls sgemm), each keeping its orientation: oneDNN reads a
-// transposed operand through its strides. A primitive (a conversion, a product) is
-// made once per shape.
+// transposed operand through its strides. A batch of products (attention's, over
+// batch and heads) is one 4-d primitive of each kind. A primitive (a conversion, a
+// product) is made once per shape.
 #include "bf16_matmul.h"
 #include "mesh.h"
 #include "scratch.h"
@@ -22,9 +23,12 @@ bool inBf16 = false;
 struct Dnnl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  using Product = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, bool>;
+  // m, n, k, transA, transB, ldc, accumulate, the batch's sizes and c's strides.
+  using Product = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, bool, int64_t,
+                             int64_t, int64_t, int64_t>;
   std::map<Product, dnnl::matmul> products;
-  using Conversion = std::tuple<int64_t, int64_t, int64_t>;
+  // rows, cols, ld, the batch's sizes and the operand's strides.
+  using Conversion = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
   std::map<Conversion, dnnl::reorder> conversions;
   ScratchBuffer a, b;
 };
@@ -34,15 +38,36 @@ Dnnl &dnnlState() {
   return state;
 }
 
-/// `rows` rows of `cols` floats, `ld` apart, into `out` densely as bfloat16 (to
-/// nearest, ties to even): a oneDNN reorder, which converts with the CPU's own
-/// instruction where it has one (44 GB/s of f32 read here; a scalar loop of ours took a
-/// fifth of W4's step).
-void convert(Dnnl &state, const float *in, int64_t rows, int64_t cols, int64_t ld, void *out) {
+/// [rows, cols] matrices of `type` with strides `inner` (the row's, the column's),
+/// one per product of `batch`, `outer` apart; a plain matrix when the batch is single.
+dnnl::memory::desc matrices(const Batch &batch, const int64_t outer[2], int64_t rows,
+                            int64_t cols, dnnl::memory::dims inner,
+                            dnnl::memory::data_type type) {
+  if (batch.single())
+    return dnnl::memory::desc({rows, cols}, type, inner);
+  return dnnl::memory::desc({batch.sizes[0], batch.sizes[1], rows, cols}, type,
+                            {outer[0], outer[1], inner[0], inner[1]});
+}
+
+/// The strides of dense [rows, cols] matrices side by side, one per product.
+void denseStrides(const Batch &batch, int64_t rows, int64_t cols, int64_t out[2]) {
+  out[1] = rows * cols;
+  out[0] = batch.sizes[1] * out[1];
+}
+
+/// `rows` rows of `cols` floats, `ld` apart, of each product of the batch (`strides`
+/// apart) into `out` densely as bfloat16 (to nearest, ties to even): a oneDNN reorder,
+/// which converts with the CPU's own instruction where it has one (44 GB/s of f32 read
+/// here; a scalar loop of ours took a fifth of W4's step).
+void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const float *in,
+             int64_t rows, int64_t cols, int64_t ld, void *out) {
   using dnnl::memory;
-  memory::desc from({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
-  memory::desc to({rows, cols}, memory::data_type::bf16, memory::dims{cols, 1});
-  const Dnnl::Conversion shape{rows, cols, ld};
+  int64_t dense[2];
+  denseStrides(batch, rows, cols, dense);
+  memory::desc from = matrices(batch, strides, rows, cols, {ld, 1}, memory::data_type::f32);
+  memory::desc to = matrices(batch, dense, rows, cols, {cols, 1}, memory::data_type::bf16);
+  const Dnnl::Conversion shape{rows,    cols, ld, batch.sizes[0], batch.sizes[1],
+                               strides[0], strides[1]};
   auto found = state.conversions.find(shape);
   if (found == state.conversions.end())
     found = state.conversions
@@ -54,27 +79,33 @@ void convert(Dnnl &state, const float *in, int64_t rows, int64_t cols, int64_t l
 }
 
 void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-             const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+             const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+             const Batch &batch) {
   using dnnl::memory;
   Dnnl &state = dnnlState();
   // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
   const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
   const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-  std::byte *a16 = state.a.tryReserve(size_t(aRows * aCols) * 2);
-  std::byte *b16 = state.b.tryReserve(size_t(bRows * bCols) * 2);
+  const int64_t products = batch.sizes[0] * batch.sizes[1];
+  std::byte *a16 = state.a.tryReserve(size_t(products * aRows * aCols) * 2);
+  std::byte *b16 = state.b.tryReserve(size_t(products * bRows * bCols) * 2);
   if (!a16 || !b16)
-    fatal("out of memory: a bfloat16 matrix product of %lld x %lld x %lld has no room for "
-          "its operands",
-          (long long)m, (long long)n, (long long)k);
-  convert(state, a, aRows, aCols, lda, a16);
-  convert(state, b, bRows, bCols, ldb, b16);
+    fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
+          "for their operands",
+          (long long)products, (long long)m, (long long)n, (long long)k);
+  convert(state, batch, batch.a, a, aRows, aCols, lda, a16);
+  convert(state, batch, batch.b, b, bRows, bCols, ldb, b16);
 
-  memory::desc aDesc({m, k}, memory::data_type::bf16,
-                     transA ? memory::dims{1, m} : memory::dims{k, 1});
-  memory::desc bDesc({k, n}, memory::data_type::bf16,
-                     transB ? memory::dims{1, k} : memory::dims{n, 1});
-  memory::desc cDesc({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
-  const Dnnl::Product shape{m, n, k, transA, transB, ldc, accumulate};
+  int64_t aDense[2], bDense[2];
+  denseStrides(batch, aRows, aCols, aDense);
+  denseStrides(batch, bRows, bCols, bDense);
+  memory::desc aDesc = matrices(batch, aDense, m, k, transA ? memory::dims{1, m} : memory::dims{k, 1},
+                                memory::data_type::bf16);
+  memory::desc bDesc = matrices(batch, bDense, k, n, transB ? memory::dims{1, k} : memory::dims{n, 1},
+                                memory::data_type::bf16);
+  memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
+  const Dnnl::Product shape{m, n, k, transA, transB, ldc, accumulate, batch.sizes[0],
+                            batch.sizes[1], batch.c[0], batch.c[1]};
   auto found = state.products.find(shape);
   if (found == state.products.end()) {
     dnnl::primitive_attr attr;
@@ -100,14 +131,17 @@ void setMatmulInBf16(bool enabled) { inBf16 = enabled; }
 bool matmulInBf16() { return inBf16; }
 
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+              const Batch &batch) {
   // oneDNN reports failures as exceptions, which must not cross the generated code
   // that called the kernel.
   try {
-    product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
+    product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
   } catch (const dnnl::error &error) {
-    fatal("oneDNN failed on a bfloat16 matrix product of %lld x %lld x %lld: %s (status %d)",
-          (long long)m, (long long)n, (long long)k, error.what(), int(error.status));
+    fatal("oneDNN failed on %lld x %lld bfloat16 matrix products of %lld x %lld x %lld: %s "
+          "(status %d)",
+          (long long)batch.sizes[0], (long long)batch.sizes[1], (long long)m, (long long)n,
+          (long long)k, error.what(), int(error.status));
   }
 }
 

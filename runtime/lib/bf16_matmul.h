@@ -16,11 +16,22 @@ namespace shardrt {
 void setMatmulInBf16(bool enabled);
 bool matmulInBf16();
 
-/// c[m, n] = op(a) op(b) (+ c when accumulating) as kernels.cpp's sgemm, in bfloat16:
-/// a is [m, k] ([k, m] if transA) with leading dimension lda, b [k, n] ([n, k] if
-/// transB) with ldb, c [m, n] with ldc; m, n, k > 0.
+/// sizes[0] x sizes[1] products of the same shape at once: the (i, j)-th reads
+/// a + i * a[0] + j * a[1] and b + ..., and writes c + ... (strides in elements).
+struct Batch {
+  int64_t sizes[2] = {1, 1};
+  int64_t a[2] = {0, 0}, b[2] = {0, 0}, c[2] = {0, 0};
+
+  bool single() const { return sizes[0] == 1 && sizes[1] == 1; }
+};
+
+/// c[m, n] = op(a) op(b) (+ c when accumulating) as kernels.cpp's sgemm, in bfloat16,
+/// for each product of `batch`: a is [m, k] ([k, m] if transA) with leading dimension
+/// lda, b [k, n] ([n, k] if transB) with ldb, c [m, n] with ldc; m, n, k > 0. One
+/// oneDNN primitive (and one conversion of each operand) for the whole batch.
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+              const Batch &batch = {});
 
 } // namespace shardrt
 

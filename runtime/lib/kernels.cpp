@@ -52,24 +52,30 @@ struct Windows {
 /// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k].
 void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
            int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-           int64_t ldc) {
-  for (int64_t v : {m, n, k, lda, ldb, ldc})
+           int64_t ldc, const Batch &batch = {}) {
+  for (int64_t v : {m, n, k, lda, ldb, ldc, batch.sizes[0], batch.sizes[1]})
     if (v < 0 || v > INT_MAX)
       fatal("%s: dimension %lld is out of range for OpenBLAS", caller, static_cast<long long>(v));
-  if (m == 0 || n == 0)
+  if (m == 0 || n == 0 || batch.sizes[0] == 0 || batch.sizes[1] == 0)
     return;
-  // An empty product adds nothing (OpenBLAS would reject its leading dimensions of 0),
-  // but an overwritten output is still zero.
-  if (k == 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < m; ++i)
-        std::memset(c + i * ldc, 0, n * sizeof(float));
-    return;
-  }
-  if (matmulInBf16())
-    return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  if (k > 0 && matmulInBf16())
+    return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
+  for (int64_t i = 0; i < batch.sizes[0]; ++i)
+    for (int64_t j = 0; j < batch.sizes[1]; ++j) {
+      float *out = c + i * batch.c[0] + j * batch.c[1];
+      // An empty product adds nothing (OpenBLAS would reject its leading dimensions of
+      // 0), but an overwritten output is still zero.
+      if (k == 0) {
+        if (!accumulate)
+          for (int64_t row = 0; row < m; ++row)
+            std::memset(out + row * ldc, 0, n * sizeof(float));
+        continue;
+      }
+      cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                  transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                  a + i * batch.a[0] + j * batch.a[1], lda, b + i * batch.b[0] + j * batch.b[1],
+                  ldb, accumulate ? 1.0f : 0.0f, out, ldc);
+    }
 }
 
 /// sgemm on dense matrices.
@@ -192,6 +198,20 @@ void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, in
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c) {
   sgemm("shardrt_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                                int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                int64_t batch0, int64_t batch1, int64_t a_stride0,
+                                int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
+                                int64_t c_stride0, int64_t c_stride1, const float *a,
+                                const float *b, float *c) {
+  const Batch batch{{batch0, batch1},
+                    {a_stride0, a_stride1},
+                    {b_stride0, b_stride1},
+                    {c_stride0, c_stride1}};
+  sgemm("shardrt_batched_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+        ldc, batch);
 }
 
 void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,

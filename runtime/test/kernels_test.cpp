@@ -116,6 +116,40 @@ void checkMatmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad 
                   (pad ? " rows padded by " + std::to_string(pad) : "") + mode(accumulate));
 }
 
+/// Attention's products as lower-to-kernels calls them: scores[b, h] = q[b, :, h, :] x
+/// k[b, :, h, :]^T over a [batch, seq, heads, dim] layout (two batch dimensions), then
+/// the scores [p, s, t] x v[p, t, d] -> out[p, s, d] (one, of b x h products). One
+/// batched call writes what one shardrt_matmul_f32 per product writes (up to the
+/// order of the sums, in bfloat16).
+void checkBatchedMatmul(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool accumulate) {
+  const int64_t rowStride = heads * dim, batchStride = seq * rowStride;
+  const std::string shape = std::to_string(batch) + "x" + std::to_string(heads) + " products of " +
+                            std::to_string(seq) + "x" + std::to_string(seq) + "x" +
+                            std::to_string(dim) + mode(accumulate);
+  std::vector<float> q = randomVector(batch * batchStride), k = randomVector(batch * batchStride);
+  std::vector<float> scores = randomVector(batch * heads * seq * seq), perProduct = scores;
+  shardrt_batched_matmul_f32(accumulate, 0, 1, seq, seq, dim, rowStride, rowStride, seq, batch,
+                             heads, batchStride, dim, batchStride, dim, heads * seq * seq,
+                             seq * seq, q.data(), k.data(), scores.data());
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t h = 0; h < heads; ++h)
+      shardrt_matmul_f32(accumulate, 0, 1, seq, seq, dim, rowStride, rowStride, seq,
+                         q.data() + i * batchStride + h * dim, k.data() + i * batchStride + h * dim,
+                         perProduct.data() + (i * heads + h) * seq * seq);
+  expectClose(scores, widen(perProduct), dim, "batched matmul, " + shape);
+
+  const int64_t products = batch * heads;
+  std::vector<float> v = randomVector(products * seq * dim), out = randomVector(products * seq * dim);
+  std::vector<float> outPerProduct = out;
+  shardrt_batched_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim, 1, products, 0,
+                             seq * seq, 0, seq * dim, 0, seq * dim, scores.data(), v.data(),
+                             out.data());
+  for (int64_t p = 0; p < products; ++p)
+    shardrt_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim, scores.data() + p * seq * seq,
+                       v.data() + p * seq * dim, outPerProduct.data() + p * seq * dim);
+  expectClose(out, widen(outPerProduct), seq, "batched matmul (one batch dimension), " + shape);
+}
+
 /// A forward convolution's shapes; the input is already padded.
 struct Conv {
   int64_t n, h, w, c, kh, kw, f, sh, sw, dh, dw;
@@ -375,6 +409,9 @@ void checkProducts() {
   checkMatmul(3, 2, 0, true, true, 0, /*accumulate=*/false);
   std::printf("kernels: matmul checked (4 transpose combinations, empty dimensions, "
               "overwriting)\n");
+  checkBatchedMatmul(2, 3, 5, 4, true);
+  checkBatchedMatmul(3, 4, 16, 8, false);
+  std::printf("kernels: batched matmul checked (the same as one call per product)\n");
 
   //                 n   h   w   c kh kw   f sh sw dh dw
   const Conv convs[] = {{2, 7, 7, 3, 3, 3, 4, 1, 1, 1, 1},

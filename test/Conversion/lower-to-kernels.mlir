@@ -245,23 +245,19 @@ func.func @matmul_column_block(%a: memref<4x3xf32>, %wide: memref<3x10xf32>, %c:
 
 // -----
 
-// A batched matmul: one call per batch index, each pointer advanced by its
-// operand's batch stride (12, 15 and 20 elements).
+// A batched matmul: one call for the batch, with each operand's batch stride
+// (12, 15 and 20 elements; the outer batch of one, stride 0).
 
 // CHECK-LABEL: func.func @batch_matmul
-// CHECK-SAME:    (%[[A:.*]]: memref<2x4x3xf32>, %[[B:.*]]: memref<2x3x5xf32>, %[[C:.*]]: memref<2x4x5xf32>)
-// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %[[TWO:.*]] step
-// CHECK-DAG:       %[[SA:.*]] = arith.constant 12 : index
-// CHECK-DAG:       %[[OA:.*]] = arith.muli %[[I]], %[[SA]] : index
-// CHECK-DAG:       %[[SB:.*]] = arith.constant 15 : index
-// CHECK-DAG:       arith.muli %[[I]], %[[SB]] : index
-// CHECK-DAG:       %[[SC:.*]] = arith.constant 20 : index
-// CHECK-DAG:       arith.muli %[[I]], %[[SC]] : index
-// CHECK:           %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
-// CHECK:           %[[BYTES:.*]] = arith.muli %[[OA]], %{{.*}} : index
-// CHECK:           arith.addi %[[BASE]], %[[BYTES]] : index
-// CHECK:           call @shardrt_matmul_f32
-// CHECK-NEXT:    }
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK-DAG:     %[[SA:.*]] = arith.constant 12 : i64
+// CHECK-DAG:     %[[SB:.*]] = arith.constant 15 : i64
+// CHECK-DAG:     %[[SC:.*]] = arith.constant 20 : i64
+// CHECK-NOT:     scf.for
+// CHECK:         call @shardrt_batched_matmul_f32(%{{.*}}, %[[NO]], %[[NO]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %[[TWO]], %[[ZERO]], %[[SA]], %[[ZERO]], %[[SB]], %[[ZERO]], %[[SC]],
 // CHECK-NEXT:    return
 func.func @batch_matmul(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref<2x4x5xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<2x4x3xf32>, memref<2x3x5xf32>) outs(%c : memref<2x4x5xf32>)
@@ -270,9 +266,37 @@ func.func @batch_matmul(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref
 
 // -----
 
+// Three batch loops: the innermost two go to the kernel, the outer one stays a
+// loop advancing each pointer by its stride (72, 54 and 72 elements).
+
+// CHECK-LABEL: func.func @three_batch_loops
+// CHECK-DAG:     %[[B1:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[B2:.*]] = arith.constant 2 : i64
+// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-DAG:       arith.constant 72 : index
+// CHECK-DAG:       arith.constant 54 : index
+// CHECK:           call @shardrt_batched_matmul_f32({{.*}}, %[[B1]], %[[B2]],
+// CHECK-NOT:     scf.for
+#a3 = affine_map<(p, q, r, m, n, k) -> (p, q, r, m, k)>
+#b3 = affine_map<(p, q, r, m, n, k) -> (p, q, r, k, n)>
+#c3 = affine_map<(p, q, r, m, n, k) -> (p, q, r, m, n)>
+func.func @three_batch_loops(%a: memref<2x3x2x4x3xf32>, %b: memref<2x3x2x3x3xf32>, %c: memref<2x3x2x4x3xf32>) {
+  linalg.generic {indexing_maps = [#a3, #b3, #c3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3x2x4x3xf32>, memref<2x3x2x3x3xf32>) outs(%c : memref<2x3x2x4x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Attention's scores by axis names, scores[b, h, s, t] = sum_d q[b, s, h, d] k[b, t, h, d]:
 // batch loops b and h interleaved with the matrix dimensions, q read with leading
-// dimension 12 (h * d), k transposed, two loops of calls.
+// dimension 12 (h * d), k transposed: one call for the 2 x 3 products, q and k
+// advancing 72 elements a batch and 4 a head, the scores 108 and 36.
 
 // CHECK-LABEL: func.func @attention_scores
 // CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
@@ -280,9 +304,13 @@ func.func @batch_matmul(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref
 // CHECK-DAG:     %[[SIX:.*]] = arith.constant 6 : i64
 // CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : i64
 // CHECK-DAG:     %[[TWELVE:.*]] = arith.constant 12 : i64
-// CHECK:         scf.for
-// CHECK:           scf.for
-// CHECK:             call @shardrt_matmul_f32(%[[YES]], %[[NO]], %[[YES]], %[[SIX]], %[[SIX]], %[[FOUR]], %[[TWELVE]], %[[TWELVE]], %[[SIX]],
+// CHECK-DAG:     %[[B:.*]] = arith.constant 2 : i64
+// CHECK-DAG:     %[[H:.*]] = arith.constant 3 : i64
+// CHECK-DAG:     %[[QB:.*]] = arith.constant 72 : i64
+// CHECK-DAG:     %[[SB:.*]] = arith.constant 108 : i64
+// CHECK-DAG:     %[[SH:.*]] = arith.constant 36 : i64
+// CHECK-NOT:     scf.for
+// CHECK:         call @shardrt_batched_matmul_f32(%[[YES]], %[[NO]], %[[YES]], %[[SIX]], %[[SIX]], %[[FOUR]], %[[TWELVE]], %[[TWELVE]], %[[SIX]], %[[B]], %[[H]], %[[QB]], %[[FOUR]], %[[QB]], %[[FOUR]], %[[SB]], %[[SH]],
 #q = affine_map<(b, s, h, t, d) -> (b, s, h, d)>
 #k = affine_map<(b, s, h, t, d) -> (b, t, h, d)>
 #scores = affine_map<(b, s, h, t, d) -> (b, h, s, t)>

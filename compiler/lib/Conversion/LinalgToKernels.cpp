@@ -29,8 +29,10 @@
 //        C^T = B^T A^T.
 //          -> shardrt_matmul_f32(trans_a, trans_b, M, N, K, lda, ldb, ldc,
 //                                A, B, out)
-//        inside one scf.for per batch loop that advances the pointers by
-//        the operands' strides (attention's [b, h] heads of scores).
+//        or, with batch loops, shardrt_batched_matmul_f32 with the innermost
+//        two's sizes and the operands' strides along them (attention's [b, h]
+//        heads of scores), inside one scf.for per further batch loop that
+//        advances the pointers by the operands' strides.
 //     b. linalg.conv_2d_nhwc_hwcf, any strides and dilations
 //          -> shardrt_conv2d_f32
 //     c. Filter gradient, loops (kh, kw, c, f, n, oh, ow), [par x4, red x3]:
@@ -341,6 +343,20 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
                             {operands[first].strideOf(loop),
                              operands[second].strideOf(loop),
                              operands[2].strideOf(loop)}});
+  if (call.batch.empty())
+    return call;
+  // The innermost two batch loops go into the kernel (one call, and one oneDNN
+  // primitive in bf16, for attention's [b, h] products); any further ones stay
+  // loops around it.
+  KernelCall::BatchLoop inner = call.batch.pop_back_val();
+  KernelCall::BatchLoop outer{1, {0, 0, 0}};
+  if (!call.batch.empty())
+    outer = call.batch.pop_back_val();
+  call.function = "shardrt_batched_matmul_f32";
+  call.scalars.append({b.getI64IntegerAttr(outer.size), b.getI64IntegerAttr(inner.size)});
+  for (unsigned operand = 0; operand < 3; ++operand)
+    call.scalars.append({b.getI64IntegerAttr(outer.strides[operand]),
+                         b.getI64IntegerAttr(inner.strides[operand])});
   return call;
 }
 

@@ -140,10 +140,21 @@ void shardrt_set_matmul_precision_bf16(int32_t enabled);
 /* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b),
  * each row-major with its leading dimension (the distance between its rows' starts:
  * lda >= K for [M,K], ldc >= N, ...), so that a matrix can be a strided view of a larger
- * tensor. lower-to-kernels calls it in loops over a contraction's batch dimensions. */
+ * tensor. lower-to-kernels calls it for a contraction without batch dimensions. */
 void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c);
+
+/* shardrt_matmul_f32 for each of batch0 x batch1 products of the same shape: the (i, j)-th
+ * reads a + i * a_stride0 + j * a_stride1, b + i * b_stride0 + j * b_stride1 and writes
+ * c + i * c_stride0 + j * c_stride1 (strides in elements): attention's products over
+ * batch and heads in one call, one oneDNN primitive under --matmul-precision bf16. */
+void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                                int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                int64_t batch0, int64_t batch1, int64_t a_stride0,
+                                int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
+                                int64_t c_stride0, int64_t c_stride1, const float *a,
+                                const float *b, float *c);
 
 /* y[N,OH,OW,F] += sum over kh, kw, c of xp[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
  * with k [KH,KW,C,F] and xp the input x [N,H,W,C] padded with zeros: pad_h rows above

@@ -73,8 +73,10 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
         are indexed by permutations of their loops, in any layout where each
         of M, N and K flattens to one strided dimension with a unit-stride
         dimension per matrix, with shardrt_matmul_f32 (transposes and leading
-        dimensions read off the maps and strides; one call per batch index
-        in scf.for loops);
+        dimensions read off the maps and strides), or with batch dimensions
+        shardrt_batched_matmul_f32 (the innermost two batch loops' sizes and
+        strides passed to the kernel, any further ones scf.for loops around
+        it);
       - linalg.conv_2d_nhwc_hwcf with shardrt_conv2d_f32;
       - the linalg.generic forms of the convolution's filter and input
         gradients (LinalgToKernels.cpp) with
