@@ -54,12 +54,22 @@ inline PhiloxCounter philoxBlock(uint64_t seed, uint64_t pathHash, uint64_t inde
       {uint32_t(pathHash), uint32_t(pathHash >> 32)});
 }
 
-/// Uniform in [0, 1): the top 24 bits of the first word, exactly representable in f32.
-inline float uniform01(const PhiloxCounter &block) { return float(block[0] >> 8) * 0x1p-24f; }
+/// Uniform in [0, 1) from one word: its top 24 bits, exactly representable in f32.
+inline float unitOf(uint32_t word) { return float(word >> 8) * 0x1p-24f; }
 
-/// uniform01 of elements [first, first + n) of the tensor whose path hashes to
-/// `pathHash`, into `out`: one philoxBlock per element, vectorized (prng.cpp). What a
-/// step's dropout masks are drawn with.
+/// The initialisers' and integer inputs' uniform draw of an element: the first word of
+/// the element's block.
+inline float uniform01(const PhiloxCounter &block) { return unitOf(block[0]); }
+
+/// A dropout mask's uniform draw of element `index` of the mask whose path hashes to
+/// `pathHash`: word index % 4 of the block of index / 4. One block gives four
+/// neighbouring elements, as masks are drawn anew at every step.
+inline float maskUniformAt(uint64_t seed, uint64_t pathHash, uint64_t index) {
+  return unitOf(philoxBlock(seed, pathHash, index / 4)[index % 4]);
+}
+
+/// maskUniformAt of elements [first, first + n) into `out`: one philoxBlock per four
+/// elements, vectorized (prng.cpp). What a step's dropout masks are drawn with.
 void uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
 
 /// stddev times a standard normal draw for each element of [first, first + n), rounded

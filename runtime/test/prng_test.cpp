@@ -5,6 +5,7 @@
 // sharding of a parameter holds bitwise the numbers of the unsharded one; and that the
 // distributions have the moments and ranges they should. Prints a line per group and
 // `prng: N checks passed`; exits non-zero on any failure.
+#include "prng.h"
 #include "shardrt/shardrt.h"
 
 #include <algorithm>
@@ -110,6 +111,23 @@ void checkDeterminism() {
     same = same && first[n] == shardrt_normal01(42, key, n);
   expect(same, "fill_normal(stddev 1)[n] == shardrt_normal01(seed, hash(path), n)");
   std::printf("prng: fills are deterministic and keyed by seed and path\n");
+}
+
+/// uniformRun (a dropout mask's draws, a block per four elements, vectorized) draws
+/// element by element what maskUniformAt does, whatever the run's start and length:
+/// runs that begin and end inside a block, empty runs, long ones.
+void checkUniformRuns() {
+  const uint64_t key = shardrt_hash_path("dropout.mask");
+  bool same = true;
+  for (uint64_t first : {0ull, 1ull, 2ull, 3ull, 5ull, 1000001ull, (1ull << 34) + 2})
+    for (int64_t n : {0, 1, 2, 3, 4, 5, 7, 17, 1000}) {
+      std::vector<float> run(n);
+      shardrt::uniformRun(7, key, first, n, run.data());
+      for (int64_t j = 0; j < n; ++j)
+        same = same && run[j] == shardrt::maskUniformAt(7, key, first + j);
+    }
+  expect(same, "uniformRun[j] == maskUniformAt(first + j)");
+  std::printf("prng: runs of uniform draws equal the draws one by one\n");
 }
 
 // --- Layout independence --------------------------------------------------------------
@@ -365,6 +383,7 @@ void checkVarianceScaling() {
 int main() {
   checkPhiloxKnownAnswers();
   checkDeterminism();
+  checkUniformRuns();
   checkLayoutIndependence();
   checkDistributions();
   checkNormalAgainstLibm();
