@@ -159,9 +159,12 @@ LogicalResult rewriteAsGather(linalg::GenericOp op, Fold fold, const OneHot &one
                               ArrayRef<unsigned> oneHotDims, ArrayRef<unsigned> tableDims,
                               ArrayRef<unsigned> outDims) {
   unsigned classLoop = oneHotDims.back();
-  // Every loop but the classes' is the output's, and the table's class dim is one.
-  if (op.getNumReductionLoops() != 1 || op.getIteratorTypesArray()[classLoop] !=
-                                            utils::IteratorType::reduction)
+  // The classes' loop is the one reduction, and every other loop the table or the ids
+  // read is one of the output's.
+  auto inOut = [&](unsigned d) { return d == classLoop || llvm::is_contained(outDims, d); };
+  if (op.getNumReductionLoops() != 1 ||
+      op.getIteratorTypesArray()[classLoop] != utils::IteratorType::reduction ||
+      !llvm::all_of(tableDims, inOut) || !llvm::all_of(oneHotDims, inOut))
     return failure();
   OpBuilder b(op);
   Location loc = op.getLoc();
