@@ -1,11 +1,13 @@
-// shardrt-bench-all-reduce [SIZE] [REPEATS]: shardrt_all_reduce_f32 against a plain
+// shardrt-bench-all-reduce [SIZES] [REPEATS]: shardrt_all_reduce_f32 against a plain
 // MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh), and a
-// memcpy of the buffer (what gathering it into a gradient bucket costs). SIZE is in
-// MiB, or in bytes with a K or M suffix (binary units): 4K, 256K, 64M.
+// memcpy of the buffer (what gathering it into a gradient bucket costs). SIZES is a
+// comma-separated list, each in MiB or in bytes with a K or M suffix (binary units):
+// 4K,256K,64M; by default 4K,64K,1M,16M,64M.
 //
 // Each repeat times both, one after the other (which first alternates), so the
 // machine's noise hits both alike.
-// Prints one JSON object on rank 0 with the medians in milliseconds.
+// Prints one JSON object per size (a line each) on rank 0 with the medians in
+// milliseconds.
 #include "shardrt/shardrt.h"
 
 #include <mpi.h>
@@ -33,27 +35,9 @@ template <typename Call> double timed(Call call) {
   return slowest * 1e3;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  int numRanks = 1;
-  MPI_Init(&argc, &argv);
-  MPI_Comm_size(MPI_COMM_WORLD, &numRanks);
-  int64_t meshSize = numRanks;
-  shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
-
-  const char *size = argc > 1 ? argv[1] : "64";
-  char *unit = nullptr;
-  int64_t bytes = std::strtoll(size, &unit, 10);
-  bytes *= *unit == 'K' ? 1 << 10 : *unit == 'M' || *unit == 0 ? 1 << 20 : 0;
-  const int repeats = argc > 2 ? std::atoi(argv[2]) : 10;
+/// Times both calls on `bytes` bytes, `repeats` times; prints the medians on rank 0.
+void measure(int numRanks, int64_t bytes, int repeats) {
   const int64_t count = std::max<int64_t>(bytes / int64_t(sizeof(float)), 1);
-  if (bytes <= 0 || repeats < 1) {
-    std::fprintf(stderr, "usage: shardrt-bench-all-reduce [SIZE: MiB, or bytes with K or M] "
-                         "[REPEATS]\n");
-    MPI_Finalize();
-    return 2;
-  }
   std::vector<float> buffer(count, 1.0f), copy(count);
   const uint32_t allAxes = 1;
 
@@ -92,6 +76,40 @@ int main(int argc, char **argv) {
                 "\"mpi_allreduce_median_ms\": %.4f, \"memcpy_median_ms\": %.4f}\n",
                 numRanks, static_cast<long long>(count * sizeof(float)), repeats, median(shardrt),
                 median(mpi), median(copies));
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  int numRanks = 1;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &numRanks);
+  int64_t meshSize = numRanks;
+  shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
+
+  std::vector<int64_t> sizes;
+  for (const char *size = argc > 1 ? argv[1] : "4K,64K,1M,16M,64M"; *size;) {
+    char *unit = nullptr;
+    int64_t bytes = std::strtoll(size, &unit, 10);
+    bytes *= *unit == 'K' ? 1 << 10 : *unit == 'M' || *unit == ',' || *unit == 0 ? 1 << 20 : 0;
+    size = unit + (*unit == 'K' || *unit == 'M');
+    if (*size == ',')
+      ++size;
+    else if (*size)
+      bytes = 0;
+    sizes.push_back(bytes);
+    if (bytes <= 0)
+      break;
+  }
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 10;
+  if (sizes.empty() || sizes.back() <= 0 || repeats < 1) {
+    std::fprintf(stderr, "usage: shardrt-bench-all-reduce [SIZES: comma-separated, MiB or bytes "
+                         "with K or M] [REPEATS]\n");
+    shardrt_finalize();
+    MPI_Finalize();
+    return 2;
+  }
+  for (int64_t bytes : sizes)
+    measure(numRanks, bytes, repeats);
   shardrt_finalize();
   MPI_Finalize();
   return 0;
