@@ -283,7 +283,7 @@ const Flag kFlags[] = {
      [](const DriverOptions &o) { return json(o.collectiveTimeout); }},
     {"--matmul-precision", "f32|bf16", Kind::Text, true,
      "bf16: every matrix product (matmuls, convolutions) rounds its operands to bfloat16 "
-     "and accumulates in f32 (oneDNN); f32 (the default): in f32 (OpenBLAS)",
+     "and accumulates in f32 (oneDNN); f32 (the default): in f32 (OpenBLAS; oneDNN for thin ones)",
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.matmulBf16 = isSecondOf(flag, v, "f32", "bf16");
      },
