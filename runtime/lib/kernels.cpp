@@ -53,8 +53,26 @@ struct Windows {
 /// OpenBLAS's.
 constexpr int64_t kThinSide = 16;
 
+/// One f32 product of sgemm's (below) with k > 0. Thin products (a side of at most
+/// 16: W1's at batch 8, their weight gradients) on oneDNN's sgemm, 1.3-4x OpenBLAS's
+/// speed there (bench/kernels, a Zen 5); the others on OpenBLAS.
+void f32Product(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
+                int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                float *c, int64_t ldc) {
+  const float beta = accumulate ? 1.0f : 0.0f;
+  if (std::min(m, k) > kThinSide)
+    return cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                       transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+                       ldc);
+  const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f,
+                                          a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success)
+    fatal("%s: oneDNN's sgemm failed on %lld x %lld x %lld (status %d)", caller, (long long)m,
+          (long long)n, (long long)k, int(status));
+}
+
 /// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
-/// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k].
+/// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
 void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
            int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const Batch &batch = {}) {
@@ -68,29 +86,16 @@ void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_
   for (int64_t i = 0; i < batch.sizes[0]; ++i)
     for (int64_t j = 0; j < batch.sizes[1]; ++j) {
       float *out = c + i * batch.c[0] + j * batch.c[1];
-      // An empty product adds nothing (OpenBLAS would reject its leading dimensions of
-      // 0), but an overwritten output is still zero.
-      if (k == 0) {
-        if (!accumulate)
-          for (int64_t row = 0; row < m; ++row)
-            std::memset(out + row * ldc, 0, n * sizeof(float));
+      if (k > 0) {
+        f32Product(caller, accumulate, transA, transB, m, n, k, a + i * batch.a[0] + j * batch.a[1],
+                   lda, b + i * batch.b[0] + j * batch.b[1], ldb, out, ldc);
         continue;
       }
-      const float *aij = a + i * batch.a[0] + j * batch.a[1];
-      const float *bij = b + i * batch.b[0] + j * batch.b[1];
-      const float beta = accumulate ? 1.0f : 0.0f;
-      // Thin products (a side of at most 16: W1's at batch 8, their weight gradients)
-      // on oneDNN's sgemm: 1.3-4x OpenBLAS's speed there (bench/kernels, a Zen 5).
-      if (std::min(m, k) <= kThinSide) {
-        const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k,
-                                                1.0f, aij, lda, bij, ldb, beta, out, ldc);
-        if (status != dnnl_success)
-          fatal("%s: oneDNN's sgemm failed on %lld x %lld x %lld (status %d)", caller,
-                (long long)m, (long long)n, (long long)k, int(status));
-      } else
-        cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                    transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, aij, lda, bij, ldb, beta,
-                    out, ldc);
+      // An empty product adds nothing (BLAS would reject its leading dimensions of 0),
+      // but an overwritten output is still zero.
+      if (!accumulate)
+        for (int64_t row = 0; row < m; ++row)
+          std::memset(out + row * ldc, 0, n * sizeof(float));
     }
 }
 

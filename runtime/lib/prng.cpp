@@ -14,7 +14,8 @@ using namespace shardrt;
 // (2.3 ns with a block per element; x86-64-v4's AVX512DQ/VL give the 64-bit products
 // full-width instructions, and an `avx512f` clone took 1.8x as long).
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void
-shardrt::uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out) {
+shardrt::maskUniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n,
+                        float *out) {
   // Elements before the first whole block and after the last one, one at a time.
   const int64_t head = std::min<int64_t>(n, int64_t((4 - first % 4) % 4));
   for (int64_t j = 0; j < head; ++j)

@@ -70,7 +70,7 @@ inline float maskUniformAt(uint64_t seed, uint64_t pathHash, uint64_t index) {
 
 /// maskUniformAt of elements [first, first + n) into `out`: one philoxBlock per four
 /// elements, vectorized (prng.cpp). What a step's dropout masks are drawn with.
-void uniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
+void maskUniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out);
 
 /// stddev times a standard normal draw for each element of [first, first + n), rounded
 /// to float, into `out` (prng.cpp's normal01 is the draw; shardrt_normal01 the same

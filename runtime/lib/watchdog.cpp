@@ -7,9 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>

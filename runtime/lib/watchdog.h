@@ -4,9 +4,9 @@
 //  1. Most start their MPI operation without blocking and wait in await, which polls
 //     for a millisecond (a collective that is on time costs nothing more), then sleeps
 //     between polls, 50 us at first and 10 ms once a second has passed: a stalled
-//     collective does not burn a core. The all-reduces below the ring's size call
-//     MPI's blocking MPI_Allreduce where it is faster (bench/runtime), and a thread of
-//     the runtime's, the timekeeper, times them instead.
+//     collective does not burn a core. The all-reduces call MPI's blocking
+//     MPI_Allreduce, which is faster (bench/runtime), and a thread of the runtime's,
+//     the timekeeper, times them instead.
 //  2. Each rank counts the collectives it has started and, while it waits, beats a
 //     clock, on a board in memory shared by the ranks of its host.
 //  3. When a collective has waited past the timeout, the rank reads the board, names

@@ -113,7 +113,7 @@ void checkDeterminism() {
   std::printf("prng: fills are deterministic and keyed by seed and path\n");
 }
 
-/// uniformRun (a dropout mask's draws, a block per four elements, vectorized) draws
+/// maskUniformRun (a dropout mask's draws, a block per four elements, vectorized) draws
 /// element by element what maskUniformAt does, whatever the run's start and length:
 /// runs that begin and end inside a block, empty runs, long ones.
 void checkUniformRuns() {
@@ -122,11 +122,11 @@ void checkUniformRuns() {
   for (uint64_t first : {0ull, 1ull, 2ull, 3ull, 5ull, 1000001ull, (1ull << 34) + 2})
     for (int64_t n : {0, 1, 2, 3, 4, 5, 7, 17, 1000}) {
       std::vector<float> run(n);
-      shardrt::uniformRun(7, key, first, n, run.data());
+      shardrt::maskUniformRun(7, key, first, n, run.data());
       for (int64_t j = 0; j < n; ++j)
         same = same && run[j] == shardrt::maskUniformAt(7, key, first + j);
     }
-  expect(same, "uniformRun[j] == maskUniformAt(first + j)");
+  expect(same, "maskUniformRun[j] == maskUniformAt(first + j)");
   std::printf("prng: runs of uniform draws equal the draws one by one\n");
 }
 

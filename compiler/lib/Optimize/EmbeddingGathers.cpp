@@ -95,7 +95,7 @@ enum class Fold { none, add, subtract };
 Fold foldOf(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || body.getOperations().size() > 4)
+  if (!add)
     return Fold::none;
   Value out = body.getArgument(2);
   Value term = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
@@ -203,6 +203,22 @@ LogicalResult rewriteAsGather(linalg::GenericOp op, Fold fold, const OneHot &one
   return success();
 }
 
+/// The slice of a tensor of `shape` indexed by loops `dims` that fixes the loops
+/// `fixed` gives an index for (one element along them) and keeps every other
+/// dimension whole.
+tensor::ExtractSliceOp rowSlice(OpBuilder &b, Location loc, RankedTensorType rowType,
+                                Value tensor, ArrayRef<unsigned> dims,
+                                function_ref<OpFoldResult(unsigned)> fixed) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(tensor.getType()).getShape();
+  SmallVector<OpFoldResult> offsets, sizes, strides(dims.size(), b.getIndexAttr(1));
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    OpFoldResult offset = fixed(d);
+    offsets.push_back(offset ? offset : b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(offset ? 1 : shape[i]));
+  }
+  return tensor::ExtractSliceOp::create(b, loc, rowType, tensor, offsets, sizes, strides);
+}
+
 /// The contraction `op` of a one-hot (operand 0) and `rows` summing over the ids:
 /// out[..., id - first, ...] += rows[id's index, ...] for each id this rank's classes
 /// hold, one row at a time in the order of the ids.
@@ -230,72 +246,50 @@ LogicalResult rewriteAsScatterAdd(linalg::GenericOp op, const OneHot &oneHot,
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value rows = op.getDpsInputs()[1];
-  auto rowsType = cast<RankedTensorType>(rows.getType());
   auto outType = cast<RankedTensorType>(op.getResult(0).getType());
   int64_t localClasses = outType.getShape()[llvm::find(outDims, classLoop) - outDims.begin()];
   Value first = firstClass(b, loc, oneHot);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto idsType = cast<RankedTensorType>(oneHot.ids.getType());
   SmallVector<int64_t> restShape;
   for (unsigned d : rowsRest)
     restShape.push_back(op.getStaticLoopRanges()[d]);
-  auto restType = RankedTensorType::get(restShape, outType.getElementType());
+  auto rowType = RankedTensorType::get(restShape, outType.getElementType());
 
   // One loop per ids dim, the innermost adding a row.
-  SmallVector<Value> at;
-  std::function<Value(OpBuilder &, Value, unsigned)> loop = [&](OpBuilder &n, Value sum,
-                                                                unsigned level) -> Value {
-    if (level == idsType.getRank()) {
-      Value id = tensor::ExtractOp::create(n, loc, oneHot.ids, at);
-      auto [row, held] = localRow(n, loc, id, first, localClasses);
-      auto add = scf::IfOp::create(
-          n, loc, held,
-          [&](OpBuilder &t, Location l) {
-            // Offsets and sizes of the row of `rows` at the ids' index `at`, and of
-            // the row `row` of out: every other dim whole.
-            auto slice = [&](RankedTensorType type, ArrayRef<unsigned> dims,
-                             function_ref<OpFoldResult(unsigned)> fixed) {
-              SmallVector<OpFoldResult> offsets, sizes, strides;
-              for (auto [i, d] : llvm::enumerate(dims)) {
-                OpFoldResult offset = fixed(d);
-                offsets.push_back(offset ? offset : t.getIndexAttr(0));
-                sizes.push_back(t.getIndexAttr(offset ? 1 : type.getShape()[i]));
-                strides.push_back(t.getIndexAttr(1));
-              }
-              return std::make_tuple(offsets, sizes, strides);
-            };
-            auto [ro, rs, rst] = slice(rowsType, rowsDims, [&](unsigned d) -> OpFoldResult {
-              auto it = llvm::find(idsLoops, d);
-              return it == idsLoops.end() ? OpFoldResult() : at[it - idsLoops.begin()];
-            });
-            auto [so, ss, sst] = slice(outType, outDims, [&](unsigned d) -> OpFoldResult {
-              return d == classLoop ? OpFoldResult(row) : OpFoldResult();
-            });
-            Value rowIn = tensor::ExtractSliceOp::create(t, l, restType, rows, ro, rs, rst);
-            Value sumRow = tensor::ExtractSliceOp::create(t, l, restType, sum, so, ss, sst);
-            Value added = linalg::AddOp::create(t, l, ValueRange{sumRow, rowIn},
-                                                ValueRange{sumRow})
-                              .getResult(0);
-            scf::YieldOp::create(
-                t, l, ValueRange{tensor::InsertSliceOp::create(t, l, added, sum, so, ss, sst)});
-          },
-          [&](OpBuilder &t, Location l) { scf::YieldOp::create(t, l, ValueRange{sum}); });
-      return add.getResult(0);
-    }
-    Value bound = arith::ConstantIndexOp::create(n, loc, idsType.getShape()[level]);
-    auto forOp = scf::ForOp::create(
-        n, loc, zero, bound, one, ValueRange{sum},
-        [&](OpBuilder &inner, Location, Value iv, ValueRange carried) {
-          at.push_back(iv);
-          Value next = loop(inner, carried[0], level + 1);
-          at.pop_back();
-          scf::YieldOp::create(inner, loc, ValueRange{next});
-        });
-    return forOp.getResult(0);
+  ArrayRef<int64_t> idsShape = cast<RankedTensorType>(oneHot.ids.getType()).getShape();
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t size : idsShape) {
+    lbs.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    ubs.push_back(arith::ConstantIndexOp::create(b, loc, size));
+    steps.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+  }
+  auto addRow = [&](OpBuilder &n, Location l, ValueRange at,
+                    ValueRange carried) -> scf::ValueVector {
+    Value sum = carried[0];
+    Value id = tensor::ExtractOp::create(n, l, oneHot.ids, at);
+    auto [row, held] = localRow(n, l, id, first, localClasses);
+    auto add = scf::IfOp::create(
+        n, l, held,
+        [&](OpBuilder &t, Location tl) {
+          tensor::ExtractSliceOp rowIn = rowSlice(t, tl, rowType, rows, rowsDims, [&](unsigned d) {
+            auto it = llvm::find(idsLoops, d);
+            return it == idsLoops.end() ? OpFoldResult() : OpFoldResult(at[it - idsLoops.begin()]);
+          });
+          tensor::ExtractSliceOp sumRow = rowSlice(t, tl, rowType, sum, outDims, [&](unsigned d) {
+            return d == classLoop ? OpFoldResult(row) : OpFoldResult();
+          });
+          Value added = linalg::AddOp::create(t, tl, ValueRange{sumRow, rowIn}, ValueRange{sumRow})
+                            .getResult(0);
+          scf::YieldOp::create(t, tl,
+                               ValueRange{tensor::InsertSliceOp::create(
+                                   t, tl, added, sum, sumRow.getMixedOffsets(),
+                                   sumRow.getMixedSizes(), sumRow.getMixedStrides())});
+        },
+        [&](OpBuilder &t, Location tl) { scf::YieldOp::create(t, tl, ValueRange{sum}); });
+    return {add.getResult(0)};
   };
-  Value result = loop(b, op.getDpsInits()[0], 0);
-  op.getResult(0).replaceAllUsesWith(result);
+  scf::LoopNest nest =
+      scf::buildLoopNest(b, loc, lbs, ubs, steps, ValueRange{op.getDpsInits()[0]}, addRow);
+  op.getResult(0).replaceAllUsesWith(nest.results[0]);
   op.erase();
   return success();
 }

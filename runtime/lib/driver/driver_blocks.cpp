@@ -78,8 +78,8 @@ void fillInput(const Block &block, uint64_t seed) {
   forEachRow(region.global, region.local, region.offset,
              [&](int64_t localStart, int64_t globalStart, int64_t n) {
                if (spec.fill == FillKind::Uniform)
-                 return uniformRun(seed, key, uint64_t(globalStart), n,
-                                   block.floats() + localStart);
+                 return maskUniformRun(seed, key, uint64_t(globalStart), n,
+                                       block.floats() + localStart);
                for (int64_t j = 0; j < n; ++j) {
                  float u = uniform01(philoxBlock(seed, key, uint64_t(globalStart + j)));
                  static_cast<int32_t *>(block.data())[localStart + j] =
