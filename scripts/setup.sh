@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libopenblas-dev libopenblas0-openmp
   libdnnl-dev              # bfloat16 matrix products (--matmul-precision bf16)
+  ocl-icd-opencl-dev       # oneDNN's CMake config asks for OpenCL (only recommended by libdnnl-dev)
   dataset-fashion-mnist
   fortunes                 # W4's corpus (examples/gpt/make_corpus.py)
   python3 python3-numpy python3-pil
