@@ -8,6 +8,7 @@
 // outermost dimension, or only size-1 dimensions before it) the blocks are already
 // contiguous and MPI reads or writes the caller's buffers directly; otherwise the
 // transposed copy goes through the scratch buffer.
+#include "collectives.h"
 #include "element.h"
 #include "mesh.h"
 #include "ring.h"
@@ -16,6 +17,7 @@
 
 #include "shardrt/shardrt.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace shardrt {
@@ -183,7 +185,91 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
                concat.dim * concat.inner * type.bytes);
 }
 
+// Gradients in bfloat16 (--reduce-precision bf16), as PyTorch's bf16_compress_hook and
+// FSDP's reduce_dtype send them: half the bytes. Each rank rounds its gradient to
+// bf16 and sends block g to the rank of group index g (MPI_Alltoall), which sums the
+// group's blocks in f32, in group order; an all-reduce then rounds each sum to bf16
+// once and all-gathers them. Every element is summed in one place, so every rank
+// gets the same bits, as the replicated parameters need (MPI's all-reduce with a
+// user-defined bf16 sum promises that to no one).
+
+bool gradientsInBf16 = false;
+
+/// The bf16 blocks and sums, in a buffer of their own: reduceScatter's packing and
+/// ring take the runtime's scratch buffer.
+ScratchBuffer &gradientStaging() {
+  static ScratchBuffer buffer;
+  return buffer;
+}
+
+/// Rank g's block of `blocks` (`group.size` blocks of `block` values each, block b
+/// for group index b): the group's blocks g summed in f32, in group order, into
+/// `sum`. `received` holds group.size blocks.
+void sumBlocksInBf16(const Group &group, const uint16_t *blocks, uint16_t *received,
+                     int64_t block, float *sum, const char *caller) {
+  int count = mpiCount(block, caller);
+  MPI_Alltoall(blocks, count, MPI_UINT16_T, received, count, MPI_UINT16_T, group.comm);
+  for (int64_t i = 0; i < block; ++i)
+    sum[i] = fromBf16(received[i]);
+  for (int g = 1; g < group.size; ++g)
+    for (int64_t i = 0; i < block; ++i)
+      sum[i] += fromBf16(received[g * block + i]);
+}
+
+void allReduceGradient(uint32_t axes, const float *in, float *out, int64_t count) {
+  const char *caller = "shardrt_all_reduce_gradient_f32";
+  Group group = groupOver(axes, caller);
+  if (count < 0)
+    fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
+  const int64_t block = (count + group.size - 1) / group.size;
+  const int64_t padded = block * group.size;
+  auto [blocks, received, sum] = gradientStaging().regions<3>(
+      {size_t(padded) * 2, size_t(padded) * 2, size_t(block) * sizeof(float)});
+  auto *sent = reinterpret_cast<uint16_t *>(blocks);
+  auto *got = reinterpret_cast<uint16_t *>(received);
+  auto *sums = reinterpret_cast<float *>(sum);
+  for (int64_t i = 0; i < count; ++i)
+    sent[i] = toBf16(in[i]);
+  std::fill(sent + count, sent + padded, uint16_t(0));
+  watchedBlocking("all_reduce", axes, count, [&] {
+    sumBlocksInBf16(group, sent, got, block, sums, caller);
+    for (int64_t i = 0; i < block; ++i)
+      sent[i] = toBf16(sums[i]);
+    MPI_Allgather(sent, mpiCount(block, caller), MPI_UINT16_T, got, mpiCount(block, caller),
+                  MPI_UINT16_T, group.comm);
+  });
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = fromBf16(got[i]);
+}
+
+void reduceScatterGradient(uint32_t axes, const float *in, float *out, int ndim,
+                           const int64_t *inShape, int scatterDim) {
+  const char *caller = "shardrt_reduce_scatter_gradient_f32";
+  Group group = groupOver(axes, caller);
+  DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
+  requireDivisible(view, group.size, scatterDim, caller);
+  // Block b is [outer][row] of the input's rows b, as splitBlocks lays them out.
+  const int64_t row = view.dim / group.size * view.inner;
+  const int64_t block = view.outer * row;
+  auto [blocks, received] =
+      gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
+  auto *sent = reinterpret_cast<uint16_t *>(blocks);
+  for (int b = 0; b < group.size; ++b)
+    for (int64_t o = 0; o < view.outer; ++o) {
+      const float *from = in + (o * group.size + b) * row;
+      uint16_t *to = sent + (b * view.outer + o) * row;
+      for (int64_t i = 0; i < row; ++i)
+        to[i] = toBf16(from[i]);
+    }
+  watchedBlocking("reduce_scatter", axes, view.elements(), [&] {
+    sumBlocksInBf16(group, sent, reinterpret_cast<uint16_t *>(received), block, out, caller);
+  });
+}
+
 } // namespace
+
+void setGradientSyncsInBf16(bool enabled) { gradientsInBf16 = enabled; }
+
 } // namespace shardrt
 
 using namespace shardrt;
@@ -199,6 +285,16 @@ void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int6
                             shardrt_reduction op) {
   allReduce("shardrt_all_reduce_i32", Scalar::I32, axes, in, out, count, op);
 }
+
+void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
+                                     shardrt_reduction op) {
+  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, "all_reduce").size > 1)
+    allReduceGradient(axes, in, out, count);
+  else
+    allReduce("shardrt_all_reduce_gradient_f32", Scalar::F32, axes, in, out, count, op);
+}
+
+void shardrt_set_reduce_precision_bf16(int32_t enabled) { setGradientSyncsInBf16(enabled != 0); }
 
 void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim,
                             const int64_t *local_shape, int gather_dim) {
@@ -220,6 +316,16 @@ void shardrt_reduce_scatter_i32(uint32_t axes, const int32_t *in, int32_t *out, 
                                 const int64_t *in_shape, int scatter_dim, shardrt_reduction op) {
   reduceScatter("shardrt_reduce_scatter_i32", Scalar::I32, axes, in, out, ndim, in_shape,
                 scatter_dim, op);
+}
+
+void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                         const int64_t *in_shape, int scatter_dim,
+                                         shardrt_reduction op) {
+  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, "reduce_scatter").size > 1)
+    reduceScatterGradient(axes, in, out, ndim, in_shape, scatter_dim);
+  else
+    reduceScatter("shardrt_reduce_scatter_gradient_f32", Scalar::F32, axes, in, out, ndim,
+                  in_shape, scatter_dim, op);
 }
 
 void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim,

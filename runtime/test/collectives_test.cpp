@@ -314,6 +314,88 @@ void checkAllToAll(const char *type, uint32_t mask, const std::vector<int> &memb
       }
 }
 
+/// The gradients' entry points: in f32 (the default) bitwise the plain ones; with
+/// --reduce-precision bf16, exact on values and sums that bfloat16 holds exactly (small
+/// integers; counts and shapes that pad and split unevenly), bitwise the same on every
+/// member, and within bfloat16's rounding of the exact sum elsewhere.
+void checkGradientSyncs(uint32_t mask, const std::vector<int> &members, int64_t myIndex) {
+  const std::string axes = " axes 0x" + std::to_string(mask);
+  auto wavy = [](int rank, int64_t i) { return std::sin(rank * 1.7 + i * 0.37) * 1e3; };
+  const int64_t count = 1000;
+  std::vector<float> in(count), plain(count), gradient(count);
+  for (int64_t i = 0; i < count; ++i)
+    in[i] = static_cast<float>(wavy(myRank, i));
+  shardrt_all_reduce_f32(mask, in.data(), plain.data(), count, SHARDRT_SUM);
+  shardrt_all_reduce_gradient_f32(mask, in.data(), gradient.data(), count, SHARDRT_SUM);
+  ++checks;
+  if (plain != gradient && ++failures <= 10)
+    std::fprintf(stderr, "rank %d: gradient all_reduce in f32 differs from all_reduce%s\n", myRank,
+                 axes.c_str());
+
+  shardrt_set_reduce_precision_bf16(1);
+  auto small = [](int rank, int64_t i) { return (rank * 3 + i) % 17 - 8; };
+  for (int64_t n : {37, 3}) {
+    std::vector<float> x(n), y(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(small(myRank, i));
+    shardrt_all_reduce_gradient_f32(mask, x.data(), y.data(), n, SHARDRT_SUM);
+    expectAll("gradient all_reduce in bf16 " + std::to_string(n) + " elements" + axes, y,
+              [&](int64_t i) {
+                int64_t sum = 0;
+                for (int member : members)
+                  sum += small(member, i);
+                return sum;
+              });
+  }
+  for (const Shape &block : kShapes)
+    for (int d = 0; d < static_cast<int>(block.size()); ++d) {
+      Shape inShape = block;
+      inShape[d] *= static_cast<int64_t>(members.size());
+      std::vector<float> x(elements(inShape)), y(elements(block));
+      for (int64_t i = 0; i < elements(inShape); ++i)
+        x[i] = static_cast<float>(small(myRank, i));
+      shardrt_reduce_scatter_gradient_f32(mask, x.data(), y.data(), static_cast<int>(inShape.size()),
+                                          inShape.data(), d, SHARDRT_SUM);
+      expectAll("gradient reduce_scatter in bf16 " + describe(inShape) + " dim " +
+                    std::to_string(d) + axes,
+                y, [&](int64_t i) {
+                  Index p = unravel(i, block);
+                  p[d] += myIndex * block[d];
+                  int64_t sum = 0;
+                  for (int member : members)
+                    sum += small(member, ravel(p, inShape));
+                  return sum;
+                });
+    }
+  shardrt_all_reduce_gradient_f32(mask, in.data(), gradient.data(), count, SHARDRT_SUM);
+  shardrt_set_reduce_precision_bf16(0);
+  std::vector<float> everyone(count * shardrt_num_ranks());
+  MPI_Allgather(gradient.data(), count, MPI_FLOAT, everyone.data(), count, MPI_FLOAT,
+                MPI_COMM_WORLD);
+  for (int member : members) {
+    ++checks;
+    if (std::memcmp(&everyone[member * count], gradient.data(), count * sizeof(float)) != 0 &&
+        ++failures <= 10)
+      std::fprintf(stderr, "rank %d: gradient all_reduce in bf16%s differs from rank %d's\n",
+                   myRank, axes.c_str(), member);
+  }
+  // Each term and the sum rounded to bfloat16 once, each within its unit roundoff
+  // 2^-8: within 2^-7 of the terms' magnitude.
+  for (int64_t i = 0; i < count; ++i) {
+    double exact = 0, magnitude = 0;
+    for (int member : members) {
+      exact += wavy(member, i);
+      magnitude += std::fabs(wavy(member, i));
+    }
+    ++checks;
+    if (std::fabs(gradient[i] - exact) > magnitude / 128 && ++failures <= 10)
+      std::fprintf(stderr,
+                   "rank %d: gradient all_reduce in bf16%s: element %lld is %.9g, expected "
+                   "%.9g\n",
+                   myRank, axes.c_str(), static_cast<long long>(i), gradient[i], exact);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -342,6 +424,7 @@ int main(int argc, char **argv) {
     checkReduceScatter<int32_t>("i32", mask, members, myIndex);
     checkAllToAll<float>("f32", mask, members, myIndex);
     checkAllToAll<int32_t>("i32", mask, members, myIndex);
+    checkGradientSyncs(mask, members, myIndex);
   }
   expectEqual("communicators", shardrt_debug_num_communicators(), numMasks - 1);
 

@@ -135,6 +135,23 @@ func.func @reduce_scatter_reversed_axes(%x: tensor<8x2xf32>) -> tensor<1x2xf32> 
 
 // -----
 
+// A parameter's gradient (shardc.gradient_sync, shardc-mark-gradient-syncs) goes to the
+// runtime's gradient entries, with the same arguments: --reduce-precision bf16 sends
+// those in bfloat16.
+// CHECK-DAG:   func.func private @shardrt_all_reduce_gradient_f32(i32, !llvm.ptr, !llvm.ptr, i64, i32)
+// CHECK-DAG:   func.func private @shardrt_reduce_scatter_gradient_f32(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32)
+// CHECK-LABEL: func.func @gradients
+// CHECK:         call @shardrt_all_reduce_gradient_f32
+// CHECK:         call @shardrt_reduce_scatter_gradient_f32
+shard.grid @grid(shape = 2x4)
+func.func @gradients(%w: tensor<4x8xf32>, %v: tensor<8x2xf32>) -> (tensor<4x8xf32>, tensor<2x2xf32>) {
+  %0 = shard.all_reduce %w on @grid grid_axes = [0] {shardc.gradient_sync} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = shard.reduce_scatter %v on @grid grid_axes = [1] scatter_axis = 0 {shardc.gradient_sync} : tensor<8x2xf32> -> tensor<2x2xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<2x2xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @all_to_all
 // CHECK-SAME:    (%[[X:.*]]: tensor<8x3xi32>)
 // CHECK:         bufferization.to_buffer %[[X]] read_only : tensor<8x3xi32> to memref<8x3xi32>

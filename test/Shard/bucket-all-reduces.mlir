@@ -55,3 +55,22 @@ func.func @read_between(%l: tensor<f32>, %g: tensor<4xf32>) -> (f32, tensor<4xf3
   %1 = shard.all_reduce %g on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
   return %v, %1 : f32, tensor<4xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+
+// Gradients (shardc.gradient_sync) and other sums never share a bucket: the runtime
+// may send a bucket of gradients in bfloat16. The gradients' bucket keeps the mark.
+
+// CHECK-LABEL: func.func @gradients_apart
+// CHECK:         %[[OTHER:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [0] : tensor<2xf32> -> tensor<2xf32>
+// CHECK:         %[[ALL:.*]] = tensor.concat dim(0) %{{.*}}, %{{.*}} : (tensor<4xf32>, tensor<3xf32>) -> tensor<7xf32>
+// CHECK:         shard.all_reduce %[[ALL]] on @mesh grid_axes = [0] {shardc.gradient_sync} : tensor<7xf32> -> tensor<7xf32>
+func.func @gradients_apart(%a: tensor<4xf32>, %o: tensor<2xf32>, %b: tensor<3xf32>)
+    -> (tensor<4xf32>, tensor<2xf32>, tensor<3xf32>) {
+  %0 = shard.all_reduce %a on @mesh grid_axes = [0] {shardc.gradient_sync} : tensor<4xf32> -> tensor<4xf32>
+  %1 = shard.all_reduce %o on @mesh grid_axes = [0] : tensor<2xf32> -> tensor<2xf32>
+  %2 = shard.all_reduce %b on @mesh grid_axes = [0] {shardc.gradient_sync} : tensor<3xf32> -> tensor<3xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<2xf32>, tensor<3xf32>
+}

@@ -47,6 +47,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardc/MLIRGen/Attributes.h"
 #include "RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -435,6 +436,14 @@ RuntimeLowering::collectiveSuffix(Operation *op, const CollectiveOperands &c,
   return elementSuffix(op, c.inType.getElementType());
 }
 
+/// The runtime's entry for a reduction `kind` of `suffix` elements: its
+/// gradient variant for a parameter's gradient (kGradientSyncAttr), which
+/// --reduce-precision bf16 sends in bfloat16.
+static std::string reduceEntry(Operation *op, StringRef kind, StringRef suffix) {
+  bool gradient = op->hasAttr(shardc::kGradientSyncAttr) && suffix == "f32";
+  return ("shardrt_" + kind + (gradient ? "_gradient_" : "_") + suffix).str();
+}
+
 func::FuncOp RuntimeLowering::declareCollective(Operation *op,
                                                 const Twine &name,
                                                 ArrayRef<Type> tailTypes) {
@@ -470,7 +479,7 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  func::FuncOp fn = declareCollective(op, "shardrt_all_reduce_" + *suffix,
+  func::FuncOp fn = declareCollective(op, reduceEntry(op, "all_reduce", *suffix),
                                       {b.getI64Type(), b.getI32Type()});
   if (!fn)
     return failure();
@@ -533,7 +542,7 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   func::FuncOp fn =
-      declareCollective(op, "shardrt_reduce_scatter_" + *suffix,
+      declareCollective(op, reduceEntry(op, "reduce_scatter", *suffix),
                         {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();

@@ -818,6 +818,9 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       for (unsigned operand : graph.nodes[id].operands)
         needed[operand] = true;
 
+  std::set<unsigned> gradients;
+  for (const FunctionValue &g : function.gradients)
+    gradients.insert(g.node);
   std::map<unsigned, const FunctionValue *> resultOf;
   for (const FunctionValue &r : function.results)
     resultOf.emplace(r.node, &r);
@@ -842,6 +845,12 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       if (node.layer >= 0)
         stampLayer(*entry, before, node);
     }
+    // The op that makes a parameter's gradient, for shardc-mark-gradient-syncs
+    // to find the collectives that reduce it after partitioning (an attribute
+    // changes nothing propagation sees; an op or an annotation here would).
+    if (gradients.count(node.id))
+      if (Operation *made = values[node.id].getDefiningOp())
+        made->setAttr(kGradientSyncAttr, b.getUnitAttr());
     if (result != resultOf.end())
       values[node.id] = annotate(values[node.id], result->second->sharding,
                                  loc(result->second->loc));

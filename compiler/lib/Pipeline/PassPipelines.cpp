@@ -46,6 +46,9 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // combined all_reduce may be sliced), and again after it: the fusion moves
 // sums over a sliced axis (the clipping norm's) below the slice, each with a
 // scalar all_reduce that the running sum of the norm then combines.
+// shardc-mark-gradient-syncs after the combining and the fusion (it then
+// sees the collectives that run) and before the bucketing (which its marker
+// copies would keep from forming buckets).
 // shardc-accumulate-microbatches (with microbatches) after the combining, on
 // each gradient's own collective, which it moves after its loop, and before the
 // bucketing, which then buckets those.
@@ -66,6 +69,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCombineAllReducesPass());
   function.addPass(createFuseReduceScatterPass());
   function.addPass(createCombineAllReducesPass());
+  function.addPass(createMarkGradientSyncsPass());
   pm.addPass(createAccumulateMicrobatchesPass());
   OpPassManager &after = pm.nest<func::FuncOp>();
   after.addPass(createBucketAllReducesPass());

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,8 +28,9 @@ int64_t bytesOf(AllReduceOp op) {
   return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
-/// All_reduces that may share one collective: the same grid, axes, reduction
-/// and element type (the result's, which may differ from the operand's).
+/// All_reduces that may share one collective: the same grid, axes, reduction,
+/// element type (the result's, which may differ from the operand's) and
+/// kGradientSyncAttr.
 struct Bucket {
   SmallVector<AllReduceOp> members;
   int64_t bytes = 0;
@@ -46,6 +48,9 @@ struct Bucket {
 
   bool accepts(AllReduceOp op) const {
     AllReduceOp first = members.front();
+    // A bucket of gradients is one the runtime may send in bfloat16.
+    if (first->hasAttr(shardc::kGradientSyncAttr) != op->hasAttr(shardc::kGradientSyncAttr))
+      return false;
     auto type = [](AllReduceOp r) { return cast<RankedTensorType>(r.getResult().getType()); };
     auto inType = [](AllReduceOp r) { return cast<RankedTensorType>(r.getInput().getType()); };
     return first.getGrid() == op.getGrid() && first.getGridAxes() == op.getGridAxes() &&
@@ -88,9 +93,11 @@ void emitBucket(Bucket &bucket) {
   auto resultElement = cast<RankedTensorType>(last.getResult().getType()).getElementType();
   auto allType =
       RankedTensorType::get(cast<RankedTensorType>(all.getType()).getShape(), resultElement);
-  Value reduced = AllReduceOp::create(b, loc, allType, last.getGridAttr(), last.getGridAxesAttr(),
-                                      all, last.getReductionAttr())
-                      .getResult();
+  auto bucketReduce = AllReduceOp::create(b, loc, allType, last.getGridAttr(),
+                                          last.getGridAxesAttr(), all, last.getReductionAttr());
+  if (Attribute gradients = last->getAttr(shardc::kGradientSyncAttr))
+    bucketReduce->setAttr(shardc::kGradientSyncAttr, gradients);
+  Value reduced = bucketReduce.getResult();
   int64_t offset = 0;
   for (AllReduceOp op : bucket.members) {
     auto type = cast<RankedTensorType>(op.getResult().getType());

@@ -93,6 +93,22 @@ void shardrt_all_reduce_f32(uint32_t axes, const float *in, float *out, int64_t 
 void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int64_t count,
                             shardrt_reduction op);
 
+/* A parameter's gradient summed over the group (the all_reduces and reduce_scatters that
+ * shardc-mark-gradient-syncs marks): as shardrt_all_reduce_f32 and
+ * shardrt_reduce_scatter_f32, or, under --reduce-precision bf16 (a group of two ranks or
+ * more, a sum), sent in bfloat16 and summed in f32 by the rank that keeps each block;
+ * an all-reduce's sums are then rounded to bfloat16. Every rank still gets the same
+ * bits. */
+void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out,
+                                     int64_t count, shardrt_reduction op);
+void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                         const int64_t *in_shape, int scatter_dim,
+                                         shardrt_reduction op);
+
+/* From now on the two above send bfloat16 (1) or f32 (0, the default). The driver's
+ * --reduce-precision sets it. */
+void shardrt_set_reduce_precision_bf16(int32_t enabled);
+
 /* Concatenates the group's local tensors (all of shape `local_shape`) along
  * `gather_dim`, ordered by group index: `out` has shape local_shape with
  * local_shape[gather_dim] multiplied by the group size. */

@@ -20,6 +20,7 @@
 #include "driver_page.h"
 #include "driver_output.h"
 #include "../bf16_matmul.h"
+#include "../collectives.h"
 #include "../host.h"
 #include "../mesh.h"
 #include "../watchdog.h"
@@ -218,6 +219,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
                axisNames.data());
   setCollectiveTimeout(options.collectiveTimeout);
   setMatmulInBf16(options.matmulBf16);
+  setGradientSyncsInBf16(options.gradientsBf16);
   if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;

@@ -288,6 +288,14 @@ const Flag kFlags[] = {
        o.matmulBf16 = isSecondOf(flag, v, "f32", "bf16");
      },
      [](const DriverOptions &o) { return json(o.matmulBf16 ? "bf16" : "f32"); }},
+    {"--reduce-precision", "f32|bf16", Kind::Text, true,
+     "bf16: the parameters' gradients are sent in bfloat16 when they are reduced across "
+     "ranks (all-reduce, reduce-scatter: half the bytes), summed in f32 by the rank that "
+     "keeps each block; f32 (the default): in f32. Every other collective stays f32",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.gradientsBf16 = isSecondOf(flag, v, "f32", "bf16");
+     },
+     [](const DriverOptions &o) { return json(o.gradientsBf16 ? "bf16" : "f32"); }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

@@ -43,6 +43,12 @@ inline constexpr const char *kStepRole = "step";
 inline constexpr const char *kGradientRole = "gradient";
 inline constexpr const char *kLossRole = "loss";
 
+/// On the op that makes a parameter's gradient in train_step (and
+/// microbatch_step), then, from shardc-mark-gradient-syncs on, on the
+/// all_reduces and reduce_scatters that reduce it across ranks: what
+/// --reduce-precision bf16 sends in bfloat16.
+inline constexpr const char *kGradientSyncAttr = "shardc.gradient_sync";
+
 /// On the module: the number of microbatches of train_step.
 inline constexpr const char *kMicrobatchesAttr = "shardc.microbatches";
 /// On a microbatch_step input: the dim the microbatches split.

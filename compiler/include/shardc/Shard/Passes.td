@@ -192,6 +192,42 @@ def CombineAllReducesPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def MarkGradientSyncsPass
+    : Pass<"shardc-mark-gradient-syncs", "::mlir::func::FuncOp"> {
+  let summary = "Mark the collectives that reduce the parameters' gradients";
+  let description = [{
+    MLIRGen marks the op that makes each parameter's gradient in train_step
+    (and microbatch_step) `shardc.gradient_sync`, an attribute that
+    propagation does not see (an annotation or a marker op there would move
+    where it reduces the gradient) and that partitioning keeps on the op's
+    copy. This pass marks the sum all_reduces and reduce_scatters that reduce
+    it: those after the op, through the other collectives, reshapes and the
+    adds that partitioning puts between them (a reduction's init, added after
+    its all_reduce), and, when the op adds up the gradient's pieces (a
+    parameter used twice), those that reduced a piece before it. The mark then
+    leaves the op. It runs after the passes that combine and fuse collectives,
+    and before the bucketing, which keeps gradients and other sums in separate
+    buckets. The runtime sends what is marked in bfloat16 under
+    `--reduce-precision bf16` (PyTorch's bf16_compress_hook, FSDP's
+    reduce_dtype); every other collective (activations under tensor
+    parallelism, the loss, the clipping norm, layer norms' statistics) stays
+    f32.
+
+    ```mlir
+    %g = linalg.generic {...} ins(%x, %dy : ...) outs(%zero : tensor<4xf32>) attrs = {shardc.gradient_sync}
+    %r = shard.all_reduce %g on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %g = linalg.generic {...} ins(%x, %dy : ...) outs(%zero : tensor<4xf32>)
+    %r = shard.all_reduce %g on @mesh grid_axes = [0] {shardc.gradient_sync} : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def BucketAllReducesPass
     : Pass<"shardc-bucket-all-reduces", "::mlir::func::FuncOp"> {
   let summary = "All-reduce gradients in buckets: one collective for "
