@@ -1,11 +1,13 @@
 // shardrt-bench-all-reduce [SIZES] [REPEATS]: shardrt_all_reduce_f32 against a plain
-// MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh), and a
-// memcpy of the buffer (what gathering it into a gradient bucket costs). SIZES is a
+// MPI_Allreduce on the same buffer, in place, over all ranks (a 1-axis mesh), the
+// gradients' all-reduce under --reduce-precision bf16 (shardrt_all_reduce_gradient_f32:
+// half the bytes sent, and the conversions), and a memcpy of the buffer (what gathering
+// it into a gradient bucket costs). SIZES is a
 // comma-separated list, each in MiB or in bytes with a K or M suffix (binary units):
 // 4K,256K,64M; by default 4K,64K,1M,16M,64M.
 //
-// Each repeat times both, one after the other (which first alternates), so the
-// machine's noise hits both alike.
+// Each repeat times the three, one after the other (which first rotates), so the
+// machine's noise hits them alike.
 // Prints one JSON object per size (a line each) on rank 0 with the medians in
 // milliseconds.
 #include "shardrt/shardrt.h"
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 namespace {
@@ -45,7 +48,10 @@ void measure(int numRanks, int64_t bytes, int repeats) {
   shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
   MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                 MPI_COMM_WORLD);
-  std::vector<double> shardrt, mpi, copies;
+  shardrt_set_reduce_precision_bf16(1);
+  shardrt_all_reduce_gradient_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
+  shardrt_set_reduce_precision_bf16(0);
+  std::vector<double> shardrt, mpi, bf16, copies;
   auto runtimeCall = [&] {
     shardrt.push_back(timed([&] {
       shardrt_all_reduce_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
@@ -57,25 +63,29 @@ void measure(int numRanks, int64_t bytes, int repeats) {
                     MPI_COMM_WORLD);
     }));
   };
+  auto bf16Call = [&] {
+    shardrt_set_reduce_precision_bf16(1);
+    bf16.push_back(timed([&] {
+      shardrt_all_reduce_gradient_f32(allAxes, buffer.data(), buffer.data(), count, SHARDRT_SUM);
+    }));
+    shardrt_set_reduce_precision_bf16(0);
+  };
+  const std::function<void()> calls[] = {runtimeCall, mpiCall, bf16Call};
   for (int r = 0; r < repeats; ++r) {
     copies.push_back(
         timed([&] { std::memcpy(copy.data(), buffer.data(), count * sizeof(float)); }));
-    // Whichever runs second finds the caches and the allocator as the first left them:
-    // the order alternates.
-    if (r % 2) {
-      mpiCall();
-      runtimeCall();
-    } else {
-      runtimeCall();
-      mpiCall();
-    }
+    // Whichever runs later finds the caches and the allocator as the one before left
+    // them: the order rotates.
+    for (int i = 0; i < 3; ++i)
+      calls[(r + i) % 3]();
   }
   if (shardrt_rank() == 0)
     std::printf("{\"bench\": \"all_reduce_f32\", \"ranks\": %d, \"bytes\": %lld, "
                 "\"repeats\": %d, \"shardrt_median_ms\": %.4f, "
-                "\"mpi_allreduce_median_ms\": %.4f, \"memcpy_median_ms\": %.4f}\n",
+                "\"mpi_allreduce_median_ms\": %.4f, \"gradient_bf16_median_ms\": %.4f, "
+                "\"memcpy_median_ms\": %.4f}\n",
                 numRanks, static_cast<long long>(count * sizeof(float)), repeats, median(shardrt),
-                median(mpi), median(copies));
+                median(mpi), median(bf16), median(copies));
 }
 } // namespace
 

@@ -1,13 +1,17 @@
 #!/bin/bash
-# two_hosts.sh [--hide DIR] NP PROGRAM ARGS...: runs PROGRAM on NP ranks under mpirun
+# two_hosts.sh [--hide DIR] [--rate RATE] NP PROGRAM ARGS...: runs PROGRAM on NP ranks under mpirun
 # across two "hosts" on this machine: two network namespaces joined by a veth pair, each
 # with its own host name, so that Open MPI sees two nodes and connects them over TCP
 # only (--mca btl tcp,self on that link). mpirun runs in host a; the ranks fill a's NP/2
 # slots, then b's. --hide DIR: host b sees DIR empty (a tmpfs over it), as a host
-# without the file system that a's files are on. Needs root (CAP_SYS_ADMIN); cleans up.
+# without the file system that a's files are on. --rate RATE: the link between the hosts
+# carries at most RATE each way (tc's token bucket, e.g. 1gbit: a data center's slower
+# links). Needs root (CAP_SYS_ADMIN); cleans up.
 set -eu
 hide=
+rate=
 if [ "$1" = --hide ]; then hide=$(realpath "$2"); shift 2; fi
+if [ "$1" = --rate ]; then rate=$2; shift 2; fi
 np=$1
 shift
 id=$$
@@ -27,6 +31,10 @@ for ns in "$a" "$b"; do
 done
 ip -n "$a" link set "sa$id" up
 ip -n "$b" link set "sb$id" up
+if [ -n "$rate" ]; then
+  ip netns exec "$a" tc qdisc add dev "sa$id" root tbf rate "$rate" burst 256kb latency 50ms
+  ip netns exec "$b" tc qdisc add dev "sb$id" root tbf rate "$rate" burst 256kb latency 50ms
+fi
 
 here=$(dirname "$(realpath "$0")")
 hostfile=$(mktemp)
