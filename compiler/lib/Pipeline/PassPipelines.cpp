@@ -47,8 +47,8 @@ void shardc::buildPropagatePipeline(OpPassManager &pm) {
 // sums over a sliced axis (the clipping norm's) below the slice, each with a
 // scalar all_reduce that the running sum of the norm then combines.
 // shardc-mark-gradient-syncs after the combining and the fusion (it then
-// sees the collectives that run) and before the bucketing (which its marker
-// copies would keep from forming buckets).
+// sees the collectives that run) and before the bucketing (which keeps the
+// gradients it marks apart from other sums).
 // shardc-accumulate-microbatches (with microbatches) after the combining, on
 // each gradient's own collective, which it moves after its loop, and before the
 // bucketing, which then buckets those.
