@@ -288,10 +288,11 @@ void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int6
 
 void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
                                      shardrt_reduction op) {
-  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, "all_reduce").size > 1)
+  const char *caller = "shardrt_all_reduce_gradient_f32";
+  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, caller).size > 1)
     allReduceGradient(axes, in, out, count);
   else
-    allReduce("shardrt_all_reduce_gradient_f32", Scalar::F32, axes, in, out, count, op);
+    allReduce(caller, Scalar::F32, axes, in, out, count, op);
 }
 
 void shardrt_set_reduce_precision_bf16(int32_t enabled) { setGradientSyncsInBf16(enabled != 0); }
@@ -321,11 +322,11 @@ void shardrt_reduce_scatter_i32(uint32_t axes, const int32_t *in, int32_t *out, 
 void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
                                          const int64_t *in_shape, int scatter_dim,
                                          shardrt_reduction op) {
-  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, "reduce_scatter").size > 1)
+  const char *caller = "shardrt_reduce_scatter_gradient_f32";
+  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, caller).size > 1)
     reduceScatterGradient(axes, in, out, ndim, in_shape, scatter_dim);
   else
-    reduceScatter("shardrt_reduce_scatter_gradient_f32", Scalar::F32, axes, in, out, ndim,
-                  in_shape, scatter_dim, op);
+    reduceScatter(caller, Scalar::F32, axes, in, out, ndim, in_shape, scatter_dim, op);
 }
 
 void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim,

@@ -354,8 +354,9 @@ void checkGradientSyncs(uint32_t mask, const std::vector<int> &members, int64_t 
       std::vector<float> x(elements(inShape)), y(elements(block));
       for (int64_t i = 0; i < elements(inShape); ++i)
         x[i] = static_cast<float>(small(myRank, i));
-      shardrt_reduce_scatter_gradient_f32(mask, x.data(), y.data(), static_cast<int>(inShape.size()),
-                                          inShape.data(), d, SHARDRT_SUM);
+      shardrt_reduce_scatter_gradient_f32(mask, x.data(), y.data(),
+                                          static_cast<int>(inShape.size()), inShape.data(), d,
+                                          SHARDRT_SUM);
       expectAll("gradient reduce_scatter in bf16 " + describe(inShape) + " dim " +
                     std::to_string(d) + axes,
                 y, [&](int64_t i) {
