@@ -114,6 +114,7 @@ struct Collective {
   int64_t sent = 0; // bytes each rank sends, by the ring algorithms
   bool reshard = false;
   bool moves = true; // false: no byte leaves a rank
+  bool gradientSync = false; // reduces a parameter's gradient (--reduce-precision)
   Operation *first = nullptr; // where --strict reports it
 
   /// What the report says made it: the gradient it carries, or the operands.
@@ -297,6 +298,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
   c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.cause = causeOf(input, fn);
+  c.gradientSync = op->hasAttr(kGradientSyncAttr);
   int64_t ranks = 1;
   for (int16_t axis : axes)
     ranks *= mesh.axes[axis].second;
@@ -509,7 +511,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
               c->causes.push_back(rule);
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
-          seen.loc == c->loc && seen.label() == c->label()) {
+          seen.loc == c->loc && seen.label() == c->label() &&
+          seen.gradientSync == c->gradientSync) {
         seen.count += timesRun(op, fn);
         return;
       }
@@ -518,6 +521,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   });
 
   int64_t totalBytes = 0, totalSent = 0, totalCount = 0, localCount = 0;
+  int64_t gradientSent = 0, gradientCount = 0;
   for (const Collective &c : collectives) {
     if (!c.moves) {
       localCount += c.count;
@@ -526,6 +530,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
     totalSent = addSaturating(totalSent, mulSaturating(c.sent, c.count));
     totalCount += c.count;
+    if (c.gradientSync) {
+      gradientSent = addSaturating(gradientSent, mulSaturating(c.sent, c.count));
+      gradientCount += c.count;
+    }
   }
 
   bool strictFailed = false;
@@ -583,11 +591,13 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"bucket", c.bucket},
                       {"caused_by", c.causes},
                       {"reshard", c.reshard},
+                      {"gradient_sync", c.gradientSync},
                       {"traffic", c.moves},
                       {"sent_bytes", c.sent}});
     report["collectives_per_step"] = list;
     report["collective_bytes_per_step"] = totalBytes;
     report["sent_bytes_per_rank_per_step"] = totalSent;
+    report["gradient_sync_sent_bytes_per_rank_per_step"] = gradientSent;
     return report.dump(2) + "\n";
   }
 
@@ -626,7 +636,11 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
      << " per rank";
   if (localCount)
     os << " (and " << localCount << " local, moving nothing)";
-  os << "; each rank sends " << formatBytes(totalSent) << " by ring algorithms\n";
+  os << "; each rank sends " << formatBytes(totalSent) << " by ring algorithms";
+  if (gradientCount)
+    os << ", " << formatBytes(gradientSent) << " of them in the " << gradientCount
+       << " that reduce gradients [gradient] (half with --reduce-precision bf16)";
+  os << "\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
                         c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
@@ -634,6 +648,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
       os << "  (" << c.label() << ")";
     if (!c.causes.empty())
       os << "  by " << llvm::join(c.causes, "; ");
+    if (c.gradientSync)
+      os << "  [gradient]";
     if (c.reshard)
       os << "  [reshard]";
     if (!c.moves)
