@@ -8,7 +8,6 @@
 // outermost dimension, or only size-1 dimensions before it) the blocks are already
 // contiguous and MPI reads or writes the caller's buffers directly; otherwise the
 // transposed copy goes through the scratch buffer.
-#include "collectives.h"
 #include "element.h"
 #include "mesh.h"
 #include "ring.h"
@@ -216,9 +215,8 @@ void sumBlocksInBf16(const Group &group, const uint16_t *blocks, uint16_t *recei
       sum[i] += fromBf16(received[g * block + i]);
 }
 
-void allReduceGradient(uint32_t axes, const float *in, float *out, int64_t count) {
-  const char *caller = "shardrt_all_reduce_gradient_f32";
-  Group group = groupOver(axes, caller);
+void allReduceGradient(const Group &group, uint32_t axes, const float *in, float *out,
+                       int64_t count, const char *caller) {
   if (count < 0)
     fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
   const int64_t block = (count + group.size - 1) / group.size;
@@ -242,10 +240,8 @@ void allReduceGradient(uint32_t axes, const float *in, float *out, int64_t count
     out[i] = fromBf16(got[i]);
 }
 
-void reduceScatterGradient(uint32_t axes, const float *in, float *out, int ndim,
-                           const int64_t *inShape, int scatterDim) {
-  const char *caller = "shardrt_reduce_scatter_gradient_f32";
-  Group group = groupOver(axes, caller);
+void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out,
+                           int ndim, const int64_t *inShape, int scatterDim, const char *caller) {
   DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
   requireDivisible(view, group.size, scatterDim, caller);
   // Block b is [outer][row] of the input's rows b, as splitBlocks lays them out.
@@ -267,9 +263,6 @@ void reduceScatterGradient(uint32_t axes, const float *in, float *out, int ndim,
 }
 
 } // namespace
-
-void setGradientSyncsInBf16(bool enabled) { gradientsInBf16 = enabled; }
-
 } // namespace shardrt
 
 using namespace shardrt;
@@ -289,13 +282,13 @@ void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int6
 void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
                                      shardrt_reduction op) {
   const char *caller = "shardrt_all_reduce_gradient_f32";
-  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, caller).size > 1)
-    allReduceGradient(axes, in, out, count);
+  if (Group group = groupOver(axes, caller); gradientsInBf16 && op == SHARDRT_SUM && group.size > 1)
+    allReduceGradient(group, axes, in, out, count, caller);
   else
     allReduce(caller, Scalar::F32, axes, in, out, count, op);
 }
 
-void shardrt_set_reduce_precision_bf16(int32_t enabled) { setGradientSyncsInBf16(enabled != 0); }
+void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enabled != 0; }
 
 void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim,
                             const int64_t *local_shape, int gather_dim) {
@@ -323,8 +316,8 @@ void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *
                                          const int64_t *in_shape, int scatter_dim,
                                          shardrt_reduction op) {
   const char *caller = "shardrt_reduce_scatter_gradient_f32";
-  if (gradientsInBf16 && op == SHARDRT_SUM && groupOver(axes, caller).size > 1)
-    reduceScatterGradient(axes, in, out, ndim, in_shape, scatter_dim);
+  if (Group group = groupOver(axes, caller); gradientsInBf16 && op == SHARDRT_SUM && group.size > 1)
+    reduceScatterGradient(group, axes, in, out, ndim, in_shape, scatter_dim, caller);
   else
     reduceScatter(caller, Scalar::F32, axes, in, out, ndim, in_shape, scatter_dim, op);
 }

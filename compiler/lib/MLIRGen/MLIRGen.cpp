@@ -818,9 +818,7 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       for (unsigned operand : graph.nodes[id].operands)
         needed[operand] = true;
 
-  std::set<unsigned> gradients;
-  for (const FunctionValue &g : function.gradients)
-    gradients.insert(g.node);
+  const std::set<unsigned> gradients(function.gradients.begin(), function.gradients.end());
   std::map<unsigned, const FunctionValue *> resultOf;
   for (const FunctionValue &r : function.results)
     resultOf.emplace(r.node, &r);

@@ -247,8 +247,7 @@ private:
     UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, lossAndMetrics.front().node,
                                                 nodesOf(sp.params), grads, state, step.node);
     addUpdateResults(train, updated);
-    for (auto [param, grad] : llvm::zip_equal(sp.params, grads))
-      train.gradients.push_back(like(param, "grad/" + param.name, grad));
+    train.gradients = grads;
     train.results.push_back(like(lossAndMetrics.front(), "loss", updated.loss));
     llvm::append_range(train.results, llvm::ArrayRef(lossAndMetrics).drop_front());
     sp.train = std::move(train);
@@ -371,7 +370,7 @@ private:
                            : appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc);
       steps.grads.results.push_back(like(sum, sum.name, next));
       steps.grads.results.back().microbatchScale = lossScale;
-      steps.grads.gradients.push_back(like(sum, sum.name, grad));
+      steps.grads.gradients.push_back(grad);
     }
 
     // apply_step: the sums over the microbatches are its arguments.

@@ -20,7 +20,6 @@
 #include "driver_page.h"
 #include "driver_output.h"
 #include "../bf16_matmul.h"
-#include "../collectives.h"
 #include "../host.h"
 #include "../mesh.h"
 #include "../watchdog.h"
@@ -219,7 +218,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
                axisNames.data());
   setCollectiveTimeout(options.collectiveTimeout);
   setMatmulInBf16(options.matmulBf16);
-  setGradientSyncsInBf16(options.gradientsBf16);
+  shardrt_set_reduce_precision_bf16(options.gradientsBf16);
   if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;

@@ -77,7 +77,7 @@ struct DriverOptions {
   bool checkMemory = true;          // refuse to start when a rank needs more than the host offers
   double collectiveTimeout = 600;   // seconds a collective may wait (watchdog.h); 0: for ever
   bool matmulBf16 = false;          // matrix products in bfloat16 (bf16_matmul.h)
-  bool gradientsBf16 = false;       // gradients reduced in bfloat16 (collectives.h)
+  bool gradientsBf16 = false;       // gradients reduced in bfloat16 (shardrt.h)
 
   // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every
   // `poll` seconds when poll > 0).

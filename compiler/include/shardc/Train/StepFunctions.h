@@ -64,10 +64,10 @@ struct FunctionValue {
 struct StepFunction {
   std::string name;
   std::vector<FunctionValue> args, results;
-  /// The parameters' gradients that the step reduces across ranks: MLIRGen
-  /// marks the ops that make them (kGradientSyncAttr), so that the collectives
-  /// that reduce them are told from the others.
-  std::vector<FunctionValue> gradients;
+  /// The graph nodes of the parameters' gradients that the step reduces across
+  /// ranks: MLIRGen marks the ops that make them (kGradientSyncAttr), so that the
+  /// collectives that reduce them are told from the others.
+  std::vector<unsigned> gradients;
 };
 
 /// Gradient accumulation: train_step runs `grads` on each of the program's
