@@ -8,6 +8,7 @@
 // outermost dimension, or only size-1 dimensions before it) the blocks are already
 // contiguous and MPI reads or writes the caller's buffers directly; otherwise the
 // transposed copy goes through the scratch buffer.
+#include "collectives.h"
 #include "element.h"
 #include "mesh.h"
 #include "ring.h"
@@ -20,15 +21,7 @@
 #include <cstring>
 
 namespace shardrt {
-namespace {
 
-struct DimView {
-  int64_t outer = 1, dim = 1, inner = 1;
-  int64_t elements() const { return outer * dim * inner; }
-};
-
-/// `shape` viewed around dimension `d`. Stops on a dimension out of range or a negative
-/// size; `role` names `d` in the message.
 DimView viewAround(int ndim, const int64_t *shape, int d, const char *caller, const char *role) {
   if (ndim < 1 || !shape)
     fatal("%s: the tensor needs at least one dimension (ndim = %d)", caller, ndim);
@@ -50,6 +43,8 @@ void requireDivisible(const DimView &view, int groupSize, int d, const char *cal
           caller, d, static_cast<long long>(view.dim), groupSize);
 }
 
+namespace {
+
 /// [outer][blocks][row] -> [blocks][outer][row]: makes each block contiguous.
 void splitBlocks(const std::byte *src, std::byte *dst, int64_t outer, int blocks, size_t rowBytes) {
   for (int64_t o = 0; o < outer; ++o)
@@ -63,6 +58,8 @@ void joinBlocks(const std::byte *src, std::byte *dst, int64_t outer, int blocks,
     for (int b = 0; b < blocks; ++b)
       std::memcpy(dst + (o * blocks + b) * rowBytes, src + (b * outer + o) * rowBytes, rowBytes);
 }
+
+} // namespace
 
 void copyUnlessSame(void *out, const void *in, size_t bytes) {
   if (out != in)
@@ -88,6 +85,8 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   });
 }
 
+namespace {
+
 void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                int ndim, const int64_t *localShape, int gatherDim) {
   Group group = groupOver(axes, caller);
@@ -109,6 +108,8 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
     joinBlocks(received, static_cast<std::byte *>(out), view.outer, group.size,
                view.dim * view.inner * type.bytes);
 }
+
+} // namespace
 
 void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                    int ndim, const int64_t *inShape, int scatterDim, shardrt_reduction op) {
@@ -143,6 +144,8 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
     await(1, &request);
   }
 }
+
+namespace {
 
 void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out, int ndim,
               const int64_t *inShape, int splitDim, int concatDim) {
@@ -184,84 +187,6 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
                concat.dim * concat.inner * type.bytes);
 }
 
-// Gradients in bfloat16 (--reduce-precision bf16), as PyTorch's bf16_compress_hook and
-// FSDP's reduce_dtype send them: half the bytes. Each rank rounds its gradient to
-// bf16 and sends block g to the rank of group index g (MPI_Alltoall), which sums the
-// group's blocks in f32, in group order; an all-reduce then rounds each sum to bf16
-// once and all-gathers them. Every element is summed in one place, so every rank
-// gets the same bits, as the replicated parameters need (MPI's all-reduce with a
-// user-defined bf16 sum promises that to no one).
-
-bool gradientsInBf16 = false;
-
-/// The bf16 blocks and sums, in a buffer of their own: reduceScatter's packing and
-/// ring take the runtime's scratch buffer.
-ScratchBuffer &gradientStaging() {
-  static ScratchBuffer buffer;
-  return buffer;
-}
-
-/// Rank g's block of `blocks` (`group.size` blocks of `block` values each, block b
-/// for group index b): the group's blocks g summed in f32, in group order, into
-/// `sum`. `received` holds group.size blocks.
-void sumBlocksInBf16(const Group &group, const uint16_t *blocks, uint16_t *received,
-                     int64_t block, float *sum, const char *caller) {
-  int count = mpiCount(block, caller);
-  MPI_Alltoall(blocks, count, MPI_UINT16_T, received, count, MPI_UINT16_T, group.comm);
-  for (int64_t i = 0; i < block; ++i)
-    sum[i] = fromBf16(received[i]);
-  for (int g = 1; g < group.size; ++g)
-    for (int64_t i = 0; i < block; ++i)
-      sum[i] += fromBf16(received[g * block + i]);
-}
-
-void allReduceGradient(const Group &group, uint32_t axes, const float *in, float *out,
-                       int64_t count, const char *caller) {
-  if (count < 0)
-    fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
-  const int64_t block = (count + group.size - 1) / group.size;
-  const int64_t padded = block * group.size;
-  auto [blocks, received, sum] = gradientStaging().regions<3>(
-      {size_t(padded) * 2, size_t(padded) * 2, size_t(block) * sizeof(float)});
-  auto *sent = reinterpret_cast<uint16_t *>(blocks);
-  auto *got = reinterpret_cast<uint16_t *>(received);
-  auto *sums = reinterpret_cast<float *>(sum);
-  for (int64_t i = 0; i < count; ++i)
-    sent[i] = toBf16(in[i]);
-  std::fill(sent + count, sent + padded, uint16_t(0));
-  watchedBlocking("all_reduce", axes, count, [&] {
-    sumBlocksInBf16(group, sent, got, block, sums, caller);
-    for (int64_t i = 0; i < block; ++i)
-      sent[i] = toBf16(sums[i]);
-    MPI_Allgather(sent, mpiCount(block, caller), MPI_UINT16_T, got, mpiCount(block, caller),
-                  MPI_UINT16_T, group.comm);
-  });
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = fromBf16(got[i]);
-}
-
-void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out,
-                           int ndim, const int64_t *inShape, int scatterDim, const char *caller) {
-  DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
-  requireDivisible(view, group.size, scatterDim, caller);
-  // Block b is [outer][row] of the input's rows b, as splitBlocks lays them out.
-  const int64_t row = view.dim / group.size * view.inner;
-  const int64_t block = view.outer * row;
-  auto [blocks, received] =
-      gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
-  auto *sent = reinterpret_cast<uint16_t *>(blocks);
-  for (int b = 0; b < group.size; ++b)
-    for (int64_t o = 0; o < view.outer; ++o) {
-      const float *from = in + (o * group.size + b) * row;
-      uint16_t *to = sent + (b * view.outer + o) * row;
-      for (int64_t i = 0; i < row; ++i)
-        to[i] = toBf16(from[i]);
-    }
-  watchedBlocking("reduce_scatter", axes, view.elements(), [&] {
-    sumBlocksInBf16(group, sent, reinterpret_cast<uint16_t *>(received), block, out, caller);
-  });
-}
-
 } // namespace
 } // namespace shardrt
 
@@ -278,17 +203,6 @@ void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int6
                             shardrt_reduction op) {
   allReduce("shardrt_all_reduce_i32", Scalar::I32, axes, in, out, count, op);
 }
-
-void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
-                                     shardrt_reduction op) {
-  const char *caller = "shardrt_all_reduce_gradient_f32";
-  if (Group group = groupOver(axes, caller); gradientsInBf16 && op == SHARDRT_SUM && group.size > 1)
-    allReduceGradient(group, axes, in, out, count, caller);
-  else
-    allReduce(caller, Scalar::F32, axes, in, out, count, op);
-}
-
-void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enabled != 0; }
 
 void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim,
                             const int64_t *local_shape, int gather_dim) {
@@ -310,16 +224,6 @@ void shardrt_reduce_scatter_i32(uint32_t axes, const int32_t *in, int32_t *out, 
                                 const int64_t *in_shape, int scatter_dim, shardrt_reduction op) {
   reduceScatter("shardrt_reduce_scatter_i32", Scalar::I32, axes, in, out, ndim, in_shape,
                 scatter_dim, op);
-}
-
-void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
-                                         const int64_t *in_shape, int scatter_dim,
-                                         shardrt_reduction op) {
-  const char *caller = "shardrt_reduce_scatter_gradient_f32";
-  if (Group group = groupOver(axes, caller); gradientsInBf16 && op == SHARDRT_SUM && group.size > 1)
-    reduceScatterGradient(group, axes, in, out, ndim, in_shape, scatter_dim, caller);
-  else
-    reduceScatter(caller, Scalar::F32, axes, in, out, ndim, in_shape, scatter_dim, op);
 }
 
 void shardrt_all_to_all_f32(uint32_t axes, const float *in, float *out, int ndim,

@@ -14,6 +14,7 @@
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
 #include "bf16_matmul.h"
+#include "collectives.h"
 #include "mesh.h"
 #include "scratch.h"
 
@@ -81,6 +82,7 @@ void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_
       fatal("%s: dimension %lld is out of range for BLAS", caller, static_cast<long long>(v));
   if (m == 0 || n == 0 || batch.sizes[0] == 0 || batch.sizes[1] == 0)
     return;
+  progressGradients();
   if (k > 0 && matmulInBf16())
     return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
   for (int64_t i = 0; i < batch.sizes[0]; ++i)

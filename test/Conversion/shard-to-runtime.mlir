@@ -136,18 +136,73 @@ func.func @reduce_scatter_reversed_axes(%x: tensor<8x2xf32>) -> tensor<1x2xf32> 
 // -----
 
 // A parameter's gradient (shardc.gradient_sync, shardc-mark-gradient-syncs) goes to the
-// runtime's gradient entries, with the same arguments: --reduce-precision bf16 sends
-// those in bfloat16.
-// CHECK-DAG:   func.func private @shardrt_all_reduce_gradient_f32(i32, !llvm.ptr, !llvm.ptr, i64, i32)
+// runtime's gradient entries: --reduce-precision bf16 sends those in bfloat16. An
+// all_reduce starts where it is and waits just before the first op that reads the sum
+// (--overlap-gradients), here after the next product; the runtime progresses the
+// reductions in flight before each large loop nest.
+// CHECK-DAG:   func.func private @shardrt_all_reduce_gradient_start_f32(i32, !llvm.ptr, !llvm.ptr, i64, i32) -> i64
+// CHECK-DAG:   func.func private @shardrt_wait(i64, !llvm.ptr)
 // CHECK-DAG:   func.func private @shardrt_reduce_scatter_gradient_f32(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32)
+// CHECK-DAG:   func.func private @shardrt_progress_gradients()
 // CHECK-LABEL: func.func @gradients
-// CHECK:         call @shardrt_all_reduce_gradient_f32
+// CHECK:         %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK:         %[[INDEX:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK:         %[[INT:.*]] = arith.index_cast %[[INDEX]]
+// CHECK:         %[[PTR:.*]] = llvm.inttoptr %[[INT]]
+// CHECK:         %[[H:.*]] = call @shardrt_all_reduce_gradient_start_f32(%{{.*}}, %{{.*}}, %[[PTR]],
 // CHECK:         call @shardrt_reduce_scatter_gradient_f32
+// CHECK:         call @shardrt_progress_gradients()
+// CHECK-NEXT:    %[[P:.*]] = linalg.matmul
+// CHECK:         call @shardrt_wait(%[[H]], %[[PTR]]) : (i64, !llvm.ptr) -> ()
+// CHECK-NEXT:    %[[SUM:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-NEXT:    linalg.add ins(%[[SUM]], %[[P]]
 shard.grid @grid(shape = 2x4)
-func.func @gradients(%w: tensor<4x8xf32>, %v: tensor<8x2xf32>) -> (tensor<4x8xf32>, tensor<2x2xf32>) {
+func.func @gradients(%w: tensor<4x8xf32>, %v: tensor<8x2xf32>, %a: tensor<4x16384xf32>, %b: tensor<16384x8xf32>) -> (tensor<4x8xf32>, tensor<2x2xf32>) {
   %0 = shard.all_reduce %w on @grid grid_axes = [0] {shardc.gradient_sync} : tensor<4x8xf32> -> tensor<4x8xf32>
   %1 = shard.reduce_scatter %v on @grid grid_axes = [1] scatter_axis = 0 {shardc.gradient_sync} : tensor<8x2xf32> -> tensor<2x2xf32>
-  return %0, %1 : tensor<4x8xf32>, tensor<2x2xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<4x16384xf32>, tensor<16384x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = linalg.add ins(%0, %p : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s, %1 : tensor<4x8xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A private function (a scan layer's backward pass, shardc-outline-layers) that returns
+// a gradient's sum unread returns the reduction's handle too; each call waits for it
+// just before the first reader of that result, so the reduction runs on through what
+// the caller does meanwhile, and names the result's buffer (the runtime checks that it
+// is the one the start writes). A sum the function reads itself is waited for there.
+// CHECK-LABEL: func.func private @layer_backward
+// CHECK-SAME:    -> (tensor<4x8xf32>, tensor<4x8xf32>, i64)
+// CHECK:         %[[KEPT:.*]] = call @shardrt_all_reduce_gradient_start_f32
+// CHECK:         %[[READ:.*]] = call @shardrt_all_reduce_gradient_start_f32
+// CHECK:         call @shardrt_wait(%[[READ]], %{{.*}})
+// CHECK:         linalg.add
+// CHECK:         return %{{.*}}, %{{.*}}, %[[KEPT]] : tensor<4x8xf32>, tensor<4x8xf32>, i64
+// CHECK-LABEL: func.func @step
+// CHECK:         %[[R:.*]]:3 = call @layer_backward(%{{.*}}) : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, i64)
+// CHECK-NEXT:    %[[R2:.*]]:3 = call @layer_backward(%[[R]]#1)
+// CHECK:         %[[SUM:.*]] = bufferization.to_buffer %[[R]]#0 read_only
+// CHECK:         call @shardrt_wait(%[[R]]#2, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK-NEXT:    tensor.extract %[[R]]#0
+// CHECK:         call @shardrt_wait(%[[R2]]#2, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK-NEXT:    return %[[R2]]#0
+shard.grid @grid(shape = 2)
+func.func private @layer_backward(%g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %kept = shard.all_reduce %g on @grid grid_axes = [0] {shardc.gradient_sync} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %read = shard.all_reduce %g on @grid grid_axes = [0] {shardc.gradient_sync} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %s = linalg.add ins(%read, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %kept, %s : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @step(%g: tensor<4x8xf32>, %x: f32) -> (tensor<4x8xf32>, f32) {
+  %0:2 = call @layer_backward(%g) : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %1:2 = call @layer_backward(%0#1) : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %c0 = arith.constant 0 : index
+  %c = tensor.extract %0#0[%c0, %c0] : tensor<4x8xf32>
+  %y = arith.addf %x, %c : f32
+  return %1#0, %y : tensor<4x8xf32>, f32
 }
 
 // -----

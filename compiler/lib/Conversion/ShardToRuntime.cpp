@@ -64,6 +64,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -115,6 +116,27 @@ private:
     uint32_t mask;
     RankedTensorType inType, outType;
   };
+
+  /// A gradient's all_reduce, started and waited for apart.
+  LogicalResult lowerOverlapped(shard::AllReduceOp op, const CollectiveOperands &c,
+                                int32_t reduction);
+  /// The first op of `block` that reads `value` (itself or an op nested in it),
+  /// else the terminator.
+  static Operation *firstReaderInBlock(Value value, Block *block);
+
+public:
+  /// Moves the waits of the sums that private functions return unread into
+  /// their callers (after every op is lowered).
+  void waitInCallers(func::FuncOp wait);
+  /// Calls the runtime's progress before each large loop nest.
+  void progressBeforeLoops();
+
+private:
+  struct ReturnedSum {
+    Value handle;
+    unsigned result; // the function's result that is the sum
+  };
+  llvm::MapVector<func::FuncOp, SmallVector<ReturnedSum>> returnedSums;
 
   /// The grid of `op` and its axes, checked; the axis bitmask in `mask`.
   FailureOr<shard::GridOp> checkGridAxes(Operation *op,
@@ -477,6 +499,8 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
   if (failed(reduction))
     return failure();
 
+  if (reduceEntry(op, "all_reduce", *suffix) == "shardrt_all_reduce_gradient_f32")
+    return lowerOverlapped(op, *c, *reduction);
   OpBuilder b(op);
   Location loc = op.getLoc();
   func::FuncOp fn = declareCollective(op, reduceEntry(op, "all_reduce", *suffix),
@@ -491,6 +515,110 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
                               i32(b, loc, *reduction)};
   });
   return replaceOp(op, result);
+}
+
+// A gradient's all_reduce starts where it is and waits just before the first
+// op of its block that reads the sum (the terminator where none does): the ops
+// between, the rest of the backward pass, run while the gradient travels
+// (--overlap-gradients; without it the start reduces at once). The runtime
+// copies the input before the start returns; the output buffer is allocated at
+// the start and named by the wait, so that it stays in use until then.
+LogicalResult RuntimeLowering::lowerOverlapped(shard::AllReduceOp op,
+                                               const CollectiveOperands &c,
+                                               int32_t reduction) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp start = runtime.getOrDeclare(
+      op, "shardrt_all_reduce_gradient_start_f32",
+      {b.getI32Type(), ptr, ptr, b.getI64Type(), b.getI32Type()}, {b.getI64Type()});
+  func::FuncOp wait = runtime.getOrDeclare(op, "shardrt_wait", {b.getI64Type(), ptr}, {});
+  if (!start || !wait)
+    return failure();
+  Value in = inputPointer(b, loc, op.getInput());
+  Value out;
+  Value buffer = allocOutput(b, loc, c.outType, out);
+  Value handle = call(b, loc, start,
+                      {i32(b, loc, c.mask), in, out,
+                       i64(b, loc, c.outType.getNumElements()), i32(b, loc, reduction)});
+  Operation *firstReader = firstReaderInBlock(op->getResult(0), op->getBlock());
+  b.setInsertionPoint(firstReader);
+  auto fn = op->getParentOfType<func::FuncOp>();
+  auto returned = llvm::find(firstReader->getOperands(), op->getResult(0));
+  if (isa<func::ReturnOp>(firstReader) && fn.isPrivate() &&
+      returned != firstReader->operand_end())
+    returnedSums[fn].push_back({handle, unsigned(returned - firstReader->operand_begin())});
+  else
+    call(b, loc, wait, {handle, out});
+  Value result = bufferization::ToTensorOp::create(b, loc, c.outType, buffer, b.getUnitAttr(),
+                                                   b.getUnitAttr());
+  return replaceOp(op, result);
+}
+
+void RuntimeLowering::progressBeforeLoops() {
+  SmallVector<linalg::LinalgOp> loops;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!isa<func::FuncOp>(op->getParentOp()))
+      return;
+    for (Value v : op->getOperands())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.hasStaticShape() &&
+                                                            t.getNumElements() >= (1 << 16)) {
+        loops.push_back(op);
+        return;
+      }
+  });
+  if (loops.empty())
+    return;
+  func::FuncOp progress =
+      runtime.getOrDeclare(loops.front(), "shardrt_progress_gradients", {}, {});
+  for (linalg::LinalgOp op : loops) {
+    OpBuilder b(op);
+    func::CallOp::create(b, op.getLoc(), progress, ValueRange{});
+  }
+}
+
+Operation *RuntimeLowering::firstReaderInBlock(Value value, Block *block) {
+  Operation *first = block->getTerminator();
+  for (Operation *user : value.getUsers())
+    if (Operation *reader = block->findAncestorOpInBlock(*user))
+      if (reader->isBeforeInBlock(first))
+        first = reader;
+  return first;
+}
+
+// A function (a scan layer's backward pass) that returns a gradient's sum
+// unread returns its reduction's handle too, and each call waits for it just
+// before the first reader of that result: the reduction then runs on through
+// the later layers' backward passes. Buffer-results-to-out-params makes the
+// sum's buffer one that the caller allocates, which the wait names (the
+// runtime checks that it is the buffer the start was given).
+void RuntimeLowering::waitInCallers(func::FuncOp wait) {
+  for (auto &[fn, sums] : returnedSums) {
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    unsigned before = ret.getNumOperands();
+    for (const ReturnedSum &sum : sums)
+      ret->insertOperands(ret.getNumOperands(), sum.handle);
+    fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(), ret.getOperandTypes()));
+    SmallVector<func::CallOp> calls;
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee() == fn.getSymName())
+        calls.push_back(call);
+    });
+    for (func::CallOp old : calls) {
+      OpBuilder b(old);
+      auto call = func::CallOp::create(b, old.getLoc(), fn, old.getOperands());
+      call->setAttrs(old->getAttrs());
+      old->replaceAllUsesWith(call->getResults().take_front(before));
+      old->erase();
+      for (auto [i, sum] : llvm::enumerate(sums)) {
+        Value result = call.getResult(sum.result);
+        b.setInsertionPoint(firstReaderInBlock(result, call->getBlock()));
+        Location loc = call.getLoc();
+        func::CallOp::create(b, loc, wait,
+                             ValueRange{call.getResult(before + i), inputPointer(b, loc, result)});
+      }
+    }
+  }
 }
 
 LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
@@ -830,6 +958,10 @@ struct ShardToRuntimePass
     }
     if (failedAny)
       return signalPassFailure();
+    if (auto wait = module.lookupSymbol<func::FuncOp>("shardrt_wait")) {
+      lowering.waitInCallers(wait);
+      lowering.progressBeforeLoops();
+    }
 
     // 5. Grids nothing refers to any more.
     for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))

@@ -65,11 +65,14 @@ int64_t lastAccess(Value buffer, Block &body, const DenseMap<Operation *, int64_
         continue;
       if (Operation *inBody = body.findAncestorOpInBlock(*user))
         last = std::max(last, position.lookup(inBody));
-      // A load yields a number, not a way to the bytes.
+      // A load yields a number, not a way to the bytes; so does a call's integer
+      // result (a reduction's handle: the runtime copies the input before the
+      // start returns, and the wait names the output, keeping it in use).
       if (isa<memref::LoadOp>(user))
         continue;
+      bool call = isa<func::CallOp>(user);
       for (Value derived : user->getResults())
-        if (seen.insert(derived).second)
+        if (!(call && derived.getType().isInteger()) && seen.insert(derived).second)
           worklist.push_back(derived);
     }
   }

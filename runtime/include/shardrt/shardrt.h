@@ -109,6 +109,36 @@ void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *
  * --reduce-precision sets it. */
 void shardrt_set_reduce_precision_bf16(int32_t enabled);
 
+/* shardrt_all_reduce_gradient_f32 in two halves, so that the backward pass goes on
+ * while the gradient travels: the start returns a handle, and `out` holds the result
+ * once shardrt_wait(handle) has returned; `in` may be overwritten as soon as the start
+ * returns, `out` must be neither read nor written before the wait, which names it
+ * again (and stops the job if it is not the start's `out`). Where it does not
+ * overlap (shardrt_set_overlap_gradients), for a group of one rank or a reduction
+ * other than a sum, the start reduces at once and returns 0, for which the wait does
+ * nothing. Every rank of a group gets the same bits: each element is summed
+ * by one rank, in group order (in f32 maybe not the bits of the blocking entry, which
+ * is MPI's all-reduce). Waiting for a handle also waits for every reduction started
+ * before it. */
+int64_t shardrt_all_reduce_gradient_start_f32(uint32_t axes, const float *in, float *out,
+                                              int64_t count, shardrt_reduction op);
+void shardrt_wait(int64_t handle, const float *out);
+
+/* Moves the reductions in flight on without waiting: MPI moves a nonblocking message
+ * only inside an MPI call, so shardc calls this before each large loop nest of a step
+ * (the kernels call it before each product). */
+void shardrt_progress_gradients(void);
+
+/* When the start above overlaps from now on: never (the default), where the group's
+ * ranks are on more than one host, or always. The driver's --overlap-gradients sets
+ * it (auto by default). */
+typedef enum {
+  SHARDRT_OVERLAP_OFF = 0,
+  SHARDRT_OVERLAP_ACROSS_HOSTS = 1,
+  SHARDRT_OVERLAP_ON = 2
+} shardrt_overlap;
+void shardrt_set_overlap_gradients(shardrt_overlap when);
+
 /* Concatenates the group's local tensors (all of shape `local_shape`) along
  * `gather_dim`, ordered by group index: `out` has shape local_shape with
  * local_shape[gather_dim] multiplied by the group size. */

@@ -219,6 +219,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   setCollectiveTimeout(options.collectiveTimeout);
   setMatmulInBf16(options.matmulBf16);
   shardrt_set_reduce_precision_bf16(options.gradientsBf16);
+  shardrt_set_overlap_gradients(options.overlapGradients);
   if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;

@@ -1,0 +1,40 @@
+// What collectives.cpp shares with the gradients' reductions (gradients.cpp).
+#ifndef SHARDRT_LIB_COLLECTIVES_H
+#define SHARDRT_LIB_COLLECTIVES_H
+
+#include "element.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shardrt {
+
+/// A tensor viewed around one dimension as [outer, dim, inner].
+struct DimView {
+  int64_t outer = 1, dim = 1, inner = 1;
+  int64_t elements() const { return outer * dim * inner; }
+};
+
+/// `shape` viewed around dimension `d`. Stops on a dimension out of range or a negative
+/// size; `role` names `d` in the message.
+DimView viewAround(int ndim, const int64_t *shape, int d, const char *caller, const char *role);
+
+/// Stops unless `view.dim` divides into `groupSize` blocks.
+void requireDivisible(const DimView &view, int groupSize, int d, const char *caller);
+
+void copyUnlessSame(void *out, const void *in, size_t bytes);
+
+/// The plain entries' all-reduce and reduce-scatter (shardrt.h), `caller` naming the
+/// entry in messages.
+void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+               int64_t count, shardrt_reduction op);
+void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+                   int ndim, const int64_t *inShape, int scatterDim, shardrt_reduction op);
+
+/// Moves the gradients' all-reduces in flight on (--overlap-gradients, gradients.cpp)
+/// without waiting; the kernels call it before each product.
+void progressGradients();
+
+} // namespace shardrt
+
+#endif // SHARDRT_LIB_COLLECTIVES_H

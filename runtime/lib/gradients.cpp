@@ -1,0 +1,361 @@
+// The parameters' gradients reduced across ranks: the all_reduces and reduce_scatters
+// that shardc-mark-gradient-syncs marks (shardrt.h).
+//
+// In bfloat16 (--reduce-precision bf16), as PyTorch's bf16_compress_hook and FSDP's
+// reduce_dtype send them: half the bytes. Each rank rounds its gradient to bf16 and
+// sends block g to the rank of group index g (MPI_Alltoall), which sums the group's
+// blocks in f32, in group order; an all-reduce then rounds each sum to bf16 once and
+// all-gathers them. Every element is summed in one place, so every rank gets the same
+// bits, as the replicated parameters need (MPI's all-reduce with a user-defined bf16
+// sum promises that to no one).
+//
+// Overlapped with the backward pass (--overlap-gradients; by default where a group spans
+// hosts), as PyTorch's
+// DDP overlaps its buckets: the compiled step starts a gradient's all-reduce as soon as
+// the gradient exists (shardrt_all_reduce_gradient_start_f32) and waits for it just
+// before the first op that reads the sum (shardrt_wait). The reduction in flight takes
+// the same two steps as bf16's, in f32 or bf16, point to point (MPI_Isend/Irecv in
+// pieces under the eager limit): MPI's nonblocking all-reduce (libnbc) moved W4's
+// gradients between two hosts slower than the blocking one and hid nothing. MPI moves
+// a message only inside an MPI call, so the kernels call progressGradients() before
+// each product, and the compiled step before each large loop nest.
+#include "collectives.h"
+#include "element.h"
+#include "mesh.h"
+#include "scratch.h"
+#include "watchdog.h"
+
+#include "shardrt/shardrt.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace shardrt {
+namespace {
+
+bool gradientsInBf16 = false;
+shardrt_overlap overlapGradients = SHARDRT_OVERLAP_OFF;
+
+/// The bf16 blocks and sums of a blocking reduction, in a buffer of their own:
+/// reduceScatter's packing and ring take the runtime's scratch buffer.
+ScratchBuffer &gradientStaging() {
+  static ScratchBuffer buffer;
+  return buffer;
+}
+
+/// `count` values rounded to bf16 into `blocks`, then zeros up to `padded`.
+void roundToBf16(const float *in, int64_t count, int64_t padded, uint16_t *blocks) {
+  for (int64_t i = 0; i < count; ++i)
+    blocks[i] = toBf16(in[i]);
+  std::fill(blocks + count, blocks + padded, uint16_t(0));
+}
+
+/// The `groupSize` blocks of `block` values in `received`, summed in f32 in group order
+/// into `sum`.
+void sumBlocks(const uint16_t *received, int groupSize, int64_t block, float *sum) {
+  for (int64_t i = 0; i < block; ++i)
+    sum[i] = fromBf16(received[i]);
+  for (int g = 1; g < groupSize; ++g)
+    for (int64_t i = 0; i < block; ++i)
+      sum[i] += fromBf16(received[g * block + i]);
+}
+
+/// Rank g's block of `blocks` (`group.size` blocks of `block` values each, block b
+/// for group index b): the group's blocks g summed in f32, in group order, into
+/// `sum`. `received` holds group.size blocks.
+void sumBlocksInBf16(const Group &group, const uint16_t *blocks, uint16_t *received,
+                     int64_t block, float *sum, const char *caller) {
+  int count = mpiCount(block, caller);
+  MPI_Alltoall(blocks, count, MPI_UINT16_T, received, count, MPI_UINT16_T, group.comm);
+  sumBlocks(received, group.size, block, sum);
+}
+
+/// The blocks an all-reduce of `count` values in bf16 sends, one per rank of a group
+/// of `groupSize`, each `block` values long.
+struct Blocks {
+  int64_t block, padded;
+  Blocks(int64_t count, int groupSize)
+      : block((count + groupSize - 1) / groupSize), padded(block * groupSize) {}
+};
+
+void allReduceGradient(const Group &group, uint32_t axes, const float *in, float *out,
+                       int64_t count, const char *caller) {
+  const Blocks b(count, group.size);
+  auto [blocks, received, sum] = gradientStaging().regions<3>(
+      {size_t(b.padded) * 2, size_t(b.padded) * 2, size_t(b.block) * sizeof(float)});
+  auto *sent = reinterpret_cast<uint16_t *>(blocks);
+  auto *got = reinterpret_cast<uint16_t *>(received);
+  auto *sums = reinterpret_cast<float *>(sum);
+  roundToBf16(in, count, b.padded, sent);
+  watchedBlocking("all_reduce", axes, count, [&] {
+    sumBlocksInBf16(group, sent, got, b.block, sums, caller);
+    roundToBf16(sums, b.block, b.block, sent);
+    MPI_Allgather(sent, mpiCount(b.block, caller), MPI_UINT16_T, got,
+                  mpiCount(b.block, caller), MPI_UINT16_T, group.comm);
+  });
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = fromBf16(got[i]);
+}
+
+void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out,
+                           int ndim, const int64_t *inShape, int scatterDim, const char *caller) {
+  DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
+  requireDivisible(view, group.size, scatterDim, caller);
+  // Block b is [outer][row] of the input's rows b, as splitBlocks lays them out.
+  const int64_t row = view.dim / group.size * view.inner;
+  const int64_t block = view.outer * row;
+  auto [blocks, received] =
+      gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
+  auto *sent = reinterpret_cast<uint16_t *>(blocks);
+  for (int b = 0; b < group.size; ++b)
+    for (int64_t o = 0; o < view.outer; ++o)
+      roundToBf16(in + (o * group.size + b) * row, row, row, sent + (b * view.outer + o) * row);
+  watchedBlocking("reduce_scatter", axes, view.elements(), [&] {
+    sumBlocksInBf16(group, sent, reinterpret_cast<uint16_t *>(received), block, out, caller);
+  });
+}
+
+bool inBf16(const Group &group, shardrt_reduction op) {
+  return gradientsInBf16 && op == SHARDRT_SUM && group.size > 1;
+}
+
+/// A message of a reduction in flight is cut into pieces of at most this many bytes,
+/// under Open MPI's eager limits (TCP 64 KiB), so that each piece leaves when it is
+/// posted, without a handshake that would wait for the peer's next MPI call.
+constexpr int64_t kPieceBytes = 32 << 10;
+/// The tags of the two steps' messages.
+constexpr int kBlocksTag = 0x5d0, kSumsTag = 0x5d1;
+
+/// A gradient's all-reduce in flight, point to point: each rank sends block g of its
+/// gradient (f32, or rounded to bf16) to the rank of group index g, which sums the
+/// group's blocks in f32 in group order; then (`summed`) each sends its sums (in f32,
+/// or rounded once to bf16) to every other. Each element is summed in one place, so
+/// every rank gets the same bits.
+struct InFlight {
+  Group group{};
+  float *out = nullptr;
+  int64_t count = 0;
+  bool bf16 = false, summed = false;
+  std::vector<MPI_Request> requests;
+  ScratchBuffer *staging = nullptr;
+  std::byte *sent = nullptr, *received = nullptr;
+  float *sums = nullptr;
+
+  size_t elementBytes() const { return bf16 ? 2 : sizeof(float); }
+
+  /// Posts one step's messages, in pieces: block g of `from` to the rank of group
+  /// index g (`toOwners`), or this rank's block of `from` to every other rank; and
+  /// the block of each other rank into its place in `into`. This rank's own block is
+  /// copied.
+  void exchange(const std::byte *from, std::byte *into, bool toOwners, int tag) {
+    const Blocks b(count, group.size);
+    const size_t bytes = size_t(b.block) * elementBytes();
+    requests.clear();
+    for (int g = 0; g < group.size; ++g) {
+      if (g == group.index) {
+        std::memcpy(into + g * bytes, from + (toOwners ? g : group.index) * bytes, bytes);
+        continue;
+      }
+      const std::byte *send = from + (toOwners ? g : group.index) * bytes;
+      for (size_t at = 0; at < bytes; at += kPieceBytes) {
+        int n = int(std::min<size_t>(kPieceBytes, bytes - at));
+        requests.emplace_back();
+        MPI_Irecv(into + g * bytes + at, n, MPI_BYTE, g, tag, group.comm, &requests.back());
+        requests.emplace_back();
+        MPI_Isend(send + at, n, MPI_BYTE, g, tag, group.comm, &requests.back());
+      }
+    }
+  }
+
+  /// The `n` values at `from` in f32 into `to` (added to it with `add`).
+  void widen(const std::byte *from, int64_t n, float *to, bool add = false) const {
+    const auto *f = reinterpret_cast<const float *>(from);
+    const auto *h = reinterpret_cast<const uint16_t *>(from);
+    for (int64_t i = 0; i < n; ++i) {
+      float x = bf16 ? fromBf16(h[i]) : f[i];
+      to[i] = add ? to[i] + x : x;
+    }
+  }
+
+  /// Once the messages of the current step have arrived: sums this rank's block and
+  /// sends the sums (false: not complete yet), or writes the gathered sums to `out`.
+  bool advance() {
+    const Blocks b(count, group.size);
+    if (!summed) {
+      for (int g = 0; g < group.size; ++g)
+        widen(received + g * b.block * elementBytes(), b.block, sums, /*add=*/g > 0);
+      std::byte *mine = sent + group.index * b.block * elementBytes();
+      if (bf16)
+        roundToBf16(sums, b.block, b.block, reinterpret_cast<uint16_t *>(mine));
+      else
+        std::memcpy(mine, sums, size_t(b.block) * sizeof(float));
+      exchange(sent, received, /*toOwners=*/false, kSumsTag);
+      summed = true;
+      return false;
+    }
+    widen(received, count, out);
+    return true;
+  }
+};
+
+/// By handle, 1, 2, ... in the order they started.
+std::map<int64_t, InFlight> inFlight;
+int64_t lastHandle = 0;
+
+/// The staging buffers of the reductions in flight. A step starts the same
+/// reductions in the same order every time, so each buffer settles at one size after
+/// the first step and its pages are touched once (scratch.h).
+std::vector<std::unique_ptr<ScratchBuffer>> stagingPool;
+std::vector<ScratchBuffer *> freeStaging;
+
+ScratchBuffer *takeStaging() {
+  if (freeStaging.empty()) {
+    stagingPool.push_back(std::make_unique<ScratchBuffer>(/*doubles=*/false));
+    return stagingPool.back().get();
+  }
+  ScratchBuffer *buffer = freeStaging.back();
+  freeStaging.pop_back();
+  return buffer;
+}
+
+/// Advances the reductions in flight, oldest first, up to `until` (every one for -1):
+/// `wait` waits for each step's messages, otherwise only reductions whose messages
+/// have all arrived move on. A reduction sends its sums only after the older ones of
+/// its group have sent theirs: every rank then posts the same sequence of messages of
+/// each tag, and MPI matches them in order.
+void advanceInFlight(int64_t until, bool wait) {
+  std::map<MPI_Comm, bool> blocked; // an older reduction of the group has not summed
+  for (auto it = inFlight.begin(); it != inFlight.end() && (until < 0 || it->first <= until);) {
+    InFlight &r = it->second;
+    bool &groupBlocked = blocked[r.group.comm];
+    bool complete = false;
+    while (r.summed || !groupBlocked) {
+      int done = 1;
+      if (wait)
+        await(int(r.requests.size()), r.requests.data());
+      else
+        MPI_Testall(int(r.requests.size()), r.requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (!done || (complete = r.advance()))
+        break;
+    }
+    groupBlocked = groupBlocked || !r.summed;
+    if (complete)
+      freeStaging.push_back(r.staging);
+    it = complete ? inFlight.erase(it) : std::next(it);
+  }
+}
+
+/// Whether the group's ranks are on more than one host (asked of MPI on the group's
+/// first reduction in flight, which every rank of it starts at the same point).
+bool spansHosts(const Group &group) {
+  static std::map<MPI_Comm, bool> spans;
+  auto [it, isNew] = spans.try_emplace(group.comm, false);
+  if (isNew) {
+    MPI_Comm host;
+    MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    int size = 0;
+    MPI_Comm_size(host, &size);
+    MPI_Comm_free(&host);
+    it->second = size < group.size;
+  }
+  return it->second;
+}
+
+/// Whether a sum over `group` goes in flight: --overlap-gradients on, or auto and the
+/// group spans hosts (on one host the bytes move by copies on the cores that compute,
+/// and MPI's blocking all-reduce was faster).
+bool overlaps(const Group &group, shardrt_reduction op) {
+  if (group.size == 1 || op != SHARDRT_SUM || overlapGradients == SHARDRT_OVERLAP_OFF)
+    return false;
+  return overlapGradients == SHARDRT_OVERLAP_ON || spansHosts(group);
+}
+
+} // namespace
+
+void progressGradients() {
+  if (!inFlight.empty())
+    advanceInFlight(-1, /*wait=*/false);
+}
+
+} // namespace shardrt
+
+using namespace shardrt;
+
+extern "C" {
+
+void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
+                                     shardrt_reduction op) {
+  const char *caller = "shardrt_all_reduce_gradient_f32";
+  if (count < 0)
+    fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
+  if (Group group = groupOver(axes, caller); inBf16(group, op))
+    allReduceGradient(group, axes, in, out, count, caller);
+  else
+    allReduce(caller, Scalar::F32, axes, in, out, count, op);
+}
+
+int64_t shardrt_all_reduce_gradient_start_f32(uint32_t axes, const float *in, float *out,
+                                              int64_t count, shardrt_reduction op) {
+  const char *caller = "shardrt_all_reduce_gradient_start_f32";
+  Group group = groupOver(axes, caller);
+  if (count <= 0 || !overlaps(group, op)) {
+    shardrt_all_reduce_gradient_f32(axes, in, out, count, op);
+    return 0;
+  }
+  arrive("all_reduce", axes, /*world=*/false, count);
+  InFlight r;
+  r.group = group;
+  r.out = out;
+  r.count = count;
+  r.bf16 = inBf16(group, op);
+  const Blocks b(count, group.size);
+  r.staging = takeStaging();
+  auto [sent, received, sums] = r.staging->regions<3>(
+      {size_t(b.padded) * r.elementBytes(), size_t(b.padded) * r.elementBytes(),
+       size_t(b.block) * sizeof(float)});
+  r.sent = sent;
+  r.received = received;
+  r.sums = reinterpret_cast<float *>(sums);
+  if (r.bf16) {
+    roundToBf16(in, count, b.padded, reinterpret_cast<uint16_t *>(sent));
+  } else {
+    std::memcpy(sent, in, size_t(count) * sizeof(float));
+    std::memset(sent + count * sizeof(float), 0, size_t(b.padded - count) * sizeof(float));
+  }
+  r.exchange(r.sent, r.received, /*toOwners=*/true, kBlocksTag);
+  inFlight.emplace(++lastHandle, r);
+  return lastHandle;
+}
+
+void shardrt_wait(int64_t handle, const float *out) {
+  auto it = inFlight.find(handle);
+  if (it == inFlight.end())
+    return;
+  if (it->second.out != out)
+    fatal("shardrt_wait: reduction %lld writes its sum to %p, not to %p: the compiled step "
+          "reads another buffer than the one it started the reduction with",
+          static_cast<long long>(handle), static_cast<void *>(it->second.out),
+          static_cast<const void *>(out));
+  advanceInFlight(handle, /*wait=*/true);
+}
+
+void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                         const int64_t *in_shape, int scatter_dim,
+                                         shardrt_reduction op) {
+  const char *caller = "shardrt_reduce_scatter_gradient_f32";
+  if (Group group = groupOver(axes, caller); inBf16(group, op))
+    reduceScatterGradient(group, axes, in, out, ndim, in_shape, scatter_dim, caller);
+  else
+    reduceScatter(caller, Scalar::F32, axes, in, out, ndim, in_shape, scatter_dim, op);
+}
+
+void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enabled != 0; }
+
+void shardrt_progress_gradients(void) { progressGradients(); }
+
+void shardrt_set_overlap_gradients(shardrt_overlap when) { overlapGradients = when; }
+
+} // extern "C"
