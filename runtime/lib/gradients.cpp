@@ -10,11 +10,11 @@
 // sum promises that to no one).
 //
 // Overlapped with the backward pass (--overlap-gradients; by default where a group spans
-// hosts), as PyTorch's
-// DDP overlaps its buckets: the compiled step starts a gradient's all-reduce as soon as
-// the gradient exists (shardrt_all_reduce_gradient_start_f32) and waits for it just
-// before the first op that reads the sum (shardrt_wait). The reduction in flight takes
-// the same two steps as bf16's, in f32 or bf16, point to point (MPI_Isend/Irecv in
+// hosts), as PyTorch's DDP overlaps its buckets: the compiled step starts a gradient's
+// all-reduce or reduce-scatter as soon as the gradient exists
+// (shardrt_*_gradient_start_f32) and waits for it just before the first op that reads
+// the sum (shardrt_wait). The reduction in flight takes the same steps as bf16's (a
+// reduce-scatter the first alone), in f32 or bf16, point to point (MPI_Isend/Irecv in
 // pieces under the eager limit): MPI's nonblocking all-reduce (libnbc) moved W4's
 // gradients between two hosts slower than the blocking one and hid nothing. MPI moves
 // a message only inside an MPI call, so the kernels call progressGradients() before
@@ -129,16 +129,17 @@ constexpr int64_t kPieceBytes = 32 << 10;
 /// The tags of the two steps' messages.
 constexpr int kBlocksTag = 0x5d0, kSumsTag = 0x5d1;
 
-/// A gradient's all-reduce in flight, point to point: each rank sends block g of its
+/// A gradient's reduction in flight, point to point: each rank sends block g of its
 /// gradient (f32, or rounded to bf16) to the rank of group index g, which sums the
-/// group's blocks in f32 in group order; then (`summed`) each sends its sums (in f32,
-/// or rounded once to bf16) to every other. Each element is summed in one place, so
-/// every rank gets the same bits.
+/// group's blocks in f32 in group order. A reduce-scatter (`scatter`) is then done;
+/// an all-reduce (`summed`) sends its sums (in f32, or rounded once to bf16) to every
+/// other rank. Each element is summed in one place, so every rank gets the same bits.
 struct InFlight {
   Group group{};
   float *out = nullptr;
-  int64_t count = 0;
-  bool bf16 = false, summed = false;
+  int64_t count = 0; // of the output
+  int64_t block = 0; // values of one block
+  bool bf16 = false, scatter = false, summed = false;
   std::vector<MPI_Request> requests;
   ScratchBuffer *staging = nullptr;
   std::byte *sent = nullptr, *received = nullptr;
@@ -151,8 +152,7 @@ struct InFlight {
   /// the block of each other rank into its place in `into`. This rank's own block is
   /// copied.
   void exchange(const std::byte *from, std::byte *into, bool toOwners, int tag) {
-    const Blocks b(count, group.size);
-    const size_t bytes = size_t(b.block) * elementBytes();
+    const size_t bytes = size_t(block) * elementBytes();
     requests.clear();
     for (int g = 0; g < group.size; ++g) {
       if (g == group.index) {
@@ -180,18 +180,21 @@ struct InFlight {
     }
   }
 
-  /// Once the messages of the current step have arrived: sums this rank's block and
-  /// sends the sums (false: not complete yet), or writes the gathered sums to `out`.
+  /// Once the messages of the current step have arrived: sums this rank's block (into
+  /// `out` for a reduce-scatter, done) and sends the sums (false: not complete yet),
+  /// or writes the gathered sums to `out`.
   bool advance() {
-    const Blocks b(count, group.size);
     if (!summed) {
+      float *into = scatter ? out : sums;
       for (int g = 0; g < group.size; ++g)
-        widen(received + g * b.block * elementBytes(), b.block, sums, /*add=*/g > 0);
-      std::byte *mine = sent + group.index * b.block * elementBytes();
+        widen(received + g * block * elementBytes(), block, into, /*add=*/g > 0);
+      if (scatter)
+        return true;
+      std::byte *mine = sent + group.index * block * elementBytes();
       if (bf16)
-        roundToBf16(sums, b.block, b.block, reinterpret_cast<uint16_t *>(mine));
+        roundToBf16(sums, block, block, reinterpret_cast<uint16_t *>(mine));
       else
-        std::memcpy(mine, sums, size_t(b.block) * sizeof(float));
+        std::memcpy(mine, sums, size_t(block) * sizeof(float));
       exchange(sent, received, /*toOwners=*/false, kSumsTag);
       summed = true;
       return false;
@@ -221,18 +224,45 @@ ScratchBuffer *takeStaging() {
   return buffer;
 }
 
+/// A reduction of `blocks` blocks of `block` values each over `group` put in flight:
+/// `pack` writes the blocks (f32, or bf16 when `bf16`) into the staging buffer it is
+/// given, block g for the rank of group index g; returns the handle.
+template <typename Pack>
+int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, int64_t count,
+               int64_t block, bool bf16, bool scatter, Pack pack) {
+  arrive(kind, axes, /*world=*/false, block * group.size);
+  InFlight r;
+  r.group = group;
+  r.out = out;
+  r.count = count;
+  r.block = block;
+  r.bf16 = bf16;
+  r.scatter = scatter;
+  r.staging = takeStaging();
+  const size_t bytes = size_t(block) * group.size * r.elementBytes();
+  auto [sent, received, sums] = r.staging->regions<3>(
+      {bytes, bytes, scatter ? 0 : size_t(block) * sizeof(float)});
+  r.sent = sent;
+  r.received = received;
+  r.sums = reinterpret_cast<float *>(sums);
+  pack(sent);
+  r.exchange(r.sent, r.received, /*toOwners=*/true, kBlocksTag);
+  inFlight.emplace(++lastHandle, r);
+  return lastHandle;
+}
+
 /// Advances the reductions in flight, oldest first, up to `until` (every one for -1):
 /// `wait` waits for each step's messages, otherwise only reductions whose messages
-/// have all arrived move on. A reduction sends its sums only after the older ones of
+/// have all arrived move on. An all-reduce sends its sums only after the older ones of
 /// its group have sent theirs: every rank then posts the same sequence of messages of
-/// each tag, and MPI matches them in order.
+/// each tag, and MPI matches them in order (a reduce-scatter sends none).
 void advanceInFlight(int64_t until, bool wait) {
   std::map<MPI_Comm, bool> blocked; // an older reduction of the group has not summed
   for (auto it = inFlight.begin(); it != inFlight.end() && (until < 0 || it->first <= until);) {
     InFlight &r = it->second;
     bool &groupBlocked = blocked[r.group.comm];
     bool complete = false;
-    while (r.summed || !groupBlocked) {
+    while (r.summed || r.scatter || !groupBlocked) {
       int done = 1;
       if (wait)
         await(int(r.requests.size()), r.requests.data());
@@ -241,7 +271,7 @@ void advanceInFlight(int64_t until, bool wait) {
       if (!done || (complete = r.advance()))
         break;
     }
-    groupBlocked = groupBlocked || !r.summed;
+    groupBlocked = groupBlocked || !(r.summed || r.scatter);
     if (complete)
       freeStaging.push_back(r.staging);
     it = complete ? inFlight.erase(it) : std::next(it);
@@ -305,29 +335,15 @@ int64_t shardrt_all_reduce_gradient_start_f32(uint32_t axes, const float *in, fl
     shardrt_all_reduce_gradient_f32(axes, in, out, count, op);
     return 0;
   }
-  arrive("all_reduce", axes, /*world=*/false, count);
-  InFlight r;
-  r.group = group;
-  r.out = out;
-  r.count = count;
-  r.bf16 = inBf16(group, op);
   const Blocks b(count, group.size);
-  r.staging = takeStaging();
-  auto [sent, received, sums] = r.staging->regions<3>(
-      {size_t(b.padded) * r.elementBytes(), size_t(b.padded) * r.elementBytes(),
-       size_t(b.block) * sizeof(float)});
-  r.sent = sent;
-  r.received = received;
-  r.sums = reinterpret_cast<float *>(sums);
-  if (r.bf16) {
-    roundToBf16(in, count, b.padded, reinterpret_cast<uint16_t *>(sent));
-  } else {
-    std::memcpy(sent, in, size_t(count) * sizeof(float));
-    std::memset(sent + count * sizeof(float), 0, size_t(b.padded - count) * sizeof(float));
-  }
-  r.exchange(r.sent, r.received, /*toOwners=*/true, kBlocksTag);
-  inFlight.emplace(++lastHandle, r);
-  return lastHandle;
+  return launch(group, axes, "all_reduce", out, count, b.block, inBf16(group, op),
+                /*scatter=*/false, [&](std::byte *sent) {
+                  if (inBf16(group, op))
+                    return roundToBf16(in, count, b.padded, reinterpret_cast<uint16_t *>(sent));
+                  std::memcpy(sent, in, size_t(count) * sizeof(float));
+                  std::memset(sent + count * sizeof(float), 0,
+                              size_t(b.padded - count) * sizeof(float));
+                });
 }
 
 void shardrt_wait(int64_t handle, const float *out) {
@@ -340,6 +356,9 @@ void shardrt_wait(int64_t handle, const float *out) {
           static_cast<long long>(handle), static_cast<void *>(it->second.out),
           static_cast<const void *>(out));
   advanceInFlight(handle, /*wait=*/true);
+  if (inFlight.count(handle))
+    fatal("shardrt_wait: reduction %lld is still in flight after its wait (a runtime bug)",
+          static_cast<long long>(handle));
 }
 
 void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
@@ -350,6 +369,36 @@ void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *
     reduceScatterGradient(group, axes, in, out, ndim, in_shape, scatter_dim, caller);
   else
     reduceScatter(caller, Scalar::F32, axes, in, out, ndim, in_shape, scatter_dim, op);
+}
+
+int64_t shardrt_reduce_scatter_gradient_start_f32(uint32_t axes, const float *in, float *out,
+                                                  int ndim, const int64_t *in_shape,
+                                                  int scatter_dim, shardrt_reduction op) {
+  const char *caller = "shardrt_reduce_scatter_gradient_start_f32";
+  Group group = groupOver(axes, caller);
+  DimView view = viewAround(ndim, in_shape, scatter_dim, caller, "scatter dimension");
+  if (view.elements() == 0 || !overlaps(group, op)) {
+    shardrt_reduce_scatter_gradient_f32(axes, in, out, ndim, in_shape, scatter_dim, op);
+    return 0;
+  }
+  requireDivisible(view, group.size, scatter_dim, caller);
+  // Block b is [outer][row] of the input's rows b.
+  const int64_t row = view.dim / group.size * view.inner;
+  const int64_t block = view.outer * row;
+  const bool bf16 = inBf16(group, op);
+  return launch(group, axes, "reduce_scatter", out, block, block, bf16, /*scatter=*/true,
+                [&](std::byte *sent) {
+                  for (int b = 0; b < group.size; ++b)
+                    for (int64_t o = 0; o < view.outer; ++o) {
+                      const float *from = in + (o * group.size + b) * row;
+                      const int64_t to = (b * view.outer + o) * row;
+                      if (bf16)
+                        roundToBf16(from, row, row, reinterpret_cast<uint16_t *>(sent) + to);
+                      else
+                        std::memcpy(reinterpret_cast<float *>(sent) + to, from,
+                                    size_t(row) * sizeof(float));
+                    }
+                });
 }
 
 void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enabled != 0; }

@@ -314,6 +314,37 @@ void checkAllToAll(const char *type, uint32_t mask, const std::vector<int> &memb
       }
 }
 
+/// Element i of this rank's block (group index `myIndex`) of a sum over `members`,
+/// scattered along dimension d: `terms(member, j)` is element j of a member's input of
+/// shape `inShape`, the block has shape `block`.
+int64_t scatteredSum(const std::function<int64_t(int, int64_t)> &terms,
+                     const std::vector<int> &members, const Shape &block, const Shape &inShape,
+                     int d, int64_t myIndex, int64_t i) {
+  Index p = unravel(i, block);
+  p[d] += myIndex * block[d];
+  int64_t sum = 0;
+  for (int member : members)
+    sum += terms(member, ravel(p, inShape));
+  return sum;
+}
+
+/// For each shape of kShapes as a reduce-scatter's output (`block`) and each of its
+/// dimensions d: the input's shape (dimension d times `groupSize`), the input filled
+/// with terms(myRank, element) and an output buffer, for `check(block, inShape, d, x, y)`.
+template <typename Check>
+void forEachScatter(size_t groupSize, const std::function<int64_t(int, int64_t)> &terms,
+                    Check check) {
+  for (const Shape &block : kShapes)
+    for (int d = 0; d < static_cast<int>(block.size()); ++d) {
+      Shape inShape = block;
+      inShape[d] *= static_cast<int64_t>(groupSize);
+      std::vector<float> x(elements(inShape)), y(elements(block));
+      for (int64_t i = 0; i < elements(inShape); ++i)
+        x[i] = static_cast<float>(terms(myRank, i));
+      check(block, inShape, d, x, y);
+    }
+}
+
 /// The gradients' entry points: in f32 (the default) bitwise the plain ones; with
 /// --reduce-precision bf16, exact on values and sums that bfloat16 holds exactly (small
 /// integers; counts and shapes that pad and split unevenly), bitwise the same on every
@@ -347,27 +378,18 @@ void checkGradientSyncs(uint32_t mask, const std::vector<int> &members, int64_t 
                 return sum;
               });
   }
-  for (const Shape &block : kShapes)
-    for (int d = 0; d < static_cast<int>(block.size()); ++d) {
-      Shape inShape = block;
-      inShape[d] *= static_cast<int64_t>(members.size());
-      std::vector<float> x(elements(inShape)), y(elements(block));
-      for (int64_t i = 0; i < elements(inShape); ++i)
-        x[i] = static_cast<float>(small(myRank, i));
-      shardrt_reduce_scatter_gradient_f32(mask, x.data(), y.data(),
-                                          static_cast<int>(inShape.size()), inShape.data(), d,
-                                          SHARDRT_SUM);
-      expectAll("gradient reduce_scatter in bf16 " + describe(inShape) + " dim " +
-                    std::to_string(d) + axes,
-                y, [&](int64_t i) {
-                  Index p = unravel(i, block);
-                  p[d] += myIndex * block[d];
-                  int64_t sum = 0;
-                  for (int member : members)
-                    sum += small(member, ravel(p, inShape));
-                  return sum;
-                });
-    }
+  forEachScatter(members.size(), small,
+                 [&](const Shape &block, const Shape &inShape, int d, std::vector<float> &x,
+                     std::vector<float> &y) {
+                   shardrt_reduce_scatter_gradient_f32(mask, x.data(), y.data(),
+                                                       static_cast<int>(inShape.size()),
+                                                       inShape.data(), d, SHARDRT_SUM);
+                   expectAll("gradient reduce_scatter in bf16 " + describe(inShape) + " dim " +
+                                 std::to_string(d) + axes,
+                             y, [&](int64_t i) {
+                               return scatteredSum(small, members, block, inShape, d, myIndex, i);
+                             });
+                 });
   shardrt_all_reduce_gradient_f32(mask, in.data(), gradient.data(), count, SHARDRT_SUM);
   shardrt_set_reduce_precision_bf16(0);
   std::vector<float> everyone(count * shardrt_num_ranks());
@@ -400,11 +422,12 @@ void checkGradientSyncs(uint32_t mask, const std::vector<int> &members, int64_t 
 /// The gradient all-reduces in flight (shardrt_all_reduce_gradient_start_f32, as the
 /// compiled steps call them with --overlap-gradients on), in f32 and bf16: several at
 /// once of sizes under and over a message piece, their inputs overwritten right after
-/// the start, waited for out of order: exact sums of small integers; for other values
+/// the start, waited for out of order: exact sums of small integers, as are the
+/// reduce-scatters' in flight; for other values
 /// every rank's bits equal, in bf16 the blocking entry's, in f32 within 1e-6 of the
 /// sum's magnitude. Under the driver's default (across hosts) a group on this one
 /// host reduces at once.
-void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members) {
+void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, int64_t myIndex) {
   const std::string axes = " axes 0x" + std::to_string(mask);
   auto small = [](int rank, int64_t i) { return (rank * 5 + i) % 13 - 6; };
   auto wavy = [](int rank, int64_t i) { return std::sin(rank * 0.9 + i * 0.21) * 1e3; };
@@ -457,6 +480,84 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members) {
         std::fprintf(stderr, "rank %d: gradient all_reduce in flight%s differs from rank %d's\n",
                      myRank, how.c_str(), member);
     }
+    // Reduce-scatters in flight: the group's sums of this rank's block, exact.
+    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_ON);
+    forEachScatter(members.size(), small,
+                   [&](const Shape &block, const Shape &inShape, int d, std::vector<float> &x,
+                       std::vector<float> &y) {
+                     int64_t h = shardrt_reduce_scatter_gradient_start_f32(
+                         mask, x.data(), y.data(), static_cast<int>(inShape.size()),
+                         inShape.data(), d, SHARDRT_SUM);
+                     std::fill(x.begin(), x.end(), 1e9f);
+                     shardrt_progress_gradients();
+                     shardrt_wait(h, y.data());
+                     expectAll("gradient reduce_scatter in flight " + describe(inShape) +
+                                   " dim " + std::to_string(d) + how,
+                               y, [&](int64_t i) {
+                                 return scatteredSum(small, members, block, inShape, d, myIndex,
+                                                     i);
+                               });
+                   });
+    // Two reduce-scatters and an all-reduce in flight at once, the newest waited for
+    // first (which waits for the older ones too).
+    {
+      const Shape block = {3, 5};
+      Shape inShape = block;
+      inShape[1] *= static_cast<int64_t>(members.size());
+      std::vector<float> x(elements(inShape)), first(elements(block)), second(elements(block)),
+          terms(40), sums(40);
+      for (int64_t i = 0; i < elements(inShape); ++i)
+        x[i] = static_cast<float>(small(myRank, i));
+      for (int64_t i = 0; i < 40; ++i)
+        terms[i] = static_cast<float>(small(myRank, i));
+      int64_t h1 = shardrt_reduce_scatter_gradient_start_f32(mask, x.data(), first.data(), 2,
+                                                             inShape.data(), 1, SHARDRT_SUM);
+      int64_t h2 = shardrt_reduce_scatter_gradient_start_f32(mask, x.data(), second.data(), 2,
+                                                             inShape.data(), 1, SHARDRT_SUM);
+      int64_t h3 = shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 40,
+                                                         SHARDRT_SUM);
+      shardrt_wait(h3, sums.data());
+      shardrt_wait(h2, second.data());
+      shardrt_wait(h1, first.data());
+      auto scattered = [&](int64_t i) {
+        return scatteredSum(small, members, block, inShape, 1, myIndex, i);
+      };
+      expectAll("first of two reduce_scatters in flight" + how, first, scattered);
+      expectAll("second of two reduce_scatters in flight" + how, second, scattered);
+      expectAll("all_reduce in flight after two reduce_scatters" + how, sums, [&](int64_t i) {
+        int64_t sum = 0;
+        for (int member : members)
+          sum += small(member, i);
+        return sum;
+      });
+    }
+    // On wavy values, 8 rows of 1000 split on dim 0 (one block each) and on dim 1: the
+    // blocking entry's bits on two ranks (a + b either way).
+    for (int d : {0, 1}) {
+      Shape inShape = {8, 1000};
+      inShape[d] *= static_cast<int64_t>(members.size());
+      Shape outShape = {8, 1000};
+      std::vector<float> x(elements(inShape)), inFlight(elements(outShape)),
+          atOnce(elements(outShape));
+      for (int64_t i = 0; i < elements(inShape); ++i)
+        x[i] = static_cast<float>(wavy(myRank, i));
+      int64_t h = shardrt_reduce_scatter_gradient_start_f32(mask, x.data(), inFlight.data(), 2,
+                                                            inShape.data(), d, SHARDRT_SUM);
+      shardrt_wait(h, inFlight.data());
+      shardrt_reduce_scatter_gradient_f32(mask, x.data(), atOnce.data(), 2, inShape.data(), d,
+                                          SHARDRT_SUM);
+      for (size_t i = 0; i < atOnce.size(); ++i) {
+        ++checks;
+        bool same = members.size() > 2 ? std::fabs(inFlight[i] - atOnce[i]) <= 1e-3
+                                       : inFlight[i] == atOnce[i];
+        if (!same && ++failures <= 10)
+          std::fprintf(stderr,
+                       "rank %d: gradient reduce_scatter in flight on dim %d%s: element %zu is "
+                       "%.9g, the blocking entry's %.9g\n",
+                       myRank, d, how.c_str(), i, inFlight[i], atOnce[i]);
+      }
+    }
+    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_OFF);
     shardrt_all_reduce_gradient_f32(mask, wavyIn.data(), blocking.data(), 1000, SHARDRT_SUM);
     // The driver's default overlaps only groups that span hosts: this test runs on one.
     shardrt_set_overlap_gradients(SHARDRT_OVERLAP_ACROSS_HOSTS);
@@ -515,7 +616,7 @@ int main(int argc, char **argv) {
     checkAllToAll<float>("f32", mask, members, myIndex);
     checkAllToAll<int32_t>("i32", mask, members, myIndex);
     checkGradientSyncs(mask, members, myIndex);
-    checkOverlappedGradients(mask, members);
+    checkOverlappedGradients(mask, members, myIndex);
   }
   expectEqual("communicators", shardrt_debug_num_communicators(), numMasks - 1);
 

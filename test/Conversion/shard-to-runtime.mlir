@@ -136,13 +136,14 @@ func.func @reduce_scatter_reversed_axes(%x: tensor<8x2xf32>) -> tensor<1x2xf32> 
 // -----
 
 // A parameter's gradient (shardc.gradient_sync, shardc-mark-gradient-syncs) goes to the
-// runtime's gradient entries: --reduce-precision bf16 sends those in bfloat16. An
-// all_reduce starts where it is and waits just before the first op that reads the sum
-// (--overlap-gradients), here after the next product; the runtime progresses the
+// runtime's gradient entries: --reduce-precision bf16 sends those in bfloat16. Its
+// all_reduce or reduce_scatter starts where it is and waits just before the first op
+// that reads the sum (--overlap-gradients), here after the next product, or before the
+// return; the runtime progresses the
 // reductions in flight before each large loop nest.
 // CHECK-DAG:   func.func private @shardrt_all_reduce_gradient_start_f32(i32, !llvm.ptr, !llvm.ptr, i64, i32) -> i64
 // CHECK-DAG:   func.func private @shardrt_wait(i64, !llvm.ptr)
-// CHECK-DAG:   func.func private @shardrt_reduce_scatter_gradient_f32(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32)
+// CHECK-DAG:   func.func private @shardrt_reduce_scatter_gradient_start_f32(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32) -> i64
 // CHECK-DAG:   func.func private @shardrt_progress_gradients()
 // CHECK-LABEL: func.func @gradients
 // CHECK:         %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
@@ -150,12 +151,15 @@ func.func @reduce_scatter_reversed_axes(%x: tensor<8x2xf32>) -> tensor<1x2xf32> 
 // CHECK:         %[[INT:.*]] = arith.index_cast %[[INDEX]]
 // CHECK:         %[[PTR:.*]] = llvm.inttoptr %[[INT]]
 // CHECK:         %[[H:.*]] = call @shardrt_all_reduce_gradient_start_f32(%{{.*}}, %{{.*}}, %[[PTR]],
-// CHECK:         call @shardrt_reduce_scatter_gradient_f32
+// CHECK:         %[[SCATTERED:.*]] = call @shardrt_reduce_scatter_gradient_start_f32
 // CHECK:         call @shardrt_progress_gradients()
 // CHECK-NEXT:    %[[P:.*]] = linalg.matmul
 // CHECK:         call @shardrt_wait(%[[H]], %[[PTR]]) : (i64, !llvm.ptr) -> ()
 // CHECK-NEXT:    %[[SUM:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NEXT:    linalg.add ins(%[[SUM]], %[[P]]
+// CHECK:         call @shardrt_wait(%[[SCATTERED]],
+// CHECK-NEXT:    bufferization.to_tensor
+// CHECK-NEXT:    return
 shard.grid @grid(shape = 2x4)
 func.func @gradients(%w: tensor<4x8xf32>, %v: tensor<8x2xf32>, %a: tensor<4x16384xf32>, %b: tensor<16384x8xf32>) -> (tensor<4x8xf32>, tensor<2x2xf32>) {
   %0 = shard.all_reduce %w on @grid grid_axes = [0] {shardc.gradient_sync} : tensor<4x8xf32> -> tensor<4x8xf32>

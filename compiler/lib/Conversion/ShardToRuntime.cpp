@@ -117,9 +117,12 @@ private:
     RankedTensorType inType, outType;
   };
 
-  /// A gradient's all_reduce, started and waited for apart.
-  LogicalResult lowerOverlapped(shard::AllReduceOp op, const CollectiveOperands &c,
-                                int32_t reduction);
+  /// A gradient's collective `op` on `input`, started by runtime function
+  /// `start` (the collective's arguments: mask, in, out, then the tail's) and
+  /// waited for apart.
+  LogicalResult lowerInFlight(Operation *op, StringRef start, const CollectiveOperands &c,
+                              Value input, ArrayRef<Type> tailTypes,
+                              function_ref<SmallVector<Value>()> tailArgs);
   /// The first op of `block` that reads `value` (itself or an op nested in it),
   /// else the terminator.
   static Operation *firstReaderInBlock(Value value, Block *block);
@@ -499,10 +502,14 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
   if (failed(reduction))
     return failure();
 
-  if (reduceEntry(op, "all_reduce", *suffix) == "shardrt_all_reduce_gradient_f32")
-    return lowerOverlapped(op, *c, *reduction);
   OpBuilder b(op);
   Location loc = op.getLoc();
+  if (reduceEntry(op, "all_reduce", *suffix) == "shardrt_all_reduce_gradient_f32")
+    return lowerInFlight(op, "shardrt_all_reduce_gradient_start_f32", *c, op.getInput(),
+                         {b.getI64Type(), b.getI32Type()}, [&] {
+                           return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()),
+                                                     i32(b, loc, *reduction)};
+                         });
   func::FuncOp fn = declareCollective(op, reduceEntry(op, "all_reduce", *suffix),
                                       {b.getI64Type(), b.getI32Type()});
   if (!fn)
@@ -517,34 +524,37 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
   return replaceOp(op, result);
 }
 
-// A gradient's all_reduce starts where it is and waits just before the first
-// op of its block that reads the sum (the terminator where none does): the ops
-// between, the rest of the backward pass, run while the gradient travels
-// (--overlap-gradients; without it the start reduces at once). The runtime
-// copies the input before the start returns; the output buffer is allocated at
-// the start and named by the wait, so that it stays in use until then.
-LogicalResult RuntimeLowering::lowerOverlapped(shard::AllReduceOp op,
-                                               const CollectiveOperands &c,
-                                               int32_t reduction) {
+// A gradient's all_reduce or reduce_scatter starts where it is and waits just
+// before the first op of its block that reads the sum (the terminator where
+// none does): the ops between, the rest of the backward pass, run while the
+// gradient travels (--overlap-gradients; without it the start reduces at
+// once). The runtime copies the input before the start returns; the output
+// buffer is allocated at the start and named by the wait, so that it stays in
+// use until then.
+LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
+                                             const CollectiveOperands &c, Value input,
+                                             ArrayRef<Type> tailTypes,
+                                             function_ref<SmallVector<Value>()> tailArgs) {
   OpBuilder b(op);
-  Location loc = op.getLoc();
+  Location loc = op->getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp start = runtime.getOrDeclare(
-      op, "shardrt_all_reduce_gradient_start_f32",
-      {b.getI32Type(), ptr, ptr, b.getI64Type(), b.getI32Type()}, {b.getI64Type()});
+  SmallVector<Type> args = {b.getI32Type(), ptr, ptr};
+  llvm::append_range(args, tailTypes);
+  func::FuncOp startFn = runtime.getOrDeclare(op, start, args, {b.getI64Type()});
   func::FuncOp wait = runtime.getOrDeclare(op, "shardrt_wait", {b.getI64Type(), ptr}, {});
-  if (!start || !wait)
+  if (!startFn || !wait)
     return failure();
-  Value in = inputPointer(b, loc, op.getInput());
+  Value in = inputPointer(b, loc, input);
   Value out;
   Value buffer = allocOutput(b, loc, c.outType, out);
-  Value handle = call(b, loc, start,
-                      {i32(b, loc, c.mask), in, out,
-                       i64(b, loc, c.outType.getNumElements()), i32(b, loc, reduction)});
-  Operation *firstReader = firstReaderInBlock(op->getResult(0), op->getBlock());
+  SmallVector<Value> operands = {i32(b, loc, c.mask), in, out};
+  llvm::append_range(operands, tailArgs());
+  Value handle = call(b, loc, startFn, operands);
+  Value sum = op->getResult(0);
+  Operation *firstReader = firstReaderInBlock(sum, op->getBlock());
   b.setInsertionPoint(firstReader);
   auto fn = op->getParentOfType<func::FuncOp>();
-  auto returned = llvm::find(firstReader->getOperands(), op->getResult(0));
+  auto returned = llvm::find(firstReader->getOperands(), sum);
   if (isa<func::ReturnOp>(firstReader) && fn.isPrivate() &&
       returned != firstReader->operand_end())
     returnedSums[fn].push_back({handle, unsigned(returned - firstReader->operand_begin())});
@@ -669,22 +679,25 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn =
-      declareCollective(op, reduceEntry(op, "reduce_scatter", *suffix),
-                        {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
-  if (!fn)
-    return failure();
+  SmallVector<Type> tailTypes = {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()};
+  auto tailArgs = [&] {
+    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
+                              shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim),
+                              i32(b, loc, *reduction)};
+  };
   // Put block g (shard's group order) where the runtime sends it to the
   // rank of that index in mesh order.
   Value input = op.getInput();
   if (!isAscending(axes))
     input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), c->grid);
-  Value result = callCollective(b, loc, fn, *c, input, [&] {
-    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
-                              shapePointer(b, loc, c->inType.getShape()),
-                              i32(b, loc, dim), i32(b, loc, *reduction)};
-  });
-  return replaceOp(op, result);
+  std::string entry = reduceEntry(op, "reduce_scatter", *suffix);
+  if (entry == "shardrt_reduce_scatter_gradient_f32")
+    return lowerInFlight(op, "shardrt_reduce_scatter_gradient_start_f32", *c, input, tailTypes,
+                         tailArgs);
+  func::FuncOp fn = declareCollective(op, entry, tailTypes);
+  if (!fn)
+    return failure();
+  return replaceOp(op, callCollective(b, loc, fn, *c, input, tailArgs));
 }
 
 LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {

@@ -109,7 +109,8 @@ void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *
  * --reduce-precision sets it. */
 void shardrt_set_reduce_precision_bf16(int32_t enabled);
 
-/* shardrt_all_reduce_gradient_f32 in two halves, so that the backward pass goes on
+/* shardrt_all_reduce_gradient_f32 and shardrt_reduce_scatter_gradient_f32 in two
+ * halves, so that the backward pass goes on
  * while the gradient travels: the start returns a handle, and `out` holds the result
  * once shardrt_wait(handle) has returned; `in` may be overwritten as soon as the start
  * returns, `out` must be neither read nor written before the wait, which names it
@@ -122,6 +123,9 @@ void shardrt_set_reduce_precision_bf16(int32_t enabled);
  * before it. */
 int64_t shardrt_all_reduce_gradient_start_f32(uint32_t axes, const float *in, float *out,
                                               int64_t count, shardrt_reduction op);
+int64_t shardrt_reduce_scatter_gradient_start_f32(uint32_t axes, const float *in, float *out,
+                                                  int ndim, const int64_t *in_shape,
+                                                  int scatter_dim, shardrt_reduction op);
 void shardrt_wait(int64_t handle, const float *out);
 
 /* Moves the reductions in flight on without waiting: MPI moves a nonblocking message

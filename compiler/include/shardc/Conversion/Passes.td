@@ -48,18 +48,20 @@ def ShardToRuntimePass : Pass<"shardc-shard-to-runtime", "::mlir::ModuleOp"> {
     %0 = bufferization.to_tensor %out restrict writable : memref<8xf32> to tensor<8xf32>
     ```
 
-    A gradient's all_reduce (shardc.gradient_sync) is started and waited for
-    apart, so that the backward pass goes on while it travels (the driver's
-    --overlap-gradients): shardrt_all_reduce_gradient_start_f32 where the op
-    was returns a handle, and shardrt_wait(handle) and the to_tensor come just
-    before the first op of the block that reads the sum. Where that op is the
-    return of a private function (a scan layer's backward part,
-    shardc-outline-layers), the function returns the handle as an extra i64
-    result and each call waits before the first reader of that result.
-    buffer-results-to-out-params then makes the sum's buffer one that the
-    caller allocates. Since MPI moves messages only inside MPI calls, a call
-    of shardrt_progress_gradients goes before each linalg op of a function
-    body with an operand of 64 Ki elements or more.
+    A gradient's all_reduce or reduce_scatter (shardc.gradient_sync) is
+    started and waited for apart, so that the backward pass goes on while it
+    travels (the driver's --overlap-gradients):
+    shardrt_all_reduce_gradient_start_f32 (shardrt_reduce_scatter_gradient_
+    start_f32) where the op was returns a handle, and shardrt_wait(handle,
+    out) and the to_tensor come just before the first op of the block that
+    reads the sum. Where that op is the return of a private function (a scan
+    layer's backward part, shardc-outline-layers), the function returns the
+    handle as an extra i64 result and each call waits before the first
+    reader of that result, naming the result's buffer, which
+    buffer-results-to-out-params makes one that the caller allocates (the
+    runtime checks that it is the start's). Since MPI moves messages only
+    inside MPI calls, a call of shardrt_progress_gradients goes before each
+    linalg op of a function body with an operand of 64 Ki elements or more.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
