@@ -224,9 +224,10 @@ ScratchBuffer *takeStaging() {
   return buffer;
 }
 
-/// A reduction of `blocks` blocks of `block` values each over `group` put in flight:
-/// `pack` writes the blocks (f32, or bf16 when `bf16`) into the staging buffer it is
-/// given, block g for the rank of group index g; returns the handle.
+/// Puts in flight a reduction over `group` of one block of `block` values per rank,
+/// whose result is the `count` values at `out`: `pack` writes the blocks (f32, or
+/// bf16 when `bf16`) into the staging it is given, block g for the rank of group
+/// index g. Returns the handle.
 template <typename Pack>
 int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, int64_t count,
                int64_t block, bool bf16, bool scatter, Pack pack) {
