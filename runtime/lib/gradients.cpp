@@ -9,8 +9,7 @@
 // bits, as the replicated parameters need (MPI's all-reduce with a user-defined bf16
 // sum promises that to no one).
 //
-// Overlapped with the backward pass (--overlap-gradients; by default where a group spans
-// hosts), as PyTorch's DDP overlaps its buckets: the compiled step starts a gradient's
+// Overlapped with the backward pass (--overlap-gradients on), as PyTorch's DDP overlaps its buckets: the compiled step starts a gradient's
 // all-reduce or reduce-scatter as soon as the gradient exists
 // (shardrt_*_gradient_start_f32) and waits for it just before the first op that reads
 // the sum (shardrt_wait). The reduction in flight takes the same steps as bf16's (a
@@ -37,7 +36,7 @@ namespace shardrt {
 namespace {
 
 bool gradientsInBf16 = false;
-shardrt_overlap overlapGradients = SHARDRT_OVERLAP_OFF;
+bool overlapGradients = false;
 
 /// The bf16 blocks and sums of a blocking reduction, in a buffer of their own:
 /// reduceScatter's packing and ring take the runtime's scratch buffer.
@@ -279,29 +278,9 @@ void advanceInFlight(int64_t until, bool wait) {
   }
 }
 
-/// Whether the group's ranks are on more than one host (asked of MPI on the group's
-/// first reduction in flight, which every rank of it starts at the same point).
-bool spansHosts(const Group &group) {
-  static std::map<MPI_Comm, bool> spans;
-  auto [it, isNew] = spans.try_emplace(group.comm, false);
-  if (isNew) {
-    MPI_Comm host;
-    MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-    int size = 0;
-    MPI_Comm_size(host, &size);
-    MPI_Comm_free(&host);
-    it->second = size < group.size;
-  }
-  return it->second;
-}
-
-/// Whether a sum over `group` goes in flight: --overlap-gradients on, or auto and the
-/// group spans hosts (on one host the bytes move by copies on the cores that compute,
-/// and MPI's blocking all-reduce was faster).
+/// Whether a sum over `group` goes in flight (--overlap-gradients on).
 bool overlaps(const Group &group, shardrt_reduction op) {
-  if (group.size == 1 || op != SHARDRT_SUM || overlapGradients == SHARDRT_OVERLAP_OFF)
-    return false;
-  return overlapGradients == SHARDRT_OVERLAP_ON || spansHosts(group);
+  return overlapGradients && group.size > 1 && op == SHARDRT_SUM;
 }
 
 } // namespace
@@ -406,6 +385,6 @@ void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enab
 
 void shardrt_progress_gradients(void) { progressGradients(); }
 
-void shardrt_set_overlap_gradients(shardrt_overlap when) { overlapGradients = when; }
+void shardrt_set_overlap_gradients(int32_t enabled) { overlapGradients = enabled != 0; }
 
 } // extern "C"

@@ -425,8 +425,7 @@ void checkGradientSyncs(uint32_t mask, const std::vector<int> &members, int64_t 
 /// the start, waited for out of order: exact sums of small integers, as are the
 /// reduce-scatters' in flight; for other values
 /// every rank's bits equal, in bf16 the blocking entry's, in f32 within 1e-6 of the
-/// sum's magnitude. Under the driver's default (across hosts) a group on this one
-/// host reduces at once.
+/// sum's magnitude.
 void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, int64_t myIndex) {
   const std::string axes = " axes 0x" + std::to_string(mask);
   auto small = [](int rank, int64_t i) { return (rank * 5 + i) % 13 - 6; };
@@ -437,7 +436,7 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
     const std::vector<int64_t> sizes = {37, 50000, 3};
     std::vector<std::vector<float>> in(sizes.size()), out(sizes.size());
     std::vector<int64_t> handles;
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_ON);
+    shardrt_set_overlap_gradients(1);
     for (size_t r = 0; r < sizes.size(); ++r) {
       in[r].resize(sizes[r]);
       out[r].resize(sizes[r]);
@@ -457,7 +456,7 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
     shardrt_wait(wavyHandle, overlapped.data());
     shardrt_wait(handles[2], out[2].data());
     shardrt_wait(handles[0], out[0].data());
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_OFF);
+    shardrt_set_overlap_gradients(0);
     for (size_t r = 0; r < sizes.size(); ++r)
       expectAll("gradient all_reduce in flight, " + std::to_string(sizes[r]) + " elements" + how,
                 out[r], [&](int64_t i) {
@@ -481,7 +480,7 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
                      myRank, how.c_str(), member);
     }
     // Reduce-scatters in flight: the group's sums of this rank's block, exact.
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_ON);
+    shardrt_set_overlap_gradients(1);
     forEachScatter(members.size(), small,
                    [&](const Shape &block, const Shape &inShape, int d, std::vector<float> &x,
                        std::vector<float> &y) {
@@ -557,18 +556,8 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
                        myRank, d, how.c_str(), i, inFlight[i], atOnce[i]);
       }
     }
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_OFF);
+    shardrt_set_overlap_gradients(0);
     shardrt_all_reduce_gradient_f32(mask, wavyIn.data(), blocking.data(), 1000, SHARDRT_SUM);
-    // The driver's default overlaps only groups that span hosts: this test runs on one.
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_ACROSS_HOSTS);
-    std::vector<float> local(1000);
-    int64_t localHandle = shardrt_all_reduce_gradient_start_f32(mask, wavyIn.data(), local.data(),
-                                                                1000, SHARDRT_SUM);
-    shardrt_set_overlap_gradients(SHARDRT_OVERLAP_OFF);
-    ++checks;
-    if ((localHandle != 0 || local != blocking) && ++failures <= 10)
-      std::fprintf(stderr, "rank %d: a group on one host went in flight under auto%s\n", myRank,
-                   how.c_str());
     for (int64_t i = 0; i < 1000; ++i) {
       double magnitude = 0;
       for (int member : members)

@@ -113,10 +113,22 @@ Fit fitRelative(const std::vector<std::pair<double, double>> &sentAndSeconds) {
   }
   Fit fit;
   const double det = sw * sxx - sx * sx;
-  if (det <= 0)
+  if (det > 0) {
+    fit.secondsPerByte = (sw * sxy - sx * sy) / det;
+    fit.latency = (sy - fit.secondsPerByte * sx) / sw;
+  }
+  // On a loaded machine (the ranks sharing their cores with other work) the times may
+  // not grow with the size, and the fit's rate or latency comes out negative: then the
+  // smallest message's time is the latency and the largest's the rate, at least half
+  // of its time being bytes.
+  if (fit.secondsPerByte > 0 && fit.latency >= 0)
     return fit;
-  fit.secondsPerByte = (sw * sxy - sx * sy) / det;
-  fit.latency = (sy - fit.secondsPerByte * sx) / sw;
+  auto [smallest, largest] = std::minmax_element(
+      sentAndSeconds.begin(), sentAndSeconds.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
+  fit.latency = smallest->second;
+  fit.secondsPerByte =
+      std::max(largest->second - fit.latency, largest->second / 2) / largest->first;
   return fit;
 }
 

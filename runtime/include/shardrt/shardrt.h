@@ -133,15 +133,9 @@ void shardrt_wait(int64_t handle, const float *out);
  * (the kernels call it before each product). */
 void shardrt_progress_gradients(void);
 
-/* When the start above overlaps from now on: never (the default), where the group's
- * ranks are on more than one host, or always. The driver's --overlap-gradients sets
- * it (auto by default). */
-typedef enum {
-  SHARDRT_OVERLAP_OFF = 0,
-  SHARDRT_OVERLAP_ACROSS_HOSTS = 1,
-  SHARDRT_OVERLAP_ON = 2
-} shardrt_overlap;
-void shardrt_set_overlap_gradients(shardrt_overlap when);
+/* From now on the starts above overlap (1) or reduce at once (0, the default). The
+ * driver's --overlap-gradients sets it. */
+void shardrt_set_overlap_gradients(int32_t enabled);
 
 /* Concatenates the group's local tensors (all of shape `local_shape`) along
  * `gather_dim`, ordered by group index: `out` has shape local_shape with

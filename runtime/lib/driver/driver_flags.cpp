@@ -76,16 +76,6 @@ bool isSecondOf(const char *flag, const std::string &value, const char *first, c
   return value == second;
 }
 
-shardrt_overlap overlapWhen(const char *flag, const std::string &value) {
-  if (value == "auto")
-    return SHARDRT_OVERLAP_ACROSS_HOSTS;
-  if (value == "on")
-    return SHARDRT_OVERLAP_ON;
-  if (value == "off")
-    return SHARDRT_OVERLAP_OFF;
-  throw UsageError(std::string(flag) + " is auto, on or off, not '" + value + "'");
-}
-
 std::string parsePath(const char *flag, const std::string &value) {
   if (value.empty())
     throw UsageError(std::string(flag) + " needs a file name");
@@ -306,18 +296,15 @@ const Flag kFlags[] = {
        o.gradientsBf16 = isSecondOf(flag, v, "f32", "bf16");
      },
      [](const DriverOptions &o) { return json(o.gradientsBf16 ? "bf16" : "f32"); }},
-    {"--overlap-gradients", "auto|on|off", Kind::Text, true,
-     "on: each parameter's gradient all-reduce starts as soon as the gradient exists and "
-     "the step waits for it only where the sum is read, so that the rest of the backward "
-     "pass runs meanwhile (PyTorch DDP's overlap); auto (the default): where the ranks "
-     "that reduce it are on more than one host; off: each waits at once",
+    {"--overlap-gradients", "on|off", Kind::Text, true,
+     "on: each parameter's gradient all-reduce or reduce-scatter starts as soon as the "
+     "gradient exists and the step waits for it only where the sum is read, so that the "
+     "rest of the backward pass runs meanwhile (PyTorch DDP's overlap; it pays for large "
+     "gradients over a slow link); off (the default): each waits at once",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       o.overlapGradients = overlapWhen(flag, v);
+       o.overlapGradients = isSecondOf(flag, v, "off", "on");
      },
-     [](const DriverOptions &o) {
-       const char *names[] = {"off", "auto", "on"};
-       return json(names[o.overlapGradients]);
-     }},
+     [](const DriverOptions &o) { return json(o.overlapGradients ? "on" : "off"); }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

@@ -5,8 +5,6 @@
 #ifndef SHARDRT_LIB_DRIVER_FLAGS_H
 #define SHARDRT_LIB_DRIVER_FLAGS_H
 
-#include "shardrt/shardrt.h"
-
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -80,7 +78,7 @@ struct DriverOptions {
   double collectiveTimeout = 600;   // seconds a collective may wait (watchdog.h); 0: for ever
   bool matmulBf16 = false;          // matrix products in bfloat16 (bf16_matmul.h)
   bool gradientsBf16 = false;       // gradients reduced in bfloat16 (shardrt.h)
-  shardrt_overlap overlapGradients = SHARDRT_OVERLAP_ACROSS_HOSTS; // gradients' all-reduces in flight
+  bool overlapGradients = false;    // gradients' reductions in flight (shardrt.h)
 
   // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every
   // `poll` seconds when poll > 0).
