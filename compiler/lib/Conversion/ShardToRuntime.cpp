@@ -109,6 +109,12 @@ public:
   LogicalResult lower(shard::GridShapeOp op);
   LogicalResult lower(shard::NeighborsLinearIndicesOp op);
 
+  /// Moves the waits of the sums that private functions return unread into
+  /// their callers (after every op is lowered).
+  void waitInCallers(func::FuncOp wait);
+  /// Calls the runtime's progress before each large loop nest.
+  void progressBeforeLoops();
+
 private:
   /// What every collective (and all_slice) needs, checked.
   struct CollectiveOperands {
@@ -127,14 +133,6 @@ private:
   /// else the terminator.
   static Operation *firstReaderInBlock(Value value, Block *block);
 
-public:
-  /// Moves the waits of the sums that private functions return unread into
-  /// their callers (after every op is lowered).
-  void waitInCallers(func::FuncOp wait);
-  /// Calls the runtime's progress before each large loop nest.
-  void progressBeforeLoops();
-
-private:
   struct ReturnedSum {
     Value handle;
     unsigned result; // the function's result that is the sum
