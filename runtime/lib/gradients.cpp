@@ -52,24 +52,55 @@ void roundToBf16(const float *in, int64_t count, int64_t padded, uint16_t *block
   std::fill(blocks + count, blocks + padded, uint16_t(0));
 }
 
-/// The `groupSize` blocks of `block` values in `received`, summed in f32 in group order
-/// into `sum`.
-void sumBlocks(const uint16_t *received, int groupSize, int64_t block, float *sum) {
-  for (int64_t i = 0; i < block; ++i)
-    sum[i] = fromBf16(received[i]);
-  for (int g = 1; g < groupSize; ++g)
-    for (int64_t i = 0; i < block; ++i)
-      sum[i] += fromBf16(received[g * block + i]);
+/// `count` values as they are sent (f32, or rounded to `bf16`) into `to`, then zeros up
+/// to `padded`.
+void pack(const float *in, int64_t count, int64_t padded, bool bf16, std::byte *to) {
+  if (bf16)
+    return roundToBf16(in, count, padded, reinterpret_cast<uint16_t *>(to));
+  std::memcpy(to, in, size_t(count) * sizeof(float));
+  std::fill(reinterpret_cast<float *>(to) + count, reinterpret_cast<float *>(to) + padded, 0.0f);
 }
 
-/// Rank g's block of `blocks` (`group.size` blocks of `block` values each, block b
-/// for group index b): the group's blocks g summed in f32, in group order, into
+/// A reduce-scatter's input of shape `view` packed as it is sent: block b, for the rank
+/// of group index b, is [outer][row] of the input's rows b (as splitBlocks lays them
+/// out); returns the values of a block.
+int64_t packScatterBlocks(const float *in, const DimView &view, int groupSize, bool bf16,
+                          std::byte *to) {
+  const int64_t row = view.dim / groupSize * view.inner;
+  const size_t rowBytes = size_t(row) * (bf16 ? 2 : sizeof(float));
+  for (int b = 0; b < groupSize; ++b)
+    for (int64_t o = 0; o < view.outer; ++o)
+      pack(in + (o * groupSize + b) * row, row, row, bf16, to + (b * view.outer + o) * rowBytes);
+  return view.outer * row;
+}
+
+/// The `n` values at `from` (f32, or bf16) in f32 into `to`, or added to it.
+void toF32(const std::byte *from, int64_t n, bool bf16, float *to, bool add) {
+  const auto *f = reinterpret_cast<const float *>(from);
+  const auto *h = reinterpret_cast<const uint16_t *>(from);
+  for (int64_t i = 0; i < n; ++i) {
+    float x = bf16 ? fromBf16(h[i]) : f[i];
+    to[i] = add ? to[i] + x : x;
+  }
+}
+
+/// The `groupSize` blocks of `block` values (f32, or bf16) in `received`, summed in
+/// f32 in group order into `sum`.
+void sumBlocks(const std::byte *received, int groupSize, int64_t block, bool bf16,
+               float *sum) {
+  const size_t blockBytes = size_t(block) * (bf16 ? 2 : sizeof(float));
+  for (int g = 0; g < groupSize; ++g)
+    toF32(received + g * blockBytes, block, bf16, sum, /*add=*/g > 0);
+}
+
+/// Rank g's block of `blocks` (`group.size` blocks of `block` bf16 values each, block
+/// b for group index b): the group's blocks g summed in f32, in group order, into
 /// `sum`. `received` holds group.size blocks.
-void sumBlocksInBf16(const Group &group, const uint16_t *blocks, uint16_t *received,
+void sumBlocksInBf16(const Group &group, const std::byte *blocks, std::byte *received,
                      int64_t block, float *sum, const char *caller) {
   int count = mpiCount(block, caller);
   MPI_Alltoall(blocks, count, MPI_UINT16_T, received, count, MPI_UINT16_T, group.comm);
-  sumBlocks(received, group.size, block, sum);
+  sumBlocks(received, group.size, block, /*bf16=*/true, sum);
 }
 
 /// The blocks an all-reduce of `count` values in bf16 sends, one per rank of a group
@@ -83,37 +114,28 @@ struct Blocks {
 void allReduceGradient(const Group &group, uint32_t axes, const float *in, float *out,
                        int64_t count, const char *caller) {
   const Blocks b(count, group.size);
-  auto [blocks, received, sum] = gradientStaging().regions<3>(
+  auto [sent, received, sum] = gradientStaging().regions<3>(
       {size_t(b.padded) * 2, size_t(b.padded) * 2, size_t(b.block) * sizeof(float)});
-  auto *sent = reinterpret_cast<uint16_t *>(blocks);
-  auto *got = reinterpret_cast<uint16_t *>(received);
   auto *sums = reinterpret_cast<float *>(sum);
-  roundToBf16(in, count, b.padded, sent);
+  pack(in, count, b.padded, /*bf16=*/true, sent);
   watchedBlocking("all_reduce", axes, count, [&] {
-    sumBlocksInBf16(group, sent, got, b.block, sums, caller);
-    roundToBf16(sums, b.block, b.block, sent);
-    MPI_Allgather(sent, mpiCount(b.block, caller), MPI_UINT16_T, got,
+    sumBlocksInBf16(group, sent, received, b.block, sums, caller);
+    pack(sums, b.block, b.block, /*bf16=*/true, sent);
+    MPI_Allgather(sent, mpiCount(b.block, caller), MPI_UINT16_T, received,
                   mpiCount(b.block, caller), MPI_UINT16_T, group.comm);
   });
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = fromBf16(got[i]);
+  toF32(received, count, /*bf16=*/true, out, /*add=*/false);
 }
 
 void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out,
                            int ndim, const int64_t *inShape, int scatterDim, const char *caller) {
   DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
   requireDivisible(view, group.size, scatterDim, caller);
-  // Block b is [outer][row] of the input's rows b, as splitBlocks lays them out.
-  const int64_t row = view.dim / group.size * view.inner;
-  const int64_t block = view.outer * row;
-  auto [blocks, received] =
+  auto [sent, received] =
       gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
-  auto *sent = reinterpret_cast<uint16_t *>(blocks);
-  for (int b = 0; b < group.size; ++b)
-    for (int64_t o = 0; o < view.outer; ++o)
-      roundToBf16(in + (o * group.size + b) * row, row, row, sent + (b * view.outer + o) * row);
+  const int64_t block = packScatterBlocks(in, view, group.size, /*bf16=*/true, sent);
   watchedBlocking("reduce_scatter", axes, view.elements(), [&] {
-    sumBlocksInBf16(group, sent, reinterpret_cast<uint16_t *>(received), block, out, caller);
+    sumBlocksInBf16(group, sent, received, block, out, caller);
   });
 }
 
@@ -169,36 +191,20 @@ struct InFlight {
     }
   }
 
-  /// The `n` values at `from` in f32 into `to` (added to it with `add`).
-  void widen(const std::byte *from, int64_t n, float *to, bool add = false) const {
-    const auto *f = reinterpret_cast<const float *>(from);
-    const auto *h = reinterpret_cast<const uint16_t *>(from);
-    for (int64_t i = 0; i < n; ++i) {
-      float x = bf16 ? fromBf16(h[i]) : f[i];
-      to[i] = add ? to[i] + x : x;
-    }
-  }
-
   /// Once the messages of the current step have arrived: sums this rank's block (into
   /// `out` for a reduce-scatter, done) and sends the sums (false: not complete yet),
   /// or writes the gathered sums to `out`.
   bool advance() {
     if (!summed) {
-      float *into = scatter ? out : sums;
-      for (int g = 0; g < group.size; ++g)
-        widen(received + g * block * elementBytes(), block, into, /*add=*/g > 0);
+      sumBlocks(received, group.size, block, bf16, scatter ? out : sums);
       if (scatter)
         return true;
-      std::byte *mine = sent + group.index * block * elementBytes();
-      if (bf16)
-        roundToBf16(sums, block, block, reinterpret_cast<uint16_t *>(mine));
-      else
-        std::memcpy(mine, sums, size_t(block) * sizeof(float));
+      pack(sums, block, block, bf16, sent + group.index * block * elementBytes());
       exchange(sent, received, /*toOwners=*/false, kSumsTag);
       summed = true;
       return false;
     }
-    widen(received, count, out);
+    toF32(received, count, bf16, out, /*add=*/false);
     return true;
   }
 };
@@ -224,12 +230,12 @@ ScratchBuffer *takeStaging() {
 }
 
 /// Puts in flight a reduction over `group` of one block of `block` values per rank,
-/// whose result is the `count` values at `out`: `pack` writes the blocks (f32, or
+/// whose result is the `count` values at `out`: `packInto` writes the blocks (f32, or
 /// bf16 when `bf16`) into the staging it is given, block g for the rank of group
 /// index g. Returns the handle.
 template <typename Pack>
 int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, int64_t count,
-               int64_t block, bool bf16, bool scatter, Pack pack) {
+               int64_t block, bool bf16, bool scatter, Pack packInto) {
   arrive(kind, axes, /*world=*/false, block * group.size);
   InFlight r;
   r.group = group;
@@ -245,7 +251,7 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
   r.sent = sent;
   r.received = received;
   r.sums = reinterpret_cast<float *>(sums);
-  pack(sent);
+  packInto(sent);
   r.exchange(r.sent, r.received, /*toOwners=*/true, kBlocksTag);
   inFlight.emplace(++lastHandle, r);
   return lastHandle;
@@ -257,10 +263,13 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
 /// its group have sent theirs: every rank then posts the same sequence of messages of
 /// each tag, and MPI matches them in order (a reduce-scatter sends none).
 void advanceInFlight(int64_t until, bool wait) {
-  std::map<MPI_Comm, bool> blocked; // an older reduction of the group has not summed
+  // The groups with an older all-reduce that has not sent its sums (few: a vector,
+  // kept from call to call, since the kernels call this often).
+  static std::vector<MPI_Comm> blocked;
+  blocked.clear();
   for (auto it = inFlight.begin(); it != inFlight.end() && (until < 0 || it->first <= until);) {
     InFlight &r = it->second;
-    bool &groupBlocked = blocked[r.group.comm];
+    bool groupBlocked = std::find(blocked.begin(), blocked.end(), r.group.comm) != blocked.end();
     bool complete = false;
     while (r.summed || r.scatter || !groupBlocked) {
       int done = 1;
@@ -271,7 +280,8 @@ void advanceInFlight(int64_t until, bool wait) {
       if (!done || (complete = r.advance()))
         break;
     }
-    groupBlocked = groupBlocked || !(r.summed || r.scatter);
+    if (!groupBlocked && !(r.summed || r.scatter))
+      blocked.push_back(r.group.comm);
     if (complete)
       freeStaging.push_back(r.staging);
     it = complete ? inFlight.erase(it) : std::next(it);
@@ -316,14 +326,9 @@ int64_t shardrt_all_reduce_gradient_start_f32(uint32_t axes, const float *in, fl
     return 0;
   }
   const Blocks b(count, group.size);
-  return launch(group, axes, "all_reduce", out, count, b.block, inBf16(group, op),
-                /*scatter=*/false, [&](std::byte *sent) {
-                  if (inBf16(group, op))
-                    return roundToBf16(in, count, b.padded, reinterpret_cast<uint16_t *>(sent));
-                  std::memcpy(sent, in, size_t(count) * sizeof(float));
-                  std::memset(sent + count * sizeof(float), 0,
-                              size_t(b.padded - count) * sizeof(float));
-                });
+  const bool bf16 = inBf16(group, op);
+  return launch(group, axes, "all_reduce", out, count, b.block, bf16, /*scatter=*/false,
+                [&](std::byte *sent) { pack(in, count, b.padded, bf16, sent); });
 }
 
 void shardrt_wait(int64_t handle, const float *out) {
@@ -362,23 +367,10 @@ int64_t shardrt_reduce_scatter_gradient_start_f32(uint32_t axes, const float *in
     return 0;
   }
   requireDivisible(view, group.size, scatter_dim, caller);
-  // Block b is [outer][row] of the input's rows b.
-  const int64_t row = view.dim / group.size * view.inner;
-  const int64_t block = view.outer * row;
+  const int64_t block = view.elements() / group.size;
   const bool bf16 = inBf16(group, op);
   return launch(group, axes, "reduce_scatter", out, block, block, bf16, /*scatter=*/true,
-                [&](std::byte *sent) {
-                  for (int b = 0; b < group.size; ++b)
-                    for (int64_t o = 0; o < view.outer; ++o) {
-                      const float *from = in + (o * group.size + b) * row;
-                      const int64_t to = (b * view.outer + o) * row;
-                      if (bf16)
-                        roundToBf16(from, row, row, reinterpret_cast<uint16_t *>(sent) + to);
-                      else
-                        std::memcpy(reinterpret_cast<float *>(sent) + to, from,
-                                    size_t(row) * sizeof(float));
-                    }
-                });
+                [&](std::byte *sent) { packScatterBlocks(in, view, group.size, bf16, sent); });
 }
 
 void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enabled != 0; }

@@ -164,12 +164,17 @@ private:
   Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
 
   /// Declares collective function `name`: the axis mask, the input and
-  /// output pointers, then `tailTypes`.
+  /// output pointers, then `tailTypes`; returning `results`.
   func::FuncOp declareCollective(Operation *op, const Twine &name,
-                                 ArrayRef<Type> tailTypes);
-  /// Calls collective `fn` on a read-only buffer of `input` and a fresh one
-  /// of the result type, then what `tailArgs` builds; returns the latter as a
-  /// tensor.
+                                 ArrayRef<Type> tailTypes, ArrayRef<Type> results = {});
+  /// The call of collective `fn` on a read-only buffer of `input` and a fresh
+  /// one of the result type (`buffer`, its pointer `out`), then what
+  /// `tailArgs` builds.
+  func::CallOp emitCollectiveCall(OpBuilder &b, Location loc, func::FuncOp fn,
+                                  const CollectiveOperands &c, Value input,
+                                  function_ref<SmallVector<Value>()> tailArgs, Value &buffer,
+                                  Value &out);
+  /// emitCollectiveCall, then the output buffer as a tensor.
   Value callCollective(OpBuilder &b, Location loc, func::FuncOp fn,
                        const CollectiveOperands &c, Value input,
                        function_ref<SmallVector<Value>()> tailArgs);
@@ -459,32 +464,39 @@ RuntimeLowering::collectiveSuffix(Operation *op, const CollectiveOperands &c,
   return elementSuffix(op, c.inType.getElementType());
 }
 
-/// The runtime's entry for a reduction `kind` of `suffix` elements: its
-/// gradient variant for a parameter's gradient (kGradientSyncAttr), which
-/// --reduce-precision bf16 sends in bfloat16.
-static std::string reduceEntry(Operation *op, StringRef kind, StringRef suffix) {
-  bool gradient = op->hasAttr(shardc::kGradientSyncAttr) && suffix == "f32";
-  return ("shardrt_" + kind + (gradient ? "_gradient_" : "_") + suffix).str();
+/// Whether reduction `op` of `suffix` elements sums a parameter's gradient
+/// (kGradientSyncAttr): the runtime's gradient entries take it, started and
+/// waited for apart (--overlap-gradients), sent in bfloat16 under
+/// --reduce-precision bf16.
+static bool reducesGradient(Operation *op, StringRef suffix) {
+  return op->hasAttr(shardc::kGradientSyncAttr) && suffix == "f32";
 }
 
 func::FuncOp RuntimeLowering::declareCollective(Operation *op,
                                                 const Twine &name,
-                                                ArrayRef<Type> tailTypes) {
+                                                ArrayRef<Type> tailTypes,
+                                                ArrayRef<Type> results) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> args = {IntegerType::get(ctx, 32), ptr, ptr};
   llvm::append_range(args, tailTypes);
-  return runtime.getOrDeclare(op, name.str(), args, {});
+  return runtime.getOrDeclare(op, name.str(), args, results);
+}
+
+func::CallOp RuntimeLowering::emitCollectiveCall(
+    OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c, Value input,
+    function_ref<SmallVector<Value>()> tailArgs, Value &buffer, Value &out) {
+  Value in = inputPointer(b, loc, input);
+  buffer = allocOutput(b, loc, c.outType, out);
+  SmallVector<Value> args = {i32(b, loc, c.mask), in, out};
+  llvm::append_range(args, tailArgs());
+  return func::CallOp::create(b, loc, fn, args);
 }
 
 Value RuntimeLowering::callCollective(
     OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c,
     Value input, function_ref<SmallVector<Value>()> tailArgs) {
-  Value in = inputPointer(b, loc, input);
-  Value out;
-  Value buffer = allocOutput(b, loc, c.outType, out);
-  SmallVector<Value> args = {i32(b, loc, c.mask), in, out};
-  llvm::append_range(args, tailArgs());
-  call(b, loc, fn, args);
+  Value buffer, out;
+  emitCollectiveCall(b, loc, fn, c, input, tailArgs, buffer, out);
   return bufferization::ToTensorOp::create(b, loc, c.outType, buffer,
                                            b.getUnitAttr(), b.getUnitAttr());
 }
@@ -502,13 +514,13 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  if (reduceEntry(op, "all_reduce", *suffix) == "shardrt_all_reduce_gradient_f32")
+  if (reducesGradient(op, *suffix))
     return lowerInFlight(op, "shardrt_all_reduce_gradient_start_f32", *c, op.getInput(),
                          {b.getI64Type(), b.getI32Type()}, [&] {
                            return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()),
                                                      i32(b, loc, *reduction)};
                          });
-  func::FuncOp fn = declareCollective(op, reduceEntry(op, "all_reduce", *suffix),
+  func::FuncOp fn = declareCollective(op, "shardrt_all_reduce_" + *suffix,
                                       {b.getI64Type(), b.getI32Type()});
   if (!fn)
     return failure();
@@ -535,19 +547,14 @@ LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
                                              function_ref<SmallVector<Value>()> tailArgs) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<Type> args = {b.getI32Type(), ptr, ptr};
-  llvm::append_range(args, tailTypes);
-  func::FuncOp startFn = runtime.getOrDeclare(op, start, args, {b.getI64Type()});
-  func::FuncOp wait = runtime.getOrDeclare(op, "shardrt_wait", {b.getI64Type(), ptr}, {});
+  func::FuncOp startFn = declareCollective(op, start, tailTypes, {b.getI64Type()});
+  func::FuncOp wait = runtime.getOrDeclare(
+      op, "shardrt_wait", {b.getI64Type(), LLVM::LLVMPointerType::get(ctx)}, {});
   if (!startFn || !wait)
     return failure();
-  Value in = inputPointer(b, loc, input);
-  Value out;
-  Value buffer = allocOutput(b, loc, c.outType, out);
-  SmallVector<Value> operands = {i32(b, loc, c.mask), in, out};
-  llvm::append_range(operands, tailArgs());
-  Value handle = call(b, loc, startFn, operands);
+  Value buffer, out;
+  Value handle =
+      emitCollectiveCall(b, loc, startFn, c, input, tailArgs, buffer, out).getResult(0);
   Value sum = op->getResult(0);
   Operation *firstReader = firstReaderInBlock(sum, op->getBlock());
   b.setInsertionPoint(firstReader);
@@ -688,11 +695,10 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
   Value input = op.getInput();
   if (!isAscending(axes))
     input = permuteBlocks(b, loc, input, dim, axes, sortedAxes(axes), c->grid);
-  std::string entry = reduceEntry(op, "reduce_scatter", *suffix);
-  if (entry == "shardrt_reduce_scatter_gradient_f32")
+  if (reducesGradient(op, *suffix))
     return lowerInFlight(op, "shardrt_reduce_scatter_gradient_start_f32", *c, input, tailTypes,
                          tailArgs);
-  func::FuncOp fn = declareCollective(op, entry, tailTypes);
+  func::FuncOp fn = declareCollective(op, "shardrt_reduce_scatter_" + *suffix, tailTypes);
   if (!fn)
     return failure();
   return replaceOp(op, callCollective(b, loc, fn, *c, input, tailArgs));
