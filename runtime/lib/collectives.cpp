@@ -85,8 +85,6 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   });
 }
 
-namespace {
-
 void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                int ndim, const int64_t *localShape, int gatherDim) {
   Group group = groupOver(axes, caller);
@@ -108,8 +106,6 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
     joinBlocks(received, static_cast<std::byte *>(out), view.outer, group.size,
                view.dim * view.inner * type.bytes);
 }
-
-} // namespace
 
 void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                    int ndim, const int64_t *inShape, int scatterDim, shardrt_reduction op) {

@@ -24,14 +24,17 @@ void requireDivisible(const DimView &view, int groupSize, int d, const char *cal
 
 void copyUnlessSame(void *out, const void *in, size_t bytes);
 
-/// The plain entries' all-reduce and reduce-scatter (shardrt.h), `caller` naming the
-/// entry in messages.
+/// The plain entries' all-reduce, all-gather and reduce-scatter (shardrt.h), `caller`
+/// naming the entry in messages.
 void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                int64_t count, shardrt_reduction op);
+void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
+               int ndim, const int64_t *localShape, int gatherDim);
 void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void *in, void *out,
                    int ndim, const int64_t *inShape, int scatterDim, shardrt_reduction op);
 
-/// Moves the gradients' all-reduces in flight on (--overlap-gradients, gradients.cpp)
+/// Moves the collectives in flight on (the gradients' reductions under
+/// --overlap-gradients, the parameters' gathers under --prefetch-weights; gradients.cpp)
 /// without waiting; the kernels call it before each product.
 void progressGradients();
 

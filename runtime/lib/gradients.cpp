@@ -18,6 +18,11 @@
 // gradients between two hosts slower than the blocking one and hid nothing. MPI moves
 // a message only inside an MPI call, so the kernels call progressGradients() before
 // each product, and the compiled step before each large loop nest.
+//
+// The parameters' gathers under FSDP go the same way (--prefetch-weights on): the
+// compiled step starts each one before the op that reads the weight before
+// (shardc-prefetch-gathers) and waits just before its own reader; every rank sends its
+// block to every other rank of the group.
 #include "collectives.h"
 #include "element.h"
 #include "mesh.h"
@@ -30,6 +35,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 namespace shardrt {
@@ -37,6 +43,7 @@ namespace {
 
 bool gradientsInBf16 = false;
 bool overlapGradients = false;
+bool prefetchWeights = false;
 
 /// The bf16 blocks and sums of a blocking reduction, in a buffer of their own:
 /// reduceScatter's packing and ring take the runtime's scratch buffer.
@@ -147,40 +154,45 @@ bool inBf16(const Group &group, shardrt_reduction op) {
 /// under Open MPI's eager limits (TCP 64 KiB), so that each piece leaves when it is
 /// posted, without a handshake that would wait for the peer's next MPI call.
 constexpr int64_t kPieceBytes = 32 << 10;
-/// The tags of the two steps' messages.
-constexpr int kBlocksTag = 0x5d0, kSumsTag = 0x5d1;
+/// The tags of a reduction's two steps' messages, and of a gather's.
+constexpr int kBlocksTag = 0x5d0, kSumsTag = 0x5d1, kGatherTag = 0x5d2;
 
 /// A gradient's reduction in flight, point to point: each rank sends block g of its
 /// gradient (f32, or rounded to bf16) to the rank of group index g, which sums the
 /// group's blocks in f32 in group order. A reduce-scatter (`scatter`) is then done;
 /// an all-reduce (`summed`) sends its sums (in f32, or rounded once to bf16) to every
 /// other rank. Each element is summed in one place, so every rank gets the same bits.
+/// Or a parameter's gather (`gather`): each rank sends its block to every other rank.
 struct InFlight {
   Group group{};
   float *out = nullptr;
   int64_t count = 0; // of the output
   int64_t block = 0; // values of one block
-  bool bf16 = false, scatter = false, summed = false;
+  bool bf16 = false, scatter = false, summed = false, gather = false;
+  int64_t outer = 1; // rows of a gather's block ([outer][row]; the output [outer][group][row])
   std::vector<MPI_Request> requests;
   ScratchBuffer *staging = nullptr;
   std::byte *sent = nullptr, *received = nullptr;
   float *sums = nullptr;
 
   size_t elementBytes() const { return bf16 ? 2 : sizeof(float); }
+  /// An all-reduce that has not sent its sums: it holds back the younger ones of its
+  /// group (advanceInFlight).
+  bool sumsPending() const { return !(summed || scatter || gather); }
 
   /// Posts one step's messages, in pieces: block g of `from` to the rank of group
-  /// index g (`toOwners`), or this rank's block of `from` to every other rank; and
+  /// index g (`toOwners`), or `from`, this rank's block, to every other rank; and
   /// the block of each other rank into its place in `into`. This rank's own block is
   /// copied.
   void exchange(const std::byte *from, std::byte *into, bool toOwners, int tag) {
     const size_t bytes = size_t(block) * elementBytes();
     requests.clear();
     for (int g = 0; g < group.size; ++g) {
+      const std::byte *send = toOwners ? from + g * bytes : from;
       if (g == group.index) {
-        std::memcpy(into + g * bytes, from + (toOwners ? g : group.index) * bytes, bytes);
+        std::memcpy(into + g * bytes, send, bytes);
         continue;
       }
-      const std::byte *send = from + (toOwners ? g : group.index) * bytes;
       for (size_t at = 0; at < bytes; at += kPieceBytes) {
         int n = int(std::min<size_t>(kPieceBytes, bytes - at));
         requests.emplace_back();
@@ -191,15 +203,63 @@ struct InFlight {
     }
   }
 
-  /// Once the messages of the current step have arrived: sums this rank's block (into
-  /// `out` for a reduce-scatter, done) and sends the sums (false: not complete yet),
-  /// or writes the gathered sums to `out`.
+  /// Posts a gather's messages: this rank's block (`sent`, [outer][row]) to every other
+  /// rank, and each other rank's block straight into its place in `out` ([outer][group]
+  /// [row]), in pieces of whole rows (received as an MPI vector) or parts of one row.
+  /// No staging the size of the output: a weight gathered along an inner dimension
+  /// needs no more memory than one gathered along the outermost.
+  void exchangeGather(int tag) {
+    const int64_t row = block / outer;
+    const int64_t rowsPerPiece = std::max<int64_t>(1, kPieceBytes / (row * int64_t(sizeof(float))));
+    const int64_t floatsPerPiece = kPieceBytes / int64_t(sizeof(float));
+    const auto *own = reinterpret_cast<const float *>(sent);
+    auto placeOf = [&](int g, int64_t o) { return out + (o * group.size + g) * row; };
+    requests.clear();
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(placeOf(group.index, o), own + o * row, size_t(row) * sizeof(float));
+    for (int g = 0; g < group.size; ++g) {
+      if (g == group.index)
+        continue;
+      for (int64_t o = 0; o < outer; o += rowsPerPiece) {
+        const int64_t rows = std::min(rowsPerPiece, outer - o);
+        for (int64_t at = 0; at < rows * row; at += floatsPerPiece) {
+          const int n = int(std::min(floatsPerPiece, rows * row - at));
+          requests.emplace_back();
+          if (rows > 1)
+            MPI_Irecv(placeOf(g, o), 1, rowsType(rows, row, group.size), g, tag, group.comm,
+                      &requests.back());
+          else
+            MPI_Irecv(placeOf(g, o) + at, n, MPI_FLOAT, g, tag, group.comm, &requests.back());
+          requests.emplace_back();
+          MPI_Isend(own + o * row + at, n, MPI_FLOAT, g, tag, group.comm, &requests.back());
+        }
+      }
+    }
+  }
+
+  /// `rows` rows of `row` floats, each `groupSize` rows apart: where one rank's rows of
+  /// a gather go. Committed once per shape and kept.
+  static MPI_Datatype rowsType(int64_t rows, int64_t row, int groupSize) {
+    static std::map<std::tuple<int64_t, int64_t, int>, MPI_Datatype> types;
+    auto [it, isNew] = types.try_emplace({rows, row, groupSize}, MPI_DATATYPE_NULL);
+    if (isNew) {
+      MPI_Type_vector(int(rows), int(row), int(row) * groupSize, MPI_FLOAT, &it->second);
+      MPI_Type_commit(&it->second);
+    }
+    return it->second;
+  }
+
+  /// Once the messages of the current step have arrived: a gather is done; a reduction
+  /// sums this rank's block (into `out` for a reduce-scatter, done) and sends the sums
+  /// (false: not complete yet), or writes the gathered sums to `out`.
   bool advance() {
+    if (gather)
+      return true;
     if (!summed) {
       sumBlocks(received, group.size, block, bf16, scatter ? out : sums);
       if (scatter)
         return true;
-      pack(sums, block, block, bf16, sent + group.index * block * elementBytes());
+      pack(sums, block, block, bf16, sent);
       exchange(sent, received, /*toOwners=*/false, kSumsTag);
       summed = true;
       return false;
@@ -257,6 +317,28 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
   return lastHandle;
 }
 
+/// Puts in flight a gather over `group` of `in`, of shape `view` around the gathered
+/// dimension, into `out`. Returns the handle.
+int64_t launchGather(const Group &group, uint32_t axes, const float *in, float *out,
+                     const DimView &view) {
+  arrive("all_gather", axes, /*world=*/false, view.elements());
+  InFlight r;
+  r.group = group;
+  r.out = out;
+  r.block = view.elements();
+  r.count = r.block * group.size;
+  r.gather = true;
+  r.outer = view.outer;
+  r.staging = takeStaging();
+  const size_t bytes = size_t(r.block) * sizeof(float);
+  auto [sent] = r.staging->regions<1>({bytes});
+  std::memcpy(sent, in, bytes);
+  r.sent = sent;
+  r.exchangeGather(kGatherTag);
+  inFlight.emplace(++lastHandle, r);
+  return lastHandle;
+}
+
 /// Advances the reductions in flight, oldest first, up to `until` (every one for -1):
 /// `wait` waits for each step's messages, otherwise only reductions whose messages
 /// have all arrived move on. An all-reduce sends its sums only after the older ones of
@@ -271,7 +353,7 @@ void advanceInFlight(int64_t until, bool wait) {
     InFlight &r = it->second;
     bool groupBlocked = std::find(blocked.begin(), blocked.end(), r.group.comm) != blocked.end();
     bool complete = false;
-    while (r.summed || r.scatter || !groupBlocked) {
+    while (!r.sumsPending() || !groupBlocked) {
       int done = 1;
       if (wait)
         await(int(r.requests.size()), r.requests.data());
@@ -280,7 +362,7 @@ void advanceInFlight(int64_t until, bool wait) {
       if (!done || (complete = r.advance()))
         break;
     }
-    if (!groupBlocked && !(r.summed || r.scatter))
+    if (!groupBlocked && r.sumsPending())
       blocked.push_back(r.group.comm);
     if (complete)
       freeStaging.push_back(r.staging);
@@ -336,13 +418,13 @@ void shardrt_wait(int64_t handle, const float *out) {
   if (it == inFlight.end())
     return;
   if (it->second.out != out)
-    fatal("shardrt_wait: reduction %lld writes its sum to %p, not to %p: the compiled step "
-          "reads another buffer than the one it started the reduction with",
+    fatal("shardrt_wait: collective %lld writes its result to %p, not to %p: the compiled "
+          "step reads another buffer than the one it started the collective with",
           static_cast<long long>(handle), static_cast<void *>(it->second.out),
           static_cast<const void *>(out));
   advanceInFlight(handle, /*wait=*/true);
   if (inFlight.count(handle))
-    fatal("shardrt_wait: reduction %lld is still in flight after its wait (a runtime bug)",
+    fatal("shardrt_wait: collective %lld is still in flight after its wait (a runtime bug)",
           static_cast<long long>(handle));
 }
 
@@ -378,5 +460,19 @@ void shardrt_set_reduce_precision_bf16(int32_t enabled) { gradientsInBf16 = enab
 void shardrt_progress_gradients(void) { progressGradients(); }
 
 void shardrt_set_overlap_gradients(int32_t enabled) { overlapGradients = enabled != 0; }
+
+int64_t shardrt_all_gather_start_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                     const int64_t *local_shape, int gather_dim) {
+  const char *caller = "shardrt_all_gather_start_f32";
+  Group group = groupOver(axes, caller);
+  DimView view = viewAround(ndim, local_shape, gather_dim, caller, "gather dimension");
+  if (!prefetchWeights || group.size == 1 || view.elements() == 0) {
+    allGather(caller, Scalar::F32, axes, in, out, ndim, local_shape, gather_dim);
+    return 0;
+  }
+  return launchGather(group, axes, in, out, view);
+}
+
+void shardrt_set_prefetch_weights(int32_t enabled) { prefetchWeights = enabled != 0; }
 
 } // extern "C"

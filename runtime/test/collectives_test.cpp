@@ -576,6 +576,74 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
   shardrt_set_reduce_precision_bf16(0);
 }
 
+/// The parameters' gathers in flight (shardrt_all_gather_start_f32, as the compiled
+/// steps call them with --prefetch-weights on): along each dimension of a 3-d shape and
+/// of one over a message piece, all in flight at once beside a gradient all-reduce,
+/// their inputs overwritten right after the start, waited for newest first: the
+/// blocking gather's bits.
+void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
+  const std::string axes = " axes 0x" + std::to_string(mask);
+  auto wavy = [](int rank, int64_t i) { return float(std::sin(rank * 0.9 + i * 0.21) * 1e3); };
+  struct Gather {
+    Shape shape;
+    int dim;
+    std::vector<float> in, out;
+    int64_t handle;
+  };
+  std::vector<Gather> gathers;
+  for (const Shape &shape : {Shape{2, 3, 4}, Shape{3, 4000, 2}})
+    for (int d = 0; d < 3; ++d)
+      gathers.push_back({shape, d, {}, {}, 0});
+  std::vector<float> terms(100, float(myRank)), sums(100);
+  shardrt_set_prefetch_weights(1);
+  shardrt_set_overlap_gradients(1);
+  int64_t sumHandle = 0;
+  for (size_t g = 0; g < gathers.size(); ++g) {
+    Gather &x = gathers[g];
+    x.in.resize(elements(x.shape));
+    x.out.resize(x.in.size() * members.size());
+    for (size_t i = 0; i < x.in.size(); ++i)
+      x.in[i] = wavy(myRank, int64_t(i + g));
+    x.handle = shardrt_all_gather_start_f32(mask, x.in.data(), x.out.data(),
+                                            int(x.shape.size()), x.shape.data(), x.dim);
+    std::fill(x.in.begin(), x.in.end(), 1e9f);
+    if (g == 2)
+      sumHandle = shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 100,
+                                                        SHARDRT_SUM);
+    shardrt_progress_gradients();
+  }
+  for (size_t g = gathers.size(); g-- > 0;)
+    shardrt_wait(gathers[g].handle, gathers[g].out.data());
+  shardrt_wait(sumHandle, sums.data());
+  shardrt_set_prefetch_weights(0);
+  shardrt_set_overlap_gradients(0);
+  for (size_t g = 0; g < gathers.size(); ++g) {
+    Gather &x = gathers[g];
+    const std::string what = "all_gather in flight " + describe(x.shape) + " dim " +
+                             std::to_string(x.dim) + axes;
+    ++checks;
+    if ((members.size() > 1) != (x.handle > 0) && ++failures <= 10)
+      std::fprintf(stderr, "rank %d: %s: handle %lld for a group of %zu\n", myRank,
+                   what.c_str(), static_cast<long long>(x.handle), members.size());
+    for (size_t i = 0; i < x.in.size(); ++i)
+      x.in[i] = wavy(myRank, int64_t(i + g));
+    std::vector<float> atOnce(x.out.size());
+    shardrt_all_gather_f32(mask, x.in.data(), atOnce.data(), int(x.shape.size()),
+                           x.shape.data(), x.dim);
+    ++checks;
+    if (std::memcmp(atOnce.data(), x.out.data(), atOnce.size() * sizeof(float)) != 0 &&
+        ++failures <= 10)
+      std::fprintf(stderr, "rank %d: %s differs from the blocking gather\n", myRank,
+                   what.c_str());
+  }
+  expectAll("all_reduce in flight between gathers" + axes, sums, [&](int64_t) {
+    int64_t sum = 0;
+    for (int member : members)
+      sum += member;
+    return sum;
+  });
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -606,6 +674,7 @@ int main(int argc, char **argv) {
     checkAllToAll<int32_t>("i32", mask, members, myIndex);
     checkGradientSyncs(mask, members, myIndex);
     checkOverlappedGradients(mask, members, myIndex);
+    checkPrefetchedGathers(mask, members);
   }
   expectEqual("communicators", shardrt_debug_num_communicators(), numMasks - 1);
 

@@ -172,6 +172,40 @@ func.func @gradients(%w: tensor<4x8xf32>, %v: tensor<8x2xf32>, %a: tensor<4x1638
 
 // -----
 
+// A parameter's gather under FSDP (shardc.regather, shardc-regather-parameters) starts
+// where it is, which shardc-prefetch-gathers made before the previous weight's reader,
+// and waits just before its own reader (--prefetch-weights); one along a dimension
+// that is not the outermost too (the runtime lays the blocks out at the wait). Other
+// gathers, and a parameter's over axes not in mesh order, gather at once.
+// CHECK-DAG:   func.func private @shardrt_all_gather_start_f32(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32) -> i64
+// CHECK-LABEL: func.func @prefetched_weights
+// CHECK:         %[[H0:.*]] = call @shardrt_all_gather_start_f32(%{{.*}}, %{{.*}}, %[[OUT0:.*]], %{{.*}}, %{{.*}}, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32) -> i64
+// CHECK:         %[[H1:.*]] = call @shardrt_all_gather_start_f32(%{{.*}}, %{{.*}}, %[[OUT1:.*]], %{{.*}}, %{{.*}}, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32) -> i64
+// CHECK:         call @shardrt_wait(%[[H0]], %[[OUT0]])
+// CHECK-NEXT:    %[[W0:.*]] = bufferization.to_tensor
+// CHECK:         %[[Y:.*]] = linalg.matmul ins(%{{.*}}, %[[W0]]
+// CHECK:         call @shardrt_wait(%[[H1]], %[[OUT1]])
+// CHECK-NEXT:    %[[W1:.*]] = bufferization.to_tensor
+// CHECK-NEXT:    linalg.matmul ins(%[[Y]], %[[W1]]
+// CHECK:         call @shardrt_all_gather_f32(
+// CHECK:         call @shardrt_all_gather_f32(
+// CHECK-NOT:     call @shardrt_all_gather_start_f32
+// CHECK:         return
+shard.grid @grid(shape = 2x2)
+func.func @prefetched_weights(%w0: tensor<2x4xf32>, %w1: tensor<4x2xf32>, %x: tensor<2x4xf32>, %e: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>) {
+  %wf0 = shard.all_gather %w0 on @grid grid_axes = [0] gather_axis = 0 {shardc.regather = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
+  %wf1 = shard.all_gather %w1 on @grid grid_axes = [1] gather_axis = 1 {shardc.regather = 1 : i64} : tensor<4x2xf32> -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%e, %wf0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %z = linalg.matmul ins(%y, %wf1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %xf = shard.all_gather %x on @grid grid_axes = [0] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+  %wr = shard.all_gather %w0 on @grid grid_axes = [1, 0] gather_axis = 1 {shardc.regather = 2 : i64} : tensor<2x4xf32> -> tensor<2x16xf32>
+  %c = tensor.collapse_shape %wr [[0, 1]] : tensor<2x16xf32> into tensor<32xf32>
+  %r = tensor.expand_shape %c [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
+  return %z, %xf, %r : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // A private function (a scan layer's backward pass, shardc-outline-layers) that returns
 // a gradient's sum unread returns the reduction's handle too; each call waits for it
 // just before the first reader of that result, so the reduction runs on through what

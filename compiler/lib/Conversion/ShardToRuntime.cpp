@@ -48,6 +48,7 @@
 
 #include "shardc/Conversion/Passes.h"
 #include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Shard/Passes.h"
 #include "RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -123,15 +124,12 @@ private:
     RankedTensorType inType, outType;
   };
 
-  /// A gradient's collective `op` on `input`, started by runtime function
+  /// A gradient's or a parameter's collective `op` on `input`, started by runtime function
   /// `start` (the collective's arguments: mask, in, out, then the tail's) and
   /// waited for apart.
   LogicalResult lowerInFlight(Operation *op, StringRef start, const CollectiveOperands &c,
                               Value input, ArrayRef<Type> tailTypes,
                               function_ref<SmallVector<Value>()> tailArgs);
-  /// The first op of `block` that reads `value` (itself or an op nested in it),
-  /// else the terminator.
-  static Operation *firstReaderInBlock(Value value, Block *block);
 
   struct ReturnedSum {
     Value handle;
@@ -472,6 +470,13 @@ static bool reducesGradient(Operation *op, StringRef suffix) {
   return op->hasAttr(shardc::kGradientSyncAttr) && suffix == "f32";
 }
 
+/// Whether gather `op` of `suffix` elements is a parameter's (FSDP's, kRegatherAttr):
+/// started and waited for apart (--prefetch-weights), as shardc-prefetch-gathers
+/// placed it.
+static bool gathersParameter(Operation *op, StringRef suffix) {
+  return op->hasAttr(shardc::kRegatherAttr) && suffix == "f32";
+}
+
 func::FuncOp RuntimeLowering::declareCollective(Operation *op,
                                                 const Twine &name,
                                                 ArrayRef<Type> tailTypes,
@@ -534,11 +539,12 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
   return replaceOp(op, result);
 }
 
-// A gradient's all_reduce or reduce_scatter starts where it is and waits just
-// before the first op of its block that reads the sum (the terminator where
-// none does): the ops between, the rest of the backward pass, run while the
-// gradient travels (--overlap-gradients; without it the start reduces at
-// once). The runtime copies the input before the start returns; the output
+// A gradient's all_reduce or reduce_scatter, or a parameter's all_gather,
+// starts where it is and waits just before the first op of its block that
+// reads the result (the terminator where none does): the ops between, the rest
+// of the backward pass or the op of the weight before (shardc-prefetch-gathers),
+// run while it travels (--overlap-gradients, --prefetch-weights; without them
+// the start completes at once). The runtime copies the input before the start returns; the output
 // buffer is allocated at the start and named by the wait, so that it stays in
 // use until then.
 LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
@@ -556,7 +562,7 @@ LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
   Value handle =
       emitCollectiveCall(b, loc, startFn, c, input, tailArgs, buffer, out).getResult(0);
   Value sum = op->getResult(0);
-  Operation *firstReader = firstReaderInBlock(sum, op->getBlock());
+  Operation *firstReader = shardc::firstReaderInBlock(sum, op->getBlock());
   b.setInsertionPoint(firstReader);
   auto fn = op->getParentOfType<func::FuncOp>();
   auto returned = llvm::find(firstReader->getOperands(), sum);
@@ -592,15 +598,6 @@ void RuntimeLowering::progressBeforeLoops() {
   }
 }
 
-Operation *RuntimeLowering::firstReaderInBlock(Value value, Block *block) {
-  Operation *first = block->getTerminator();
-  for (Operation *user : value.getUsers())
-    if (Operation *reader = block->findAncestorOpInBlock(*user))
-      if (reader->isBeforeInBlock(first))
-        first = reader;
-  return first;
-}
-
 // A function (a scan layer's backward pass) that returns a gradient's sum
 // unread returns its reduction's handle too, and each call waits for it just
 // before the first reader of that result: the reduction then runs on through
@@ -627,7 +624,7 @@ void RuntimeLowering::waitInCallers(func::FuncOp wait) {
       old->erase();
       for (auto [i, sum] : llvm::enumerate(sums)) {
         Value result = call.getResult(sum.result);
-        b.setInsertionPoint(firstReaderInBlock(result, call->getBlock()));
+        b.setInsertionPoint(shardc::firstReaderInBlock(result, call->getBlock()));
         Location loc = call.getLoc();
         func::CallOp::create(b, loc, wait,
                              ValueRange{call.getResult(before + i), inputPointer(b, loc, result)});
@@ -651,15 +648,18 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = declareCollective(op, "shardrt_all_gather_" + *suffix,
-                                      {b.getI32Type(), ptr, b.getI32Type()});
+  SmallVector<Type> tailTypes = {b.getI32Type(), ptr, b.getI32Type()};
+  auto tailArgs = [&] {
+    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
+                              shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim)};
+  };
+  if (gathersParameter(op, *suffix) && isAscending(axes))
+    return lowerInFlight(op, "shardrt_all_gather_start_f32", *c, op.getInput(), tailTypes,
+                         tailArgs);
+  func::FuncOp fn = declareCollective(op, "shardrt_all_gather_" + *suffix, tailTypes);
   if (!fn)
     return failure();
-  Value result = callCollective(b, loc, fn, *c, op.getInput(), [&] {
-    return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
-                              shapePointer(b, loc, c->inType.getShape()),
-                              i32(b, loc, dim)};
-  });
+  Value result = callCollective(b, loc, fn, *c, op.getInput(), tailArgs);
   if (!isAscending(axes))
     result =
         permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, c->grid);

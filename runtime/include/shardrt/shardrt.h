@@ -145,6 +145,20 @@ void shardrt_all_gather_f32(uint32_t axes, const float *in, float *out, int ndim
 void shardrt_all_gather_i32(uint32_t axes, const int32_t *in, int32_t *out, int ndim,
                             const int64_t *local_shape, int gather_dim);
 
+/* shardrt_all_gather_f32 in two halves, for a parameter's gather under FSDP, which
+ * shardc starts one weight early (shardc-prefetch-gathers): the start returns a handle
+ * and `out` holds the gathered tensor once shardrt_wait(handle, out) has returned, with
+ * the rules of the gradients' starts above (`in` may be overwritten once the start
+ * returns; waiting for a handle also waits for every older one). Where it does not
+ * prefetch (shardrt_set_prefetch_weights) or for a group of one rank, the start gathers
+ * at once and returns 0. The same bits as shardrt_all_gather_f32. */
+int64_t shardrt_all_gather_start_f32(uint32_t axes, const float *in, float *out, int ndim,
+                                     const int64_t *local_shape, int gather_dim);
+
+/* From now on shardrt_all_gather_start_f32 leaves its gather in flight (1) or gathers at
+ * once (0, the default). The driver's --prefetch-weights sets it. */
+void shardrt_set_prefetch_weights(int32_t enabled);
+
 /* Reduces the group's tensors of shape `in_shape` element-wise, splits the result along
  * `scatter_dim` into group-size blocks and gives block g to the rank of group index g:
  * `out` has shape in_shape with in_shape[scatter_dim] divided by the group size (which

@@ -220,6 +220,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   setMatmulInBf16(options.matmulBf16);
   shardrt_set_reduce_precision_bf16(options.gradientsBf16);
   shardrt_set_overlap_gradients(options.overlapGradients);
+  shardrt_set_prefetch_weights(options.prefetchWeights);
   if (!memoryFits(manifest, options.checkMemory)) {
     shardrt_finalize();
     return 1;

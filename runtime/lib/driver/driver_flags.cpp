@@ -305,6 +305,14 @@ const Flag kFlags[] = {
        o.overlapGradients = isSecondOf(flag, v, "off", "on");
      },
      [](const DriverOptions &o) { return json(o.overlapGradients ? "on" : "off"); }},
+    {"--prefetch-weights", "on|off", Kind::Text, true,
+     "on: under FSDP each parameter's all-gather starts before the op that reads the weight "
+     "before it and travels while that op computes (PyTorch FSDP's prefetch; it pays over "
+     "a slow link); off (the default): each gathers where it starts",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.prefetchWeights = isSecondOf(flag, v, "off", "on");
+     },
+     [](const DriverOptions &o) { return json(o.prefetchWeights ? "on" : "off"); }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

@@ -79,6 +79,7 @@ struct DriverOptions {
   bool matmulBf16 = false;          // matrix products in bfloat16 (bf16_matmul.h)
   bool gradientsBf16 = false;       // gradients reduced in bfloat16 (shardrt.h)
   bool overlapGradients = false;    // gradients' reductions in flight (shardrt.h)
+  bool prefetchWeights = false;     // parameters' gathers in flight (shardrt.h)
 
   // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every
   // `poll` seconds when poll > 0).

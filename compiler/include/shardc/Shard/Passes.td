@@ -312,6 +312,40 @@ def RegatherParametersPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def PrefetchGathersPass : Pass<"shardc-prefetch-gathers", "::mlir::func::FuncOp"> {
+  let summary = "Start each parameter's gather (FSDP) before the op that reads "
+                "the previous one, so that it can travel while that op computes";
+  let description = [{
+    After shardc-regather-parameters each read of a sharded parameter has an
+    all_gather of its own right before it: the op waits for its weight, and
+    the communication hides behind nothing. As PyTorch FSDP's prefetch, this
+    pass moves each such gather of a block before the first reader of the
+    block's previous one. shardc-shard-to-runtime lowers these gathers to a
+    start and a wait before their reader (`shardrt_all_gather_start_f32`,
+    `shardrt_wait`); with the runtime's `--prefetch-weights on` the gather
+    then travels while the previous weight's op computes. Two full weights
+    are live at a time instead of one (the arena that shardc-plan-buffers
+    plans counts them).
+
+    ```mlir
+    %w0 = shard.all_gather %arg0 ... {shardc.regather = 0 : i64}
+    %y = linalg.matmul ins(%x, %w0 ...)
+    %w1 = shard.all_gather %arg1 ... {shardc.regather = 1 : i64}
+    %z = linalg.matmul ins(%y, %w1 ...)
+    ```
+
+    becomes
+
+    ```mlir
+    %w0 = shard.all_gather %arg0 ... {shardc.regather = 0 : i64}
+    %w1 = shard.all_gather %arg1 ... {shardc.regather = 1 : i64}
+    %y = linalg.matmul ins(%x, %w0 ...)
+    %z = linalg.matmul ins(%y, %w1 ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def AccumulateMicrobatchesPass : Pass<"shardc-accumulate-microbatches", "::mlir::ModuleOp"> {
   let summary = "Build train_step from microbatch_step and apply_step: a loop "
                 "over the microbatches, their gradients reduced once";
