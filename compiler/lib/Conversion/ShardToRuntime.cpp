@@ -561,19 +561,19 @@ LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
   Value buffer, out;
   Value handle =
       emitCollectiveCall(b, loc, startFn, c, input, tailArgs, buffer, out).getResult(0);
-  Value sum = op->getResult(0);
-  Operation *firstReader = shardc::firstReaderInBlock(sum, op->getBlock());
+  Value result = op->getResult(0);
+  Operation *firstReader = shardc::firstReaderInBlock(result, op->getBlock());
   b.setInsertionPoint(firstReader);
   auto fn = op->getParentOfType<func::FuncOp>();
-  auto returned = llvm::find(firstReader->getOperands(), sum);
+  auto returned = llvm::find(firstReader->getOperands(), result);
   if (isa<func::ReturnOp>(firstReader) && fn.isPrivate() &&
       returned != firstReader->operand_end())
     returnedSums[fn].push_back({handle, unsigned(returned - firstReader->operand_begin())});
   else
     call(b, loc, wait, {handle, out});
-  Value result = bufferization::ToTensorOp::create(b, loc, c.outType, buffer, b.getUnitAttr(),
+  Value waited = bufferization::ToTensorOp::create(b, loc, c.outType, buffer, b.getUnitAttr(),
                                                    b.getUnitAttr());
-  return replaceOp(op, result);
+  return replaceOp(op, waited);
 }
 
 void RuntimeLowering::progressBeforeLoops() {
