@@ -43,7 +43,7 @@ namespace {
 
 bool gradientsInBf16 = false;
 bool overlapGradients = false;
-bool prefetchWeights = false;
+shardrt_prefetch prefetchWeights = SHARDRT_PREFETCH_OFF;
 
 /// The bf16 blocks and sums of a blocking reduction, in a buffer of their own:
 /// reduceScatter's packing and ring take the runtime's scratch buffer.
@@ -370,6 +370,31 @@ void advanceInFlight(int64_t until, bool wait) {
   }
 }
 
+/// Whether the group's ranks are on more than one host (asked of MPI on the group's
+/// first collective in flight, which every rank of it starts at the same point).
+bool spansHosts(const Group &group) {
+  static std::map<MPI_Comm, bool> spans;
+  auto [it, isNew] = spans.try_emplace(group.comm, false);
+  if (isNew) {
+    MPI_Comm host;
+    MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    int size = 0;
+    MPI_Comm_size(host, &size);
+    MPI_Comm_free(&host);
+    it->second = size < group.size;
+  }
+  return it->second;
+}
+
+/// Whether a parameter's gather over `group` goes in flight: --prefetch-weights on, or
+/// auto and the group spans hosts (on one host it changes little and costs MPI's
+/// buffers for the messages in flight).
+bool prefetches(const Group &group) {
+  if (group.size == 1 || prefetchWeights == SHARDRT_PREFETCH_OFF)
+    return false;
+  return prefetchWeights == SHARDRT_PREFETCH_ON || spansHosts(group);
+}
+
 /// Whether a sum over `group` goes in flight (--overlap-gradients on).
 bool overlaps(const Group &group, shardrt_reduction op) {
   return overlapGradients && group.size > 1 && op == SHARDRT_SUM;
@@ -466,13 +491,13 @@ int64_t shardrt_all_gather_start_f32(uint32_t axes, const float *in, float *out,
   const char *caller = "shardrt_all_gather_start_f32";
   Group group = groupOver(axes, caller);
   DimView view = viewAround(ndim, local_shape, gather_dim, caller, "gather dimension");
-  if (!prefetchWeights || group.size == 1 || view.elements() == 0) {
+  if (view.elements() == 0 || !prefetches(group)) {
     allGather(caller, Scalar::F32, axes, in, out, ndim, local_shape, gather_dim);
     return 0;
   }
   return launchGather(group, axes, in, out, view);
 }
 
-void shardrt_set_prefetch_weights(int32_t enabled) { prefetchWeights = enabled != 0; }
+void shardrt_set_prefetch_weights(shardrt_prefetch when) { prefetchWeights = when; }
 
 } // extern "C"

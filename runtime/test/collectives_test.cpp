@@ -595,7 +595,7 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
     for (int d = 0; d < 3; ++d)
       gathers.push_back({shape, d, {}, {}, 0});
   std::vector<float> terms(100, float(myRank)), sums(100);
-  shardrt_set_prefetch_weights(1);
+  shardrt_set_prefetch_weights(SHARDRT_PREFETCH_ON);
   shardrt_set_overlap_gradients(1);
   int64_t sumHandle = 0;
   for (size_t g = 0; g < gathers.size(); ++g) {
@@ -615,7 +615,7 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
   for (size_t g = gathers.size(); g-- > 0;)
     shardrt_wait(gathers[g].handle, gathers[g].out.data());
   shardrt_wait(sumHandle, sums.data());
-  shardrt_set_prefetch_weights(0);
+  shardrt_set_prefetch_weights(SHARDRT_PREFETCH_OFF);
   shardrt_set_overlap_gradients(0);
   for (size_t g = 0; g < gathers.size(); ++g) {
     Gather &x = gathers[g];
@@ -642,6 +642,25 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
       sum += member;
     return sum;
   });
+  // auto: in flight where the group's ranks are on more than one host (told here by
+  // their processor names).
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> names(size_t(shardrt_num_ranks()) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  bool spansHosts = false;
+  for (int member : members)
+    spansHosts |= std::strcmp(&names[size_t(member) * MPI_MAX_PROCESSOR_NAME], name) != 0;
+  shardrt_set_prefetch_weights(SHARDRT_PREFETCH_ACROSS_HOSTS);
+  Gather &x = gathers.front();
+  int64_t handle = shardrt_all_gather_start_f32(mask, x.in.data(), x.out.data(),
+                                                int(x.shape.size()), x.shape.data(), x.dim);
+  shardrt_wait(handle, x.out.data());
+  shardrt_set_prefetch_weights(SHARDRT_PREFETCH_OFF);
+  expectEqual("auto gather in flight" + axes + " (1: on several hosts)", handle > 0,
+              spansHosts);
 }
 
 } // namespace

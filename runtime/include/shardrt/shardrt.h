@@ -155,9 +155,15 @@ void shardrt_all_gather_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
 int64_t shardrt_all_gather_start_f32(uint32_t axes, const float *in, float *out, int ndim,
                                      const int64_t *local_shape, int gather_dim);
 
-/* From now on shardrt_all_gather_start_f32 leaves its gather in flight (1) or gathers at
- * once (0, the default). The driver's --prefetch-weights sets it. */
-void shardrt_set_prefetch_weights(int32_t enabled);
+/* Where shardrt_all_gather_start_f32 leaves its gather in flight from now on: never (the
+ * default), where the group's ranks are on more than one host, or always. The driver's
+ * --prefetch-weights sets it (off, auto, on). */
+typedef enum {
+  SHARDRT_PREFETCH_OFF = 0,
+  SHARDRT_PREFETCH_ACROSS_HOSTS = 1,
+  SHARDRT_PREFETCH_ON = 2
+} shardrt_prefetch;
+void shardrt_set_prefetch_weights(shardrt_prefetch when);
 
 /* Reduces the group's tensors of shape `in_shape` element-wise, splits the result along
  * `scatter_dim` into group-size blocks and gives block g to the rank of group index g:

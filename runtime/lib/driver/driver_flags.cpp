@@ -76,6 +76,16 @@ bool isSecondOf(const char *flag, const std::string &value, const char *first, c
   return value == second;
 }
 
+shardrt_prefetch prefetchWhen(const char *flag, const std::string &value) {
+  if (value == "auto")
+    return SHARDRT_PREFETCH_ACROSS_HOSTS;
+  if (value == "on")
+    return SHARDRT_PREFETCH_ON;
+  if (value == "off")
+    return SHARDRT_PREFETCH_OFF;
+  throw UsageError(std::string(flag) + " is auto, on or off, not '" + value + "'");
+}
+
 std::string parsePath(const char *flag, const std::string &value) {
   if (value.empty())
     throw UsageError(std::string(flag) + " needs a file name");
@@ -305,14 +315,18 @@ const Flag kFlags[] = {
        o.overlapGradients = isSecondOf(flag, v, "off", "on");
      },
      [](const DriverOptions &o) { return json(o.overlapGradients ? "on" : "off"); }},
-    {"--prefetch-weights", "on|off", Kind::Text, true,
+    {"--prefetch-weights", "auto|on|off", Kind::Text, true,
      "on: under FSDP each parameter's all-gather starts before the op that reads the weight "
-     "before it and travels while that op computes (PyTorch FSDP's prefetch; it pays over "
-     "a slow link); off (the default): each gathers where it starts",
+     "before it and travels while that op computes (PyTorch FSDP's prefetch); auto (the "
+     "default): where the ranks that gather it are on more than one host; off: each "
+     "gathers where it starts",
      [](DriverOptions &o, const char *flag, const std::string &v) {
-       o.prefetchWeights = isSecondOf(flag, v, "off", "on");
+       o.prefetchWeights = prefetchWhen(flag, v);
      },
-     [](const DriverOptions &o) { return json(o.prefetchWeights ? "on" : "off"); }},
+     [](const DriverOptions &o) {
+       const char *names[] = {"off", "auto", "on"};
+       return json(names[o.prefetchWeights]);
+     }},
     {"--skip-memory-check", nullptr, Kind::Switch, true,
      "start even when a rank needs more memory than the host offers it (the need counts "
      "every intermediate without reuse: an upper bound)",

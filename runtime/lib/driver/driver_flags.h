@@ -5,6 +5,8 @@
 #ifndef SHARDRT_LIB_DRIVER_FLAGS_H
 #define SHARDRT_LIB_DRIVER_FLAGS_H
 
+#include "shardrt/shardrt.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -79,7 +81,7 @@ struct DriverOptions {
   bool matmulBf16 = false;          // matrix products in bfloat16 (bf16_matmul.h)
   bool gradientsBf16 = false;       // gradients reduced in bfloat16 (shardrt.h)
   bool overlapGradients = false;    // gradients' reductions in flight (shardrt.h)
-  bool prefetchWeights = false;     // parameters' gathers in flight (shardrt.h)
+  shardrt_prefetch prefetchWeights = SHARDRT_PREFETCH_ACROSS_HOSTS; // FSDP's gathers in flight
 
   // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every
   // `poll` seconds when poll > 0).
