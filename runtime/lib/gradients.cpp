@@ -217,21 +217,25 @@ struct InFlight {
     requests.clear();
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(placeOf(group.index, o), own + o * row, size_t(row) * sizeof(float));
+    auto post = [&](int g, float *into, int intoCount, MPI_Datatype intoType, const float *from,
+                    int64_t count) {
+      requests.emplace_back();
+      MPI_Irecv(into, intoCount, intoType, g, tag, group.comm, &requests.back());
+      requests.emplace_back();
+      MPI_Isend(from, int(count), MPI_FLOAT, g, tag, group.comm, &requests.back());
+    };
     for (int g = 0; g < group.size; ++g) {
       if (g == group.index)
         continue;
       for (int64_t o = 0; o < outer; o += rowsPerPiece) {
         const int64_t rows = std::min(rowsPerPiece, outer - o);
-        for (int64_t at = 0; at < rows * row; at += floatsPerPiece) {
-          const int n = int(std::min(floatsPerPiece, rows * row - at));
-          requests.emplace_back();
-          if (rows > 1)
-            MPI_Irecv(placeOf(g, o), 1, rowsType(rows, row, group.size), g, tag, group.comm,
-                      &requests.back());
-          else
-            MPI_Irecv(placeOf(g, o) + at, n, MPI_FLOAT, g, tag, group.comm, &requests.back());
-          requests.emplace_back();
-          MPI_Isend(own + o * row + at, n, MPI_FLOAT, g, tag, group.comm, &requests.back());
+        if (rows > 1) {
+          post(g, placeOf(g, o), 1, rowsType(rows, row, group.size), own + o * row, rows * row);
+          continue;
+        }
+        for (int64_t at = 0; at < row; at += floatsPerPiece) {
+          const int64_t n = std::min(floatsPerPiece, row - at);
+          post(g, placeOf(g, o) + at, int(n), MPI_FLOAT, own + o * row + at, n);
         }
       }
     }
