@@ -96,10 +96,11 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //                          would merge equal results of a function (upstream's
 //                          buffer-results-to-out-params crashes on a buffer
 //                          returned twice)
-//   shardc-prefetch-gathers  after it (a layer's gathers are then in its
-//                          function, each before the previous one's reader
-//                          there, not in another layer's) and before the
-//                          gathers become runtime starts and waits
+//   shardc-prefetch-gathers  after it (a layer's first gather then moves
+//                          before the previous layer's call, the others
+//                          before the previous weight's reader in the
+//                          layer's function) and before the gathers become
+//                          runtime starts and waits
 //   shardc-shard-to-runtime  collectives become calls while still on tensors
 //   one-shot-bufferize     function boundaries with identity layouts, so
 //                          that memref arguments can be bare pointers
@@ -139,7 +140,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createOutlineLayersPass());
-  pm.addNestedPass<func::FuncOp>(createPrefetchGathersPass());
+  pm.addPass(createPrefetchGathersPass());
   pm.addPass(createShardToRuntimePass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

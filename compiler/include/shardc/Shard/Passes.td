@@ -312,20 +312,29 @@ def RegatherParametersPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
-def PrefetchGathersPass : Pass<"shardc-prefetch-gathers", "::mlir::func::FuncOp"> {
+def PrefetchGathersPass : Pass<"shardc-prefetch-gathers", "::mlir::ModuleOp"> {
   let summary = "Start each parameter's gather (FSDP) before the op that reads "
                 "the previous one, so that it can travel while that op computes";
   let description = [{
     After shardc-regather-parameters each read of a sharded parameter has an
     all_gather of its own right before it: the op waits for its weight, and
     the communication hides behind nothing. As PyTorch FSDP's prefetch, this
-    pass moves each such gather of a block before the first reader of the
-    block's previous one. shardc-shard-to-runtime lowers these gathers to a
-    start and a wait before their reader (`shardrt_all_gather_start_f32`,
-    `shardrt_wait`); with the runtime's `--prefetch-weights on` the gather
-    then travels while the previous weight's op computes. Two full weights
-    are live at a time instead of one (the arena that shardc-plan-buffers
-    plans counts them).
+    pass starts each weight's gather one read early:
+
+    - a private function's (a scan layer's, shardc-outline-layers) first
+      gather of one of its arguments moves into its callers, its result an
+      argument of the function: each call's gather goes before the previous
+      call in the block of a function treated so (the layer before), where
+      the sharded weight is available;
+    - then, in each block, each such gather moves before the first reader
+      of the block's previous one.
+
+    shardc-shard-to-runtime lowers these gathers to a start and a wait before
+    their reader (`shardrt_all_gather_start_f32`, `shardrt_wait`); where the
+    runtime prefetches (`--prefetch-weights`) the gather then travels while
+    the previous weight's op or the previous layer computes. Two gathered
+    weights are live at a time instead of one (the arena that
+    shardc-plan-buffers plans counts them).
 
     ```mlir
     %w0 = shard.all_gather %arg0 ... {shardc.regather = 0 : i64}
