@@ -293,6 +293,26 @@ ScratchBuffer *takeStaging() {
   return buffer;
 }
 
+/// A collective over `group` of `block` values per rank into the `count` values at
+/// `out`, told to the watchdog as `kind`, with staging from the pool.
+InFlight starting(const Group &group, uint32_t axes, const char *kind, float *out,
+                  int64_t count, int64_t block) {
+  arrive(kind, axes, /*world=*/false, block * group.size);
+  InFlight r;
+  r.group = group;
+  r.out = out;
+  r.count = count;
+  r.block = block;
+  r.staging = takeStaging();
+  return r;
+}
+
+/// Keeps `r`, whose messages are posted, in flight; returns its handle.
+int64_t track(const InFlight &r) {
+  inFlight.emplace(++lastHandle, r);
+  return lastHandle;
+}
+
 /// Puts in flight a reduction over `group` of one block of `block` values per rank,
 /// whose result is the `count` values at `out`: `packInto` writes the blocks (f32, or
 /// bf16 when `bf16`) into the staging it is given, block g for the rank of group
@@ -300,15 +320,9 @@ ScratchBuffer *takeStaging() {
 template <typename Pack>
 int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, int64_t count,
                int64_t block, bool bf16, bool scatter, Pack packInto) {
-  arrive(kind, axes, /*world=*/false, block * group.size);
-  InFlight r;
-  r.group = group;
-  r.out = out;
-  r.count = count;
-  r.block = block;
+  InFlight r = starting(group, axes, kind, out, count, block);
   r.bf16 = bf16;
   r.scatter = scatter;
-  r.staging = takeStaging();
   const size_t bytes = size_t(block) * group.size * r.elementBytes();
   auto [sent, received, sums] = r.staging->regions<3>(
       {bytes, bytes, scatter ? 0 : size_t(block) * sizeof(float)});
@@ -317,30 +331,23 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
   r.sums = reinterpret_cast<float *>(sums);
   packInto(sent);
   r.exchange(r.sent, r.received, /*toOwners=*/true, kBlocksTag);
-  inFlight.emplace(++lastHandle, r);
-  return lastHandle;
+  return track(r);
 }
 
 /// Puts in flight a gather over `group` of `in`, of shape `view` around the gathered
 /// dimension, into `out`. Returns the handle.
 int64_t launchGather(const Group &group, uint32_t axes, const float *in, float *out,
                      const DimView &view) {
-  arrive("all_gather", axes, /*world=*/false, view.elements());
-  InFlight r;
-  r.group = group;
-  r.out = out;
-  r.block = view.elements();
-  r.count = r.block * group.size;
+  InFlight r =
+      starting(group, axes, "all_gather", out, view.elements() * group.size, view.elements());
   r.gather = true;
   r.outer = view.outer;
-  r.staging = takeStaging();
   const size_t bytes = size_t(r.block) * sizeof(float);
   auto [sent] = r.staging->regions<1>({bytes});
   std::memcpy(sent, in, bytes);
   r.sent = sent;
   r.exchangeGather(kGatherTag);
-  inFlight.emplace(++lastHandle, r);
-  return lastHandle;
+  return track(r);
 }
 
 /// Advances the reductions in flight, oldest first, up to `until` (every one for -1):
@@ -374,17 +381,20 @@ void advanceInFlight(int64_t until, bool wait) {
   }
 }
 
-/// Whether the group's ranks are on more than one host (asked of MPI on the group's
-/// first collective in flight, which every rank of it starts at the same point).
+/// Whether the group's ranks are on more than one host: some member is not among this
+/// host's ranks (the watchdog's host communicator). The same answer on every member.
 bool spansHosts(const Group &group) {
   static std::map<MPI_Comm, bool> spans;
   auto [it, isNew] = spans.try_emplace(group.comm, false);
   if (isNew) {
-    MPI_Comm host;
-    MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    MPI_Group members, host, onHost;
+    MPI_Comm_group(group.comm, &members);
+    MPI_Comm_group(hostCommunicator(), &host);
+    MPI_Group_intersection(members, host, &onHost);
     int size = 0;
-    MPI_Comm_size(host, &size);
-    MPI_Comm_free(&host);
+    MPI_Group_size(onHost, &size);
+    for (MPI_Group *g : {&members, &host, &onHost})
+      MPI_Group_free(g);
     it->second = size < group.size;
   }
   return it->second;

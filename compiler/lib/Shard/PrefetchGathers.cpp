@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace shardc {
@@ -19,15 +20,6 @@ namespace shardc {
 using namespace mlir;
 
 namespace {
-
-/// Whether `value` is available before `op`, in `op`'s block.
-bool availableBefore(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  Block *block = def ? def->getBlock() : cast<BlockArgument>(value).getOwner();
-  if (block != op->getBlock())
-    return block->getParent()->isAncestor(op->getParentRegion());
-  return !def || def->isBeforeInBlock(op);
-}
 
 bool isParameterGather(Operation *op) {
   return isa<shard::AllGatherOp>(op) && op->hasAttr(shardc::kRegatherAttr);
@@ -56,7 +48,7 @@ func::CallOp previousCall(func::CallOp call, const DenseSet<StringAttr> &callees
 /// its result becomes an argument: each call's gather goes before the previous call of
 /// such a function in the block (the layer before), so that it can travel while that
 /// layer computes. Returns the new arguments, by function body.
-DenseMap<Block *, Value> gatherInCallers(ModuleOp module) {
+DenseMap<Block *, Value> gatherInCallers(ModuleOp module, DominanceInfo &dominance) {
   DenseMap<StringAttr, SmallVector<func::CallOp>> calls;
   module.walk([&](func::CallOp call) {
     calls[call.getCalleeAttr().getAttr()].push_back(call);
@@ -76,7 +68,7 @@ DenseMap<Block *, Value> gatherInCallers(ModuleOp module) {
       Value shard = call.getOperand(input);
       Operation *at = call;
       if (func::CallOp previous = previousCall(call, callees);
-          previous && availableBefore(shard, previous))
+          previous && dominance.properlyDominates(shard, previous))
         at = previous;
       OpBuilder b(at);
       IRMapping map;
@@ -98,7 +90,8 @@ DenseMap<Block *, Value> gatherInCallers(ModuleOp module) {
 /// In each block, each parameter gather moves before the first reader of the previous
 /// gathered weight: the previous gather, or first the weight a function is given
 /// gathered (`gatheredArguments`).
-void gatherOneReadEarly(ModuleOp module, const DenseMap<Block *, Value> &gatheredArguments) {
+void gatherOneReadEarly(ModuleOp module, const DenseMap<Block *, Value> &gatheredArguments,
+                        DominanceInfo &dominance) {
   module.walk([&](Block *block) {
     SmallVector<Value> gathered;
     if (Value argument = gatheredArguments.lookup(block))
@@ -110,7 +103,7 @@ void gatherOneReadEarly(ModuleOp module, const DenseMap<Block *, Value> &gathere
       Operation *previousUse = shardc::firstReaderInBlock(gathered[k - 1], block);
       Operation *gather = gathered[k].getDefiningOp();
       if (previousUse->isBeforeInBlock(gather) &&
-          availableBefore(gather->getOperand(0), previousUse))
+          dominance.properlyDominates(gather->getOperand(0), previousUse))
         gather->moveBefore(previousUse);
     }
   });
@@ -118,7 +111,9 @@ void gatherOneReadEarly(ModuleOp module, const DenseMap<Block *, Value> &gathere
 
 struct PrefetchGathersPass : public shardc::impl::PrefetchGathersPassBase<PrefetchGathersPass> {
   void runOnOperation() override {
-    gatherOneReadEarly(getOperation(), gatherInCallers(getOperation()));
+    // Moving ops within their blocks keeps the dominator trees: one for both steps.
+    DominanceInfo dominance(getOperation());
+    gatherOneReadEarly(getOperation(), gatherInCallers(getOperation(), dominance), dominance);
   }
 };
 
