@@ -1,12 +1,12 @@
 // Partition rules files (*.rules): a device mesh with named axes, rules from
 // logical axes to mesh axes, per-parameter overrides, which scanned blocks
 // recompute their activations in the backward pass, and the training batch's
-// microbatches.
+// microbatches and, for a pipeline, its schedule.
 grammar ShardRules;
 import ShardLexerCommon;
 
 // Sections may come in any order; sema checks there is exactly one mesh.
-rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl | microbatchesDecl)* EOF ;
+rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl | microbatchesDecl | scheduleDecl)* EOF ;
 
 meshDecl : 'mesh' '(' meshAxis (',' meshAxis)* ')' ;
 meshAxis : IDENT '=' INT ;
@@ -27,3 +27,8 @@ rematDecl : 'remat' STRING ':' IDENT ;
 // microbatches 4   (the training step runs the batch in 4 slices, their gradients
 // summed before they are reduced across ranks and applied: gradient accumulation)
 microbatchesDecl : 'microbatches' INT ;
+
+// schedule 1f1b   (the order in which a pipeline's stages run the microbatches'
+// forward and backward passes: gpipe or 1f1b; the rule `layer -> stage` makes one)
+scheduleDecl : 'schedule' scheduleName ;
+scheduleName : IDENT | INT IDENT ;

@@ -39,7 +39,10 @@
 //     1); process_linear_index -> shardrt_rank; grid_shape -> constants, or
 //     shardrt_mesh_axis_size for dynamic axes; neighbors_linear_indices with
 //     one split axis -> index arithmetic.
-//  5. Erase the shard.grid ops that nothing refers to any more.
+//  5. send / recv (a pipeline's activations, shardc-pipeline-schedule) ->
+//     shardrt_send / shardrt_recv with the peer's index in the group of
+//     grid_axes and the op's `shardc.transfer` as the message tag.
+//  6. Erase the shard.grid ops that nothing refers to any more.
 //
 // Runtime functions are declared on first use as private func.func with
 // !llvm.ptr / i32 / i64 arguments matching the C ABI.
@@ -109,6 +112,8 @@ public:
   LogicalResult lower(shard::ProcessLinearIndexOp op);
   LogicalResult lower(shard::GridShapeOp op);
   LogicalResult lower(shard::NeighborsLinearIndicesOp op);
+  LogicalResult lower(shard::SendOp op);
+  LogicalResult lower(shard::RecvOp op);
 
   /// Moves the waits of the sums that private functions return unread into
   /// their callers (after every op is lowered).
@@ -928,6 +933,81 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// The peer of a send or recv: one static index in the group of its axes,
+/// the axes' coordinates in grid_axes order linearised (row-major).
+template <typename OpT>
+static FailureOr<int64_t> peerIndex(OpT op, ArrayRef<int64_t> index, shard::GridOp grid) {
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (index.size() != axes.size())
+    return op.emitOpError("needs a static peer index per grid axis");
+  SmallVector<shard::GridAxis> sorted(axes);
+  llvm::sort(sorted);
+  if (SmallVector<shard::GridAxis>(axes) != sorted)
+    return op.emitOpError("needs its grid axes in ascending order");
+  int64_t linear = 0;
+  for (auto [axis, i] : llvm::zip_equal(axes, index))
+    linear = linear * grid.getShape()[axis] + i;
+  return linear;
+}
+
+/// The message tag (`shardc.transfer`) of a send or recv.
+static FailureOr<int64_t> tagOf(Operation *op) {
+  auto tag = op->getAttrOfType<IntegerAttr>(shardc::kTransferAttr);
+  if (!tag)
+    return op->emitOpError("needs a ") << shardc::kTransferAttr << " tag";
+  return tag.getInt();
+}
+
+LogicalResult RuntimeLowering::lower(shard::SendOp op) {
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
+    return failure();
+  auto peer = peerIndex(op, op.getDestination(), c->grid);
+  auto tag = tagOf(op);
+  if (failed(peer) || failed(tag))
+    return failure();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn = runtime.getOrDeclare(
+      op, "shardrt_send", {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
+  if (!fn)
+    return failure();
+  int64_t bytes = c->inType.getNumElements() * c->inType.getElementTypeBitWidth() / 8;
+  func::CallOp::create(b, loc, fn,
+                       ValueRange{i32(b, loc, c->mask), inputPointer(b, loc, op.getInput()),
+                                  i64(b, loc, bytes), i64(b, loc, *peer), i32(b, loc, *tag)});
+  return replaceOp(op, op.getInput());
+}
+
+LogicalResult RuntimeLowering::lower(shard::RecvOp op) {
+  auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
+  if (failed(c))
+    return failure();
+  if (!op.getSource())
+    return op.emitOpError("needs a static source");
+  auto peer = peerIndex(op, *op.getSource(), c->grid);
+  auto tag = tagOf(op);
+  if (failed(peer) || failed(tag))
+    return failure();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn = runtime.getOrDeclare(
+      op, "shardrt_recv", {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
+  if (!fn)
+    return failure();
+  Value out;
+  Value buffer = allocOutput(b, loc, c->outType, out);
+  int64_t bytes = c->outType.getNumElements() * c->outType.getElementTypeBitWidth() / 8;
+  func::CallOp::create(b, loc, fn,
+                       ValueRange{i32(b, loc, c->mask), out, i64(b, loc, bytes),
+                                  i64(b, loc, *peer), i32(b, loc, *tag)});
+  return replaceOp(op, bufferization::ToTensorOp::create(b, loc, c->outType, buffer,
+                                                         b.getUnitAttr(), b.getUnitAttr())
+                           .getResult());
+}
+
 namespace {
 
 struct ShardToRuntimePass
@@ -944,14 +1024,14 @@ struct ShardToRuntimePass
       if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
               shard::AllToAllOp, shard::AllSliceOp, shard::ProcessMultiIndexOp,
               shard::ProcessLinearIndexOp, shard::GridShapeOp,
-              shard::NeighborsLinearIndicesOp>(op)) {
+              shard::NeighborsLinearIndicesOp, shard::SendOp, shard::RecvOp>(op)) {
         work.push_back(op);
         return;
       }
       op->emitOpError("cannot be lowered to libshardrt; shardc-shard-to-runtime "
                       "expects partitioned IR (after shard-partition) with "
                       "all_reduce, all_gather, reduce_scatter, all_to_all, "
-                      "all_slice and process/grid queries only");
+                      "all_slice, send, recv and process/grid queries only");
       failedAny = true;
     });
     if (failedAny)
@@ -968,7 +1048,7 @@ struct ShardToRuntimePass
                     shard::ReduceScatterOp, shard::AllToAllOp,
                     shard::AllSliceOp, shard::ProcessMultiIndexOp,
                     shard::ProcessLinearIndexOp, shard::GridShapeOp,
-                    shard::NeighborsLinearIndicesOp>(
+                    shard::NeighborsLinearIndicesOp, shard::SendOp, shard::RecvOp>(
                   [&](auto concrete) { return lowering.lower(concrete); });
       if (failed(result))
         failedAny = true;

@@ -113,6 +113,17 @@ ArrayAttr MLIRGenImpl::axisRules() {
   return b.getArrayAttr(rules);
 }
 
+DictionaryAttr MLIRGenImpl::pipelineAttr(const PipelineSteps &pipeline) {
+  SmallVector<mlir::Attribute> transfers;
+  for (const PipelineTransfer &t : pipeline.transfers)
+    transfers.push_back(b.getDenseI64ArrayAttr({t.from, t.to}));
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("axis", b.getI64IntegerAttr(program.mesh.indexOf(pipeline.axis))),
+       b.getNamedAttr("stages", b.getI64IntegerAttr(int64_t(pipeline.stages.size()))),
+       b.getNamedAttr("schedule", b.getStringAttr(pipeline.schedule)),
+       b.getNamedAttr("transfers", b.getArrayAttr(transfers))});
+}
+
 /// A sharding constraint holds for the value itself, so every user reads the
 /// annotated value: earlier ones (the gradient of `v - w` uses one cotangent
 /// twice, then constrains it) and later ones (the gradient reuses forward
@@ -739,6 +750,8 @@ static StringRef roleName(ArgRole role) {
   case ArgRole::step: return kStepRole;
   case ArgRole::gradient: return kGradientRole;
   case ArgRole::loss: return kLossRole;
+  case ArgRole::activation: return kActivationRole;
+  case ArgRole::cotangent: return kCotangentRole;
   }
   llvm_unreachable("unknown argument role");
 }
@@ -790,6 +803,8 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       setAttr(i, kLayerAttr, b.getI64IntegerAttr(v.layer));
     if (v.perExample)
       setAttr(i, kPerExampleAttr, b.getUnitAttr());
+    if (v.transfer >= 0)
+      setAttr(i, kTransferAttr, b.getI64IntegerAttr(v.transfer));
   };
   for (auto [i, a] : llvm::enumerate(function.args)) {
     describe([&](unsigned n, StringRef k, mlir::Attribute v) { fn.setArgAttr(n, k, v); }, i, a);
@@ -887,7 +902,16 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     auto grid = shard::GridOp::create(b, loc(SMRange()), kGridName, shape);
     grid->setAttr(kAxisNamesAttr, b.getStrArrayAttr(names));
   }
-  if (steps.microbatches) {
+  if (steps.pipeline) {
+    (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(program.microbatches.count));
+    (*module)->setAttr(kPipelineAttr, pipelineAttr(*steps.pipeline));
+    for (const PipelineStage &stage : steps.pipeline->stages)
+      if ((stage.forward && !emitFunction(*module, *stage.forward)) ||
+          !emitFunction(*module, stage.backward))
+        return nullptr;
+    if (!emitFunction(*module, steps.pipeline->apply))
+      return nullptr;
+  } else if (steps.microbatches) {
     (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(program.microbatches.count));
     if (!emitFunction(*module, steps.microbatches->grads) ||
         !emitFunction(*module, steps.microbatches->apply))

@@ -50,6 +50,7 @@ private:
 
   mlir::Value annotate(mlir::Value value, const Sharding &sharding, mlir::Location at);
   mlir::ArrayAttr axisRules();
+  mlir::DictionaryAttr pipelineAttr(const PipelineSteps &pipeline);
   mlir::Value constrain(mlir::Value value, const Sharding &sharding, mlir::Location at);
 
   // Functions.

@@ -81,5 +81,12 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
                                                " is too large");
     rules->microbatches.push_back(microbatches);
   }
+  for (auto *s : root->scheduleDecl()) {
+    ScheduleAST schedule;
+    schedule.name = s->scheduleName()->getText();
+    schedule.range = source.range(s);
+    schedule.nameRange = source.range(s->scheduleName());
+    rules->schedules.push_back(schedule);
+  }
   return diags.errorCount() == errorsBefore ? std::move(rules) : nullptr;
 }

@@ -71,6 +71,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createCombineAllReducesPass());
   function.addPass(createMarkGradientSyncsPass());
   pm.addPass(createAccumulateMicrobatchesPass());
+  pm.addPass(createPipelineSchedulePass());
   OpPassManager &after = pm.nest<func::FuncOp>();
   after.addPass(createBucketAllReducesPass());
   after.addPass(createRegatherParametersPass());

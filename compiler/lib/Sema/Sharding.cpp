@@ -94,6 +94,8 @@ public:
     if (diags.errorCount() != errorsBefore)
       return false;
     program.rulesPath = rules.path;
+    if (!applyPipeline())
+      return false;
     std::vector<bool> overrideUsed(rules.overrides.size(), false);
     for (Parameter &p : program.params)
       shard(p, /*isParam=*/true, overrideUsed);
@@ -301,7 +303,97 @@ private:
             t.sharding.dims[i].skipped.empty() ? "no rule" : "every rule skipped";
   }
 
-  void checkSharding(const ShardedTensor &t) {
+  /// `layer -> stage`: the scanned layers in stages along one mesh axis, which
+  /// nothing else may use; the pipeline's microbatches and schedule.
+  bool applyPipeline() {
+    const unsigned errorsBefore = diags.errorCount();
+    const RuleAST *layerRule = nullptr;
+    for (const RuleAST &rule : rules.rules)
+      if (rule.logicalAxis == kLayerAxis && !rule.target.axes.empty() && !layerRule)
+        layerRule = &rule;
+    if (!layerRule) {
+      for (const ScheduleAST &schedule : rules.schedules)
+        diags.error(schedule.range, "a schedule orders a pipeline's stages, and these rules "
+                                    "make none: write `layer -> AXIS` to run the scanned "
+                                    "layers in stages along a mesh axis");
+      return diags.errorCount() == errorsBefore;
+    }
+    Pipeline &pipeline = program.pipeline;
+    if (layerRule->target.axes.size() != 1) {
+      diags.error(layerRule->target.range, "the layers' stages run along one mesh axis, not " +
+                                               targetText(layerRule->target));
+      return false;
+    }
+    pipeline.axis = layerRule->target.axes.front().first;
+    pipeline.stages = program.mesh.size(pipeline.axis);
+    pipeline.loc = layerRule->range;
+    auto usesStages = [&](const MeshTargetAST &t) {
+      return llvm::is_contained(t.axisNames(), pipeline.axis);
+    };
+    for (const RuleAST &rule : rules.rules) {
+      if (&rule == layerRule)
+        continue;
+      if (usesStages(rule.target)) {
+        diags.error(rule.range, "mesh axis '" + pipeline.axis + "' holds the pipeline's stages, " +
+                                    "so " + ruleText(rule) + " cannot split '" +
+                                    rule.logicalAxis + "' over it");
+        diags.note(layerRule->range, "the stages are made here");
+      } else if (rule.logicalAxis != kLayerAxis) {
+        pipeline.axisRules.emplace_back(rule.logicalAxis, rule.target.axisNames());
+      }
+    }
+    for (const OverrideAST &o : rules.overrides)
+      if (llvm::any_of(o.dims, usesStages)) {
+        diags.error(o.range, "mesh axis '" + pipeline.axis + "' holds the pipeline's stages; " +
+                                 "an override cannot split a parameter over it");
+        diags.note(layerRule->range, "the stages are made here");
+      }
+    if (rules.microbatches.empty())
+      diags.error(layerRule->range, "a pipeline runs microbatches through its stages: add "
+                                    "`microbatches N` (N of at least " +
+                                    std::to_string(pipeline.stages) +
+                                    ", the stages, keeps every stage busy part of the time)");
+    for (const ScheduleAST &schedule : rules.schedules) {
+      if (&schedule != &rules.schedules.front()) {
+        diags.error(schedule.range, "more than one schedule line");
+        diags.note(rules.schedules.front().range, "the first is here");
+      } else if (!llvm::is_contained(kPipelineSchedules, schedule.name)) {
+        diags.error(schedule.nameRange, "unknown pipeline schedule '" + schedule.name +
+                                            "'; the schedules are gpipe and 1f1b");
+      } else {
+        pipeline.schedule = schedule.name;
+      }
+    }
+    return diags.errorCount() == errorsBefore;
+  }
+
+  /// A stacked tensor's `layer` axis on the pipeline's stages: the layers must
+  /// divide into them. Each layer's tensors then stay whole on every rank of
+  /// the stage axis (the stage's ranks hold every layer today).
+  void placeLayers(ShardedTensor &t) {
+    if (t.sharding.dims.empty() || t.sharding.dims[0].meshAxes.empty() ||
+        t.sharding.dims[0].meshAxes.front() != program.pipeline.axis)
+      return;
+    DimSharding &layer = t.sharding.dims[0];
+    if (!t.stacked) {
+      diags.error(layer.cause, "'" + t.path + "' has a '" + std::string(kLayerAxis) +
+                                   "' axis that no scan stacked, so it cannot run in the "
+                                   "pipeline's stages (" + layer.reason + ")");
+      diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
+    } else if (t.type.dims[0].size % program.pipeline.stages != 0) {
+      diags.error(layer.cause, "the " + std::to_string(t.type.dims[0].size) + " layers of '" +
+                                   t.path + "' do not divide into the " +
+                                   std::to_string(program.pipeline.stages) + " stages of '" +
+                                   program.pipeline.axis + "' (" + layer.reason + ")");
+      diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
+    }
+    layer.meshAxes.clear();
+    layer.reason += ": pipeline stages";
+  }
+
+  void checkSharding(ShardedTensor &t) {
+    if (!program.pipeline.axis.empty())
+      placeLayers(t);
     if (t.stacked && !t.sharding.dims.empty() && !t.sharding.dims[0].meshAxes.empty()) {
       const DimSharding &layer = t.sharding.dims[0];
       diags.error(layer.cause, "the '" + std::string(kLayerAxis) + "' axis of '" + t.path +

@@ -8,6 +8,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+
 using namespace shardc;
 
 int64_t TensorType::numElements() const {
@@ -33,6 +35,27 @@ std::string Sharding::str() const {
   for (size_t i = 0; i < dims.size(); ++i)
     out += (i ? ", " : "") + formatMeshAxes(dims[i].meshAxes);
   return out + "]";
+}
+
+Sharding Pipeline::shardingOf(const TensorType &type, const Mesh &mesh) const {
+  Sharding sharding;
+  sharding.dims.resize(type.dims.size());
+  std::set<std::string> taken;
+  for (const auto &[logical, meshAxes] : axisRules) {
+    auto dim = llvm::find_if(type.dims, [&](const Dim &d) { return d.axis == logical; });
+    if (dim == type.dims.end())
+      continue;
+    DimSharding &d = sharding.dims[dim - type.dims.begin()];
+    int64_t parts = 1;
+    for (const std::string &axis : meshAxes)
+      parts *= mesh.size(axis);
+    if (!d.meshAxes.empty() || dim->size % parts != 0 ||
+        llvm::any_of(meshAxes, [&](const std::string &a) { return taken.count(a); }))
+      continue;
+    d.meshAxes = meshAxes;
+    taken.insert(meshAxes.begin(), meshAxes.end());
+  }
+  return sharding;
 }
 
 int64_t Mesh::size(const std::string &axis) const {

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Matchers.h"
 #include "shardc/Shard/Passes.h"
@@ -24,77 +25,9 @@ namespace shardc {
 
 using namespace mlir;
 
+using namespace shardc::microbatch_loops;
+
 namespace {
-
-StringRef roleOf(func::FuncOp fn, unsigned arg) {
-  auto role = fn.getArgAttrOfType<StringAttr>(arg, shardc::kRoleAttr);
-  return role ? role.getValue() : StringRef();
-}
-
-/// Where microbatch_step's result `value` is reduced across ranks by a sum
-/// all_reduce that may move after the loop (it is linear: reducing the sum equals
-/// summing the reductions): `value` itself (a loss or metric) or, for a
-/// gradient's running sum `sum + g`, the term `g` added to the sum argument.
-/// Not a reduce_scatter (FSDP's gradients): deferred, each rank would hold the
-/// sum of the whole gradient instead of its shard.
-OpOperand *deferrableReduction(OpOperand &result) {
-  if (shardc::soleSum(result.get()))
-    return &result;
-  auto add = result.get().getDefiningOp<linalg::LinalgOp>();
-  if (!add || !add->hasOneUse() || !shardc::isElementwiseAdd(add))
-    return nullptr;
-  for (unsigned side : {0u, 1u})
-    if (isa<BlockArgument>(add->getOperand(1 - side)) && shardc::soleSum(add->getOperand(side)))
-      return &add->getOpOperand(side);
-  return nullptr;
-}
-
-/// A linalg.generic on `value`, elementwise into `init`: `payload(value's
-/// element, init's element)`.
-Value elementwise(OpBuilder &b, Location loc, Value value, Value init,
-                  function_ref<Value(OpBuilder &, Location, Value, Value)> payload) {
-  auto type = cast<RankedTensorType>(init.getType());
-  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
-  SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, type, value, init, ArrayRef<AffineMap>{identity, identity}, parallel,
-      [&](OpBuilder &nested, Location at, ValueRange args) {
-        linalg::YieldOp::create(nested, at, payload(nested, at, args[0], args[1]));
-      });
-  return generic.getResult(0);
-}
-
-/// `value` * `factor`.
-Value scale(OpBuilder &b, Location loc, Value value, double factor) {
-  auto type = cast<RankedTensorType>(value.getType());
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-  return elementwise(b, loc, value, init, [&](OpBuilder &nested, Location at, Value x, Value) {
-    Value c = arith::ConstantOp::create(nested, at, FloatAttr::get(type.getElementType(), factor));
-    return arith::MulFOp::create(nested, at, x, c).getResult();
-  });
-}
-
-/// `sum` + `value`, written over `sum`: the payload reads its output, so that
-/// bufferization keeps one buffer for the sum through the loop, and elementwise
-/// fusion (which gives an op whose output it does not read a new one) leaves it.
-Value accumulate(OpBuilder &b, Location loc, Value sum, Value value) {
-  return elementwise(b, loc, value, sum, [](OpBuilder &nested, Location at, Value x, Value acc) {
-    return arith::AddFOp::create(nested, at, acc, x).getResult();
-  });
-}
-
-/// Replaces `call` by a copy of `callee`'s body (one block).
-void inlineCall(func::CallOp call, func::FuncOp callee) {
-  OpBuilder b(call);
-  IRMapping mapping;
-  Block &body = callee.getBody().front();
-  mapping.map(body.getArguments(), call.getOperands());
-  for (Operation &op : body.without_terminator())
-    b.clone(op, mapping);
-  for (auto [result, returned] : llvm::zip_equal(call.getResults(), body.getTerminator()->getOperands()))
-    result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
-  call.erase();
-}
 
 struct AccumulateMicrobatchesPass
     : public shardc::impl::AccumulateMicrobatchesPassBase<AccumulateMicrobatchesPass> {
@@ -103,7 +36,7 @@ struct AccumulateMicrobatchesPass
     auto micro = module.lookupSymbol<func::FuncOp>(shardc::kMicrobatchFunction);
     auto apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
     auto count = module->getAttrOfType<IntegerAttr>(shardc::kMicrobatchesAttr);
-    if (!micro && !apply)
+    if ((!micro && !apply) || module->hasAttr(shardc::kPipelineAttr))
       return;
     if (!micro || !apply || !count || module.lookupSymbol(shardc::kTrainFunction)) {
       module.emitError("shardc-accumulate-microbatches needs @")
@@ -125,46 +58,6 @@ struct AccumulateMicrobatchesPass
     micro.erase();
     apply.erase();
     train.walk([](scf::ForOp loop) { addInPlace(loop); });
-  }
-
-  /// Step 4: each running sum `sum + g` the loop yields (microbatch_step's)
-  /// becomes an accumulation into `sum`; anything else it yields in place of a
-  /// sum is copied into it. A loop that yielded a new buffer per iteration would
-  /// need the deallocation pipeline's runtime ownership checks, which the
-  /// bare-pointer lowering does not support.
-  static void addInPlace(scf::ForOp loop) {
-    for (auto [sum, yielded] : llvm::zip_equal(loop.getRegionIterArgs(), loop.getYieldedValues())) {
-      if (yielded == sum)
-        continue;
-      auto op = yielded.getDefiningOp<linalg::LinalgOp>();
-      if (op && op.getNumDpsInits() == 1 && op.getDpsInits()[0] == sum)
-        continue; // an accumulation already (the loss's, a metric's)
-      OpBuilder b(loop.getBody()->getTerminator());
-      Value inPlace;
-      if (op && shardc::isElementwiseAdd(op) && llvm::is_contained(op.getDpsInputs(), sum)) {
-        b.setInsertionPoint(op);
-        inPlace = accumulate(b, op.getLoc(), sum, op.getDpsInputs()[op.getDpsInputs()[0] == sum]);
-      } else {
-        inPlace = linalg::CopyOp::create(b, loop.getLoc(), yielded, sum).getResult(0);
-      }
-      loop.getBody()->getTerminator()->replaceUsesOfWith(yielded, inPlace);
-      if (op && op->use_empty())
-        op->erase();
-    }
-  }
-
-  /// Step 1: each result of `micro` that a sum all_reduce reduces is returned
-  /// unreduced; the all_reduces, by result (null: none), for after the loop.
-  static SmallVector<Operation *> deferReductions(func::FuncOp micro) {
-    Operation *ret = micro.getBody().front().getTerminator();
-    SmallVector<Operation *> deferred(ret->getNumOperands(), nullptr);
-    for (OpOperand &result : ret->getOpOperands())
-      if (OpOperand *reduced = deferrableReduction(result)) {
-        auto reduce = reduced->get().getDefiningOp<shard::AllReduceOp>();
-        deferred[result.getOperandNumber()] = reduce;
-        reduced->set(reduce.getInput());
-      }
-    return deferred;
   }
 
   /// Step 2: @train_step(params, state, inputs, step) -> (params, state, loss,
@@ -254,12 +147,8 @@ struct AccumulateMicrobatchesPass
     // The loop: each microbatch's inputs sliced, its loss and metrics added up,
     // its gradients added to their sums by microbatch_step itself.
     SmallVector<Value> zeros;
-    for (Type t : micro.getResultTypes()) {
-      auto type = cast<RankedTensorType>(t);
-      Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
-      zeros.push_back(linalg::FillOp::create(b, loc, zero, empty).getResult(0));
-    }
+    for (Type t : micro.getResultTypes())
+      zeros.push_back(zerosOf(b, loc, cast<RankedTensorType>(t)));
     Value lower = arith::ConstantIndexOp::create(b, loc, 0);
     Value upper = arith::ConstantIndexOp::create(b, loc, count);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -274,16 +163,9 @@ struct AccumulateMicrobatchesPass
               operands.push_back(input);
               continue;
             }
-            auto type = cast<RankedTensorType>(micro.getArgumentTypes()[i]);
-            int64_t d = dim.getInt();
-            SmallVector<OpFoldResult> offsets(type.getRank(), nested.getIndexAttr(0));
-            SmallVector<OpFoldResult> sizes, strides(type.getRank(), nested.getIndexAttr(1));
-            for (int64_t size : type.getShape())
-              sizes.push_back(nested.getIndexAttr(size));
-            Value rows = arith::ConstantIndexOp::create(nested, at, type.getDimSize(d));
-            offsets[d] = arith::MulIOp::create(nested, at, k, rows).getResult();
-            operands.push_back(
-                tensor::ExtractSliceOp::create(nested, at, type, input, offsets, sizes, strides));
+            operands.push_back(sliceMicrobatch(nested, at, input,
+                                               cast<RankedTensorType>(micro.getArgumentTypes()[i]),
+                                               dim.getInt(), k));
           }
           auto call = func::CallOp::create(nested, at, micro, operands);
           SmallVector<Value> next;

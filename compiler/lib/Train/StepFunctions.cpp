@@ -2,6 +2,8 @@
 
 #include "shardc/Train/StepFunctions.h"
 
+#include <set>
+
 using namespace shardc;
 
 namespace {
@@ -31,7 +33,8 @@ public:
 
     if (program.optimizer)
       buildTrain(*program.optimizer, forward->inputs, forward->grads, forward->lossAndMetrics);
-    if (microbatch && !buildMicrobatches(*microbatch))
+    if (microbatch && !(microbatch->pipeline.axis.empty() ? buildMicrobatches(*microbatch)
+                                                          : buildPipeline(*microbatch)))
       return std::nullopt;
     return std::move(sp);
   }
@@ -47,14 +50,27 @@ private:
     std::vector<FunctionValue> params, inputs;
     std::vector<unsigned> grads;
     std::vector<FunctionValue> lossAndMetrics; // the loss, then the metrics
+    std::vector<RematGroup> remat;
   };
 
   /// Appends `p`'s forwards and the gradient of its loss to the flat graph.
   std::optional<Forward> differentiate(const TypedProgram &p) {
+    std::optional<Forward> forward = flatten(p);
+    if (!forward)
+      return std::nullopt;
+    auto grads = appendGradient(sp.graph, forward->lossAndMetrics.front().node,
+                                nodesOf(forward->params), forward->remat, diags);
+    if (!grads)
+      return std::nullopt;
+    forward->grads = std::move(*grads);
+    return forward;
+  }
+
+  /// Appends `p`'s forwards to the flat graph (no gradient yet).
+  std::optional<Forward> flatten(const TypedProgram &p) {
     Forward forward;
-    std::vector<RematGroup> remat;
     const unsigned begin = sp.graph.nodes.size();
-    if (!flattenForwards(p, sp.graph, forward.ids, remat, diags))
+    if (!flattenForwards(p, sp.graph, forward.ids, forward.remat, diags))
       return std::nullopt;
     for (const Parameter &param : p.params)
       llvm::append_range(forward.params, layersOf(param, OpKind::param, begin));
@@ -64,11 +80,6 @@ private:
       return std::nullopt;
 
     unsigned loss = forward.ids[p.loss].train;
-    auto grads = appendGradient(sp.graph, loss, nodesOf(forward.params), remat, diags);
-    if (!grads)
-      return std::nullopt;
-    forward.grads = std::move(*grads);
-
     forward.lossAndMetrics.push_back(scalarResult("loss", loss));
     for (const auto &[name, id] : p.metrics) {
       // The runtime's train results are f32 (driver.h): an i32 metric is converted.
@@ -318,48 +329,56 @@ private:
     return std::nullopt;
   }
 
-  /// microbatch_step and apply_step, from the program at one microbatch's size.
-  bool buildMicrobatches(const TypedProgram &micro) {
+  /// The checks every step at one microbatch's size needs.
+  bool checkMicrobatchProgram(const TypedProgram &micro) {
     if (micro.microbatchAxis.empty()) {
       diags.error(program.microbatches.loc,
                   "microbatches split the inputs' first axis, and model '" +
                       program.modelName + "' has no input with an axis");
       return false;
     }
-    if (!checkBatchReductions(micro))
-      return false;
-    std::optional<Forward> forward = differentiate(micro);
-    if (!forward)
-      return false;
-    MicrobatchSteps steps;
+    return checkBatchReductions(micro);
+  }
 
-    steps.grads.name = "microbatch_step";
-    // The gradients are added to their sums in the function, as train_step's
-    // update reads them: sharding propagation then reduces each where the sum
-    // needs it (a reduce-scatter under FSDP); a gradient returned as it is made
-    // would ask its contraction for the parameter's sharding (all-to-alls of
-    // its operands, every rank computing it from the whole batch).
-    steps.grads.args = forward->params;
-    std::vector<FunctionValue> sums;
-    for (const FunctionValue &param : forward->params)
-      sums.push_back(gradientArgument(param));
-    llvm::append_range(steps.grads.args, sums);
-    for (FunctionValue input : forward->inputs) {
+  /// The inputs, each with the dim that the microbatches split.
+  std::vector<FunctionValue> microbatchInputs(const Forward &forward, const TypedProgram &micro) {
+    std::vector<FunctionValue> inputs;
+    for (FunctionValue input : forward.inputs) {
       const std::vector<Dim> &dims = sp.graph.nodes[input.node].type.dims;
       auto at = llvm::find_if(dims, [&](const Dim &d) { return d.axis == micro.microbatchAxis; });
       input.microbatchDim = at == dims.end() ? -1 : at - dims.begin();
-      steps.grads.args.push_back(input);
+      inputs.push_back(input);
     }
-    for (auto [i, value] : llvm::enumerate(forward->lossAndMetrics)) {
+    return inputs;
+  }
+
+  /// The loss and the metrics, each with the factor of its sum over microbatches.
+  std::optional<std::vector<FunctionValue>> scaledLossAndMetrics(const Forward &forward,
+                                                                 const TypedProgram &micro) {
+    std::vector<FunctionValue> results;
+    for (auto [i, value] : llvm::enumerate(forward.lossAndMetrics)) {
       unsigned root = i ? micro.metrics[i - 1].second : micro.loss;
       auto scale = microbatchScale(micro, root, i ? "metric '" + value.name + "'" : "the loss");
       if (!scale)
-        return false;
-      steps.grads.results.push_back(value);
-      steps.grads.results.back().microbatchScale = *scale;
+        return std::nullopt;
+      results.push_back(value);
+      results.back().microbatchScale = *scale;
     }
-    const double lossScale = steps.grads.results.front().microbatchScale;
-    for (auto [sum, grad] : llvm::zip_equal(sums, forward->grads)) {
+    return results;
+  }
+
+  /// The gradients are added to their sums in the function that makes them,
+  /// as train_step's update reads them: sharding propagation then reduces each
+  /// where the sum needs it (a reduce-scatter under FSDP); a gradient returned
+  /// as it is made would ask its contraction for the parameter's sharding
+  /// (all-to-alls of its operands, every rank computing it from the whole
+  /// batch). Appends the sums' arguments and results to `fn`.
+  void addGradientSums(StepFunction &fn, const std::vector<FunctionValue> &params,
+                       const std::vector<unsigned> &grads, double scale,
+                       std::vector<FunctionValue> &sumArgs) {
+    for (auto [param, grad] : llvm::zip_equal(params, grads)) {
+      FunctionValue sum = gradientArgument(param);
+      sumArgs.push_back(sum);
       // A parameter the loss does not read (a zero gradient) keeps its sum.
       const Node &node = sp.graph.nodes[sum.node];
       const Node &g = sp.graph.nodes[grad];
@@ -368,32 +387,291 @@ private:
                         std::get<double>(value->second) == 0.0;
       unsigned next = zero ? sum.node
                            : appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc);
-      steps.grads.results.push_back(like(sum, sum.name, next));
-      steps.grads.results.back().microbatchScale = lossScale;
-      steps.grads.gradients.push_back(grad);
+      fn.results.push_back(like(sum, sum.name, next));
+      fn.results.back().microbatchScale = scale;
+      fn.gradients.push_back(grad);
     }
+  }
 
-    // apply_step: the sums over the microbatches are its arguments.
+  /// apply_step: the sums over the microbatches are its arguments.
+  StepFunction buildApply(const Forward &forward) {
     const Optimizer &optimizer = *program.optimizer;
-    steps.apply.name = "apply_step";
-    steps.apply.args = forward->params;
-    std::vector<std::vector<unsigned>> state = addState(optimizer, forward->params, steps.apply.args);
+    StepFunction apply;
+    apply.name = "apply_step";
+    apply.args = forward.params;
+    std::vector<std::vector<unsigned>> state = addState(optimizer, forward.params, apply.args);
     std::vector<unsigned> grads;
-    for (const FunctionValue &param : forward->params) {
-      steps.apply.args.push_back(gradientArgument(param));
-      grads.push_back(steps.apply.args.back().node);
+    for (const FunctionValue &param : forward.params) {
+      apply.args.push_back(gradientArgument(param));
+      grads.push_back(apply.args.back().node);
     }
-    FunctionValue loss = forward->lossAndMetrics.front();
+    FunctionValue loss = forward.lossAndMetrics.front();
     loss.node = addNode(OpKind::input, "loss", sp.graph.nodes[loss.node].type, loss.loc);
     loss.role = ArgRole::loss;
-    steps.apply.args.push_back(loss);
+    apply.args.push_back(loss);
     FunctionValue step = stepArgument(optimizer);
-    steps.apply.args.push_back(step);
+    apply.args.push_back(step);
     UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, loss.node,
-                                                nodesOf(forward->params), grads, state, step.node);
-    addUpdateResults(steps.apply, updated);
-    steps.apply.results.push_back(like(loss, "loss", updated.loss));
+                                                nodesOf(forward.params), grads, state, step.node);
+    addUpdateResults(apply, updated);
+    apply.results.push_back(like(loss, "loss", updated.loss));
+    return apply;
+  }
+
+  /// microbatch_step and apply_step, from the program at one microbatch's size.
+  bool buildMicrobatches(const TypedProgram &micro) {
+    if (!checkMicrobatchProgram(micro))
+      return false;
+    std::optional<Forward> forward = differentiate(micro);
+    if (!forward)
+      return false;
+    auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);
+    if (!lossAndMetrics)
+      return false;
+    MicrobatchSteps steps;
+    steps.grads.name = "microbatch_step";
+    steps.grads.args = forward->params;
+    std::vector<FunctionValue> sums;
+    steps.grads.results = *lossAndMetrics;
+    addGradientSums(steps.grads, forward->params, forward->grads,
+                    lossAndMetrics->front().microbatchScale, sums);
+    llvm::append_range(steps.grads.args, sums);
+    llvm::append_range(steps.grads.args, microbatchInputs(*forward, micro));
+    steps.apply = buildApply(*forward);
     sp.microbatches = std::move(steps);
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Pipeline stages
+  //===--------------------------------------------------------------------===//
+
+  /// The stage of each node the loss and the metrics need (-1: a value any
+  /// stage computes for itself, from inputs and constants alone). A scanned
+  /// layer's nodes are its stage's; any other node is on the latest stage of
+  /// its operands (the first if none has one), and a parameter outside the
+  /// scan on the stage of the nodes that read it; the loss and the metrics are
+  /// the last stage's. What crosses between stages is then what flows from one
+  /// layer to the next.
+  std::optional<std::vector<int>> assignStages(const TypedProgram &micro, const Forward &forward,
+                                               const std::vector<bool> &needed) {
+    const Pipeline &pipeline = micro.pipeline;
+    const int last = int(pipeline.stages) - 1;
+    int64_t layers = 0;
+    for (const Node &node : sp.graph.nodes)
+      if (needed[node.id] && node.attrs.count("layer"))
+        layers = std::max(layers, std::get<int64_t>(node.attrs.at("layer")) + 1);
+    unsigned scans = llvm::count_if(micro.graph.nodes, [](const Node &n) { return n.op == OpKind::scan; });
+    if (scans != 1 || layers % pipeline.stages != 0) {
+      diags.error(pipeline.loc, scans != 1 ? "a pipeline's stages split one scan's layers, and "
+                                             "model '" + program.modelName + "' has " +
+                                                 std::to_string(scans) + " scans"
+                                           : "the " + std::to_string(layers) +
+                                                 " layers do not divide into " +
+                                                 std::to_string(pipeline.stages) + " stages");
+      return std::nullopt;
+    }
+    auto stageOf = [&](int64_t layer) { return int(layer * pipeline.stages / layers); };
+    std::vector<int> stage(sp.graph.nodes.size(), -1);
+    std::vector<bool> isParam(sp.graph.nodes.size(), false);
+    for (const FunctionValue &p : forward.params)
+      isParam[p.node] = true;
+    for (const Node &node : sp.graph.nodes) {
+      if (!needed[node.id])
+        continue;
+      if (auto layer = node.attrs.find("layer"); layer != node.attrs.end() &&
+                                                 node.operands.empty()) {
+        stage[node.id] = stageOf(std::get<int64_t>(layer->second));
+        continue;
+      }
+      bool computed = false; // from a parameter, somewhere before
+      for (unsigned operand : node.operands) {
+        stage[node.id] = std::max(stage[node.id], stage[operand]);
+        computed = computed || isParam[operand] || stage[operand] >= 0;
+      }
+      if (computed)
+        stage[node.id] = std::max(stage[node.id], node.layer >= 0 ? stageOf(node.layer) : 0);
+    }
+    for (const FunctionValue &v : forward.lossAndMetrics)
+      stage[v.node] = last;
+    // A parameter outside the scan: the stage that reads it.
+    for (const FunctionValue &p : forward.params) {
+      if (p.layer >= 0)
+        continue;
+      const Node *first = nullptr;
+      for (const Node &node : sp.graph.nodes) {
+        if (!needed[node.id] || !llvm::is_contained(node.operands, p.node))
+          continue;
+        if (!first) {
+          first = &node;
+          stage[p.node] = stage[node.id];
+        } else if (stage[node.id] != stage[p.node]) {
+          diags.error(p.loc, "parameter '" + p.name + "' is read on pipeline stages " +
+                                 std::to_string(stage[p.node]) + " and " +
+                                 std::to_string(stage[node.id]) +
+                                 ", and a parameter lives on one stage (tied weights across "
+                                 "stages are not supported)");
+          diags.note(pipeline.loc, "the stages are made here");
+          return std::nullopt;
+        }
+      }
+      stage[p.node] = std::max(stage[p.node], 0);
+    }
+    return stage;
+  }
+
+  /// The functions each stage runs per microbatch: forward (not on the last
+  /// stage, which runs only backward) sends the values later stages read;
+  /// backward recomputes the stage's forward (GPipe's rematerialisation),
+  /// differentiates the pseudo-loss sum(sent * its cotangent), or the loss on
+  /// the last stage, and returns the cotangents of what the stage received.
+  bool buildPipeline(const TypedProgram &micro) {
+    if (!checkMicrobatchProgram(micro))
+      return false;
+    std::optional<Forward> forward = flatten(micro);
+    if (!forward)
+      return false;
+    auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);
+    if (!lossAndMetrics)
+      return false;
+    const double lossScale = lossAndMetrics->front().microbatchScale;
+    const Pipeline &pipeline = micro.pipeline;
+    const int last = int(pipeline.stages) - 1;
+
+    std::vector<bool> needed(sp.graph.nodes.size(), false);
+    for (const FunctionValue &v : forward->lossAndMetrics)
+      needed[v.node] = true;
+    for (size_t id = needed.size(); id-- > 0;)
+      if (needed[id])
+        for (unsigned operand : sp.graph.nodes[id].operands)
+          needed[operand] = true;
+    std::optional<std::vector<int>> stage = assignStages(micro, *forward, needed);
+    if (!stage)
+      return false;
+
+    // What crosses from one stage to a later one, once per reading stage.
+    PipelineSteps steps;
+    std::set<std::pair<unsigned, int>> seen;
+    for (const Node &node : sp.graph.nodes) {
+      if (!needed[node.id])
+        continue;
+      for (unsigned operand : node.operands) {
+        const Node &value = sp.graph.nodes[operand];
+        int from = (*stage)[operand], to = (*stage)[node.id];
+        if (from < 0 || from >= to || value.op == OpKind::param ||
+            !seen.insert({operand, to}).second)
+          continue;
+        PipelineTransfer transfer;
+        transfer.node = operand;
+        transfer.from = from;
+        transfer.to = to;
+        transfer.sharding = pipeline.shardingOf(value.type, micro.mesh);
+        steps.transfers.push_back(transfer);
+      }
+    }
+    auto transferValue = [&](size_t k, ArgRole role, unsigned node) {
+      const PipelineTransfer &t = steps.transfers[k];
+      FunctionValue v;
+      v.name = (role == ArgRole::cotangent ? "cotangent/" : "activation/") + std::to_string(k);
+      v.node = node;
+      v.sharding = t.sharding;
+      v.loc = sp.graph.nodes[t.node].loc;
+      v.role = role;
+      v.transfer = int64_t(k);
+      return v;
+    };
+    auto differentiable = [&](size_t k) {
+      return sp.graph.nodes[steps.transfers[k].node].type.dtype == DType::F32;
+    };
+
+    const std::vector<FunctionValue> inputs = microbatchInputs(*forward, micro);
+    for (int s = 0; s <= last; ++s) {
+      PipelineStage st;
+      std::vector<FunctionValue> params;
+      for (const FunctionValue &p : forward->params)
+        if ((*stage)[p.node] == s)
+          params.push_back(p);
+      std::vector<FunctionValue> received;
+      std::vector<size_t> sent;
+      for (size_t k = 0; k < steps.transfers.size(); ++k) {
+        if (steps.transfers[k].to == s)
+          received.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
+        if (steps.transfers[k].from == s)
+          sent.push_back(k);
+      }
+      if (s < last) {
+        st.forward.emplace();
+        st.forward->name = "stage_forward_" + std::to_string(s);
+        st.forward->args = params;
+        llvm::append_range(st.forward->args, inputs);
+        llvm::append_range(st.forward->args, received);
+        for (size_t k : sent)
+          st.forward->results.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
+      }
+
+      StepFunction &backward = st.backward;
+      backward.name = "stage_backward_" + std::to_string(s);
+      unsigned loss = lossAndMetrics->front().node;
+      std::vector<FunctionValue> cotangents;
+      if (s < last) {
+        // sum over the sent values of sum(value * cotangent)
+        std::optional<unsigned> total;
+        for (size_t k : sent) {
+          if (!differentiable(k))
+            continue;
+          const Node &value = sp.graph.nodes[steps.transfers[k].node];
+          std::string name = "cotangent/" + std::to_string(k);
+          cotangents.push_back(transferValue(k, ArgRole::cotangent,
+                                             addNode(OpKind::input, name, value.type, value.loc)));
+          std::vector<std::string> all;
+          for (const Dim &d : value.type.dims)
+            all.push_back(d.axis);
+          unsigned product = appendNode(sp.graph, OpKind::mul, {value.id, cotangents.back().node},
+                                        value.type, value.loc);
+          unsigned sum = appendNode(sp.graph, OpKind::sum, {product}, TensorType{DType::F32, {}},
+                                    value.loc, {{"over", all}});
+          total = total ? appendNode(sp.graph, OpKind::add, {*total, sum},
+                                     TensorType{DType::F32, {}}, value.loc)
+                        : sum;
+        }
+        if (!total) {
+          diags.error(pipeline.loc, "pipeline stage " + std::to_string(s) +
+                                        " sends no f32 value to a later stage, so no gradient "
+                                        "reaches its parameters");
+          return false;
+        }
+        loss = *total;
+      }
+      std::vector<unsigned> wrt = nodesOf(params);
+      std::vector<FunctionValue> receivedF32;
+      for (const FunctionValue &r : received)
+        if (differentiable(size_t(r.transfer))) {
+          wrt.push_back(r.node);
+          receivedF32.push_back(r);
+        }
+      auto grads = appendGradient(sp.graph, loss, wrt, forward->remat, diags);
+      if (!grads)
+        return false;
+      backward.args = params;
+      std::vector<FunctionValue> sums;
+      if (s == last)
+        backward.results = *lossAndMetrics;
+      for (auto [r, grad] : llvm::zip(receivedF32, llvm::drop_begin(*grads, params.size())))
+        backward.results.push_back(transferValue(size_t(r.transfer), ArgRole::cotangent, grad));
+      addGradientSums(backward, params, std::vector<unsigned>(grads->begin(),
+                                                              grads->begin() + params.size()),
+                      lossScale, sums);
+      llvm::append_range(backward.args, sums);
+      llvm::append_range(backward.args, inputs);
+      llvm::append_range(backward.args, received);
+      llvm::append_range(backward.args, cotangents);
+      steps.stages.push_back(std::move(st));
+    }
+    // apply_step updates every parameter: each stage's gradients reach every rank.
+    steps.apply = buildApply(*forward);
+    steps.schedule = pipeline.schedule;
+    steps.axis = pipeline.axis;
+    sp.pipeline = std::move(steps);
     return true;
   }
 };

@@ -251,14 +251,20 @@ int compile() {
         diags.note(set.nameRange, "the model's '" + set.name + "' is " + set.value +
                                       " by this flag");
     }
-    // Gradient accumulation compiles the training step at one microbatch's size
-    // too; the full program's warnings are not said twice.
+    // The unpartitioned reference runs a pipeline's microbatches one after another.
+    if (program && reference)
+      program->pipeline = {};
+    // Gradient accumulation and a pipeline compile the training step at one
+    // microbatch's size too; the full program's warnings are not said twice.
     std::optional<TypedProgram> microbatch;
-    if (program && program->microbatches.count > 1 && stage != Emit::Layout) {
+    if (program && (program->microbatches.count > 1 || !program->pipeline.axis.empty()) &&
+        stage != Emit::Layout) {
       diags.showWarnings(false);
       microbatch = sema.analyzeModel(*modelModule, modelFile, &program->microbatches);
       if (!microbatch || !applyRules(*microbatch, *rules, diags))
         program.reset();
+      else if (reference)
+        microbatch->pipeline = {};
       diags.showWarnings(true);
     }
     if (program && stage == Emit::Layout)

@@ -165,6 +165,22 @@ typedef enum {
 } shardrt_prefetch;
 void shardrt_set_prefetch_weights(shardrt_prefetch when);
 
+/* A pipeline's point-to-point messages (shardc-pipeline-schedule): the activations a
+ * stage sends the next, their cotangents sent back. `peer` is the other rank's index
+ * in the group of `axes` (the stage axis), `tag` tells the messages between two ranks
+ * apart (they arrive in the order sent). shardrt_send copies `bytes` of `data` and
+ * returns at once (the message leaves while the stage computes); shardrt_recv returns
+ * once they are in `data`, waiting as the collectives do (--collective-timeout);
+ * shardrt_wait_sends waits until every message sent has left. */
+void shardrt_send(uint32_t axes, const void *data, int64_t bytes, int64_t peer, int tag);
+void shardrt_recv(uint32_t axes, void *data, int64_t bytes, int64_t peer, int tag);
+void shardrt_wait_sends(void);
+
+/* Makes the communicator of every subset of the mesh axes now, which is collective over
+ * every rank: a pipelined step calls it first, as its stages then run different
+ * collectives, each among its own ranks. */
+void shardrt_make_communicators(void);
+
 /* Reduces the group's tensors of shape `in_shape` element-wise, splits the result along
  * `scatter_dim` into group-size blocks and gives block g to the rank of group index g:
  * `out` has shape in_shape with in_shape[scatter_dim] divided by the group size (which

@@ -64,6 +64,12 @@ struct MicrobatchesAST {
   SMRange countRange;
 };
 
+struct ScheduleAST {
+  std::string name; // gpipe, 1f1b
+  SMRange range;
+  SMRange nameRange;
+};
+
 struct RulesFileAST {
   std::string path;
   std::vector<MeshAST> meshes; // sema checks there is exactly one
@@ -71,6 +77,7 @@ struct RulesFileAST {
   std::vector<OverrideAST> overrides;
   std::vector<RematAST> remats;
   std::vector<MicrobatchesAST> microbatches; // sema checks there is at most one
+  std::vector<ScheduleAST> schedules;        // likewise
 };
 
 } // namespace shardc

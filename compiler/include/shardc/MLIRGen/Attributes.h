@@ -20,6 +20,10 @@ inline constexpr const char *kGridName = "mesh";
 /// builds it from them (StepFunctions.h).
 inline constexpr const char *kMicrobatchFunction = "microbatch_step";
 inline constexpr const char *kApplyFunction = "apply_step";
+/// With a pipeline, each stage's functions (+ the stage's number) in place of
+/// microbatch_step, until shardc-pipeline-schedule builds train_step.
+inline constexpr const char *kStageForwardFunction = "stage_forward_";
+inline constexpr const char *kStageBackwardFunction = "stage_backward_";
 
 /// On arguments and results: the parameter path, `mu/` + path, input name,
 /// `step`, `loss`, ...
@@ -42,6 +46,12 @@ inline constexpr const char *kStepRole = "step";
 /// apply_step's: the sums over the microbatches.
 inline constexpr const char *kGradientRole = "gradient";
 inline constexpr const char *kLossRole = "loss";
+/// A pipeline stage's: a value an earlier stage sent, the cotangent of one it sent.
+inline constexpr const char *kActivationRole = "activation";
+inline constexpr const char *kCotangentRole = "cotangent";
+/// On a stage function's activation and cotangent arguments and results: the
+/// index of the transfer (kPipelineAttr's `transfers`).
+inline constexpr const char *kTransferAttr = "shardc.transfer";
 
 /// On the op that makes a parameter's gradient in train_step (and
 /// microbatch_step), then, from shardc-mark-gradient-syncs on, on the
@@ -55,6 +65,10 @@ inline constexpr const char *kMicrobatchesAttr = "shardc.microbatches";
 inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 /// On a microbatch_step result: the factor of its sum over the microbatches.
 inline constexpr const char *kMicrobatchScaleAttr = "shardc.microbatch_scale";
+
+/// On the module, with a pipeline: {axis (grid axis index), stages, schedule,
+/// transfers: [[from stage, to stage], ...]}.
+inline constexpr const char *kPipelineAttr = "shardc.pipeline";
 
 /// On the module: the rules file the shardings come from.
 inline constexpr const char *kRulesAttr = "shardc.rules";

@@ -196,6 +196,26 @@ struct Microbatches {
   SMRange loc;
 };
 
+/// Pipeline parallelism (the rules file's `layer -> stage`): the scanned layers
+/// split in order over the mesh axis `axis`, `stages` = its size; what comes
+/// before the scan runs on the first stage, what follows on the last. The
+/// training step runs the microbatches through the stages in `schedule`'s
+/// order (`gpipe` or `1f1b`).
+struct Pipeline {
+  std::string axis; // empty: no pipeline
+  int64_t stages = 1;
+  std::string schedule = "1f1b";
+  SMRange loc; // the rule
+  /// Each activation's sharding over the other axes, by the rules (logical axis,
+  /// mesh axes, in rule order): what one stage sends, the next receives.
+  std::vector<std::pair<std::string, std::vector<std::string>>> axisRules;
+  /// `type`'s sharding by axisRules, as sema shards a parameter (a mesh axis
+  /// once per tensor); a dimension its axes do not divide stays whole.
+  Sharding shardingOf(const TensorType &type, const Mesh &mesh) const;
+};
+
+inline constexpr const char *kPipelineSchedules[] = {"gpipe", "1f1b"};
+
 struct TypedProgram {
   std::string modelName;
   std::string modelPath, rulesPath;
@@ -209,6 +229,7 @@ struct TypedProgram {
   std::optional<Optimizer> optimizer;
   std::vector<Output> outputs;
   Microbatches microbatches;
+  Pipeline pipeline;
   /// Set on the program elaborated at one microbatch's size (`microbatches`
   /// slices of the batch): the inputs' first axis, which it divides.
   std::string microbatchAxis;

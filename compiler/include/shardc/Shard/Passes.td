@@ -401,6 +401,55 @@ def AccumulateMicrobatchesPass : Pass<"shardc-accumulate-microbatches", "::mlir:
                            "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> {
+  let summary = "Build train_step from the pipeline stages' functions: each rank "
+                "runs its stage's schedule of microbatches, sending activations "
+                "forward and their cotangents back";
+  let description = [{
+    Pipeline parallelism (the rules' `layer -> stage`, `microbatches N`,
+    `schedule gpipe|1f1b`). MLIRGen emits, in place of train_step, for each
+    stage S @stage_forward_S (not on the last stage: the stage's params, one
+    microbatch's inputs, the activations it receives -> those it sends) and
+    @stage_backward_S (the same, the gradients' sums, the cotangents of what
+    it sent -> the last stage's loss and metrics, the cotangents of what it
+    received, the sums plus its gradients; it recomputes the stage's forward,
+    as GPipe does), and @apply_step, each partitioned on its own. Arguments
+    and results that cross stages carry `shardc.transfer` (the module's
+    `shardc.pipeline` lists each transfer's stages). This pass, after
+    partitioning, on local shapes:
+
+    1. Defers the sum all_reduces of the backward functions' results, as
+       shardc-accumulate-microbatches does.
+    2. Builds @train_step: `shardrt_make_communicators` (every rank makes every
+       communicator first, as a collective inside a stage meets only that
+       stage's ranks), the rank's coordinate on the stage axis, and an
+       scf.index_switch on it whose case S runs stage S's schedule as scf.for
+       loops over microbatches: GPipe (every forward, then every backward, the
+       last microbatch first) or 1F1B (p - 1 - S forwards, then one forward and
+       one backward alternately, then the remaining backwards). A forward
+       receives its activations (`shard.recv` from the sending stage, kept in
+       a buffer of slots: every microbatch's under GPipe, p - S under 1F1B),
+       calls the stage's forward and `shard.send`s its results; a backward
+       receives the cotangents, calls the backward function on the kept
+       activations, sends the cotangents back and adds gradients and totals.
+       Each case writes every parameter's gradient sum (zeros for the other
+       stages') and the loss and metrics (zeros but on the last stage) into
+       buffers allocated before the switch (a switch that yielded its cases'
+       own allocations would need the deallocation's runtime ownership
+       checks, which the bare-pointer lowering does not support).
+    3. After it `shardrt_wait_sends`, then each sum is scaled, all_reduced
+       over the stage axis together with the axes its deferred reduction had
+       (every rank then holds every gradient: each rank holds every
+       parameter), and apply_step updates.
+    4. Inlines the functions and erases them, and makes the loops' sums
+       accumulate in place.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::shard::ShardDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
 def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
   let summary = "Slice the operands of a computation instead of its result, "
                 "so that each rank computes only the block it keeps";

@@ -25,6 +25,16 @@
 //   apply_step       params, optimizer state, gradients, loss, step ->
 //                    new params, new state, loss
 //
+// With a pipeline (`layer -> stage`), train_step is built after partitioning
+// (shardc-pipeline-schedule) from each stage's functions of the program at one
+// microbatch's size, and apply_step:
+//
+//   stage_forward_S   the stage's params, one microbatch's inputs, what earlier
+//                     stages sent it -> what it sends to later stages
+//   stage_backward_S  the same, the gradients' sums so far, the cotangents of
+//                     what it sent -> (the last stage: loss, metrics), the
+//                     cotangents of what it received, the sums plus its gradients
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SHARDC_TRAIN_STEPFUNCTIONS_H
@@ -40,7 +50,11 @@ namespace shardc {
 /// What an argument of a step function is: the runtime's ABI for the functions
 /// it calls (parameters, then state, inputs, the step), and for apply_step
 /// what the microbatches summed.
-enum class ArgRole { parameter, optimizer_state, input, step, gradient, loss };
+enum class ArgRole {
+  parameter, optimizer_state, input, step, gradient, loss,
+  activation, // a pipeline stage's value sent by an earlier stage
+  cotangent   // the cotangent of one it sent, sent back by the later stage
+};
 
 /// An argument or a result of a step function: a node of the flat graph.
 struct FunctionValue {
@@ -59,6 +73,9 @@ struct FunctionValue {
   /// Of a microbatch_step result: the factor of its sum over the microbatches
   /// (1/N for a mean over the batch, 1 for a sum).
   double microbatchScale = 1;
+  /// Of a pipeline stage's argument or result: the PipelineTransfer it is or
+  /// whose cotangent it is (-1: none).
+  int64_t transfer = -1;
 };
 
 struct StepFunction {
@@ -77,6 +94,26 @@ struct MicrobatchSteps {
   StepFunction grads, apply;
 };
 
+/// A value one pipeline stage computes and a later one reads, sent once per
+/// microbatch (its cotangent sent back), sharded over the other mesh axes by the rules.
+struct PipelineTransfer {
+  unsigned node = 0;
+  int from = 0, to = 0;
+  Sharding sharding;
+};
+
+struct PipelineStage {
+  std::optional<StepFunction> forward; // none on the last stage
+  StepFunction backward;
+};
+
+struct PipelineSteps {
+  std::string axis, schedule;
+  std::vector<PipelineTransfer> transfers;
+  std::vector<PipelineStage> stages;
+  StepFunction apply;
+};
+
 struct StepProgram {
   /// Every node any of the functions needs; a function computes the nodes
   /// its results depend on.
@@ -89,6 +126,8 @@ struct StepProgram {
   /// With microbatches: `train` stays the runtime's ABI, and MLIRGen emits these
   /// instead of it.
   std::optional<MicrobatchSteps> microbatches;
+  /// With a pipeline: likewise.
+  std::optional<PipelineSteps> pipeline;
 };
 
 /// Builds the flat graph and the three functions; with `microbatch` (the

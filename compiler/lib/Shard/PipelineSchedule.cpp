@@ -1,0 +1,545 @@
+//===- PipelineSchedule.cpp - train_step as a pipeline's schedule ---------===//
+//
+// See shardc-pipeline-schedule in include/shardc/Shard/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MicrobatchLoops.h"
+#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Shard/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+
+namespace shardc {
+#define GEN_PASS_DEF_PIPELINESCHEDULEPASS
+#include "shardc/Shard/Passes.h.inc"
+} // namespace shardc
+
+using namespace mlir;
+using namespace shardc::microbatch_loops;
+
+namespace {
+
+/// One step of a stage's schedule: the forward or backward pass of a microbatch.
+struct Action {
+  bool forward;
+  int64_t scale, offset; // microbatch = scale * i + offset in loop iteration i
+};
+
+/// A loop of a stage's schedule: `count` iterations, each running `actions`.
+struct Loop {
+  int64_t count;
+  SmallVector<Action, 2> actions;
+};
+
+/// Stage `s`'s schedule of `m` microbatches over `p` stages, as loops.
+/// GPipe: every forward, then every backward, the last microbatch first.
+/// 1F1B (PipeDream-Flush): p - 1 - s forwards to fill the pipeline, then one
+/// forward and one backward alternately, then the remaining backwards.
+SmallVector<Loop> scheduleOf(StringRef schedule, int64_t s, int64_t p, int64_t m) {
+  if (schedule == "gpipe")
+    return {{m, {{true, 1, 0}}}, {m, {{false, -1, m - 1}}}};
+  const int64_t warmup = std::min(p - 1 - s, m);
+  return {{warmup, {{true, 1, 0}}},
+          {m - warmup, {{true, 1, warmup}, {false, 1, 0}}},
+          {warmup, {{false, 1, m - warmup}}}};
+}
+
+/// How many received activations stage `s` keeps at once: every microbatch's
+/// under GPipe, at most p - s under 1F1B (its forwards run at most that far ahead).
+int64_t slotsOf(StringRef schedule, int64_t s, int64_t p, int64_t m) {
+  return schedule == "gpipe" ? m : std::min(m, p - s);
+}
+
+struct PipelineSchedulePass
+    : public shardc::impl::PipelineSchedulePassBase<PipelineSchedulePass> {
+  ModuleOp module;
+  DictionaryAttr pipeline;
+  int16_t axis = 0;
+  int64_t stages = 0, microbatches = 0;
+  StringRef schedule;
+  SmallVector<std::pair<int64_t, int64_t>> transfers; // from, to
+  SmallVector<func::FuncOp> forwards, backwards;        // forwards: null on the last stage
+  func::FuncOp apply;
+  FlatSymbolRefAttr grid;
+
+  // train_step's arguments, and where each stage function's come from.
+  std::map<std::pair<std::string, int64_t>, unsigned> paramIndex; // (name, layer) -> param
+  unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
+  SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
+
+  void runOnOperation() override {
+    module = getOperation();
+    pipeline = module->getAttrOfType<DictionaryAttr>(shardc::kPipelineAttr);
+    if (!pipeline)
+      return;
+    if (failed(readModule()))
+      return signalPassFailure();
+    // The deferred reductions of each backward function's results.
+    SmallVector<SmallVector<Operation *>> deferred;
+    for (func::FuncOp backward : backwards)
+      deferred.push_back(deferReductions(backward));
+    func::FuncOp train = buildTrainStep(deferred);
+    for (auto &ops : deferred)
+      for (Operation *op : ops)
+        if (op && op->use_empty())
+          op->erase();
+    SmallVector<func::CallOp> calls;
+    train.walk([&](func::CallOp call) { calls.push_back(call); });
+    for (func::CallOp call : calls)
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()); callee && !callee.isExternal())
+        inlineCall(call, callee);
+    for (func::FuncOp fn : forwards)
+      if (fn)
+        fn.erase();
+    for (func::FuncOp fn : backwards)
+      fn.erase();
+    apply.erase();
+    train.walk([](scf::ForOp loop) { addInPlace(loop); });
+  }
+
+  LogicalResult readModule() {
+    auto axisAttr = pipeline.getAs<IntegerAttr>("axis");
+    auto stagesAttr = pipeline.getAs<IntegerAttr>("stages");
+    auto scheduleAttr = pipeline.getAs<StringAttr>("schedule");
+    auto transfersAttr = pipeline.getAs<ArrayAttr>("transfers");
+    auto count = module->getAttrOfType<IntegerAttr>(shardc::kMicrobatchesAttr);
+    apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
+    auto gridOp = module.lookupSymbol<shard::GridOp>(shardc::kGridName);
+    if (!axisAttr || !stagesAttr || !scheduleAttr || !transfersAttr || !count || !apply ||
+        !gridOp || module.lookupSymbol(shardc::kTrainFunction))
+      return module.emitError("shardc-pipeline-schedule needs the module's ")
+             << shardc::kPipelineAttr << " {axis, stages, schedule, transfers}, "
+             << shardc::kMicrobatchesAttr << ", @" << shardc::kApplyFunction << ", @"
+             << shardc::kGridName << " and no @" << shardc::kTrainFunction;
+    axis = int16_t(axisAttr.getInt());
+    stages = stagesAttr.getInt();
+    microbatches = count.getInt();
+    schedule = scheduleAttr.getValue();
+    grid = FlatSymbolRefAttr::get(gridOp.getSymNameAttr());
+    for (Attribute t : transfersAttr) {
+      ArrayRef<int64_t> fromTo = cast<DenseI64ArrayAttr>(t).asArrayRef();
+      transfers.push_back({fromTo[0], fromTo[1]});
+    }
+    for (int64_t s = 0; s < stages; ++s) {
+      std::string n = std::to_string(s);
+      forwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageForwardFunction + n));
+      backwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageBackwardFunction + n));
+      if (!backwards.back() || (s + 1 < stages) != bool(forwards.back()))
+        return module.emitError("shardc-pipeline-schedule: stage ") << s << "'s functions are missing";
+    }
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
+      StringRef role = roleOf(apply, i);
+      if (role == shardc::kParameterRole) {
+        paramIndex[key(apply, i)] = numParams++;
+      } else if (role == shardc::kOptimizerStateRole) {
+        ++numState;
+      } else if (role == shardc::kGradientRole) {
+        sumTypes.push_back(apply.getArgumentTypes()[i]);
+      }
+    }
+    func::FuncOp last = backwards.back();
+    for (unsigned i = 0; i < last.getNumArguments(); ++i)
+      numInputs += roleOf(last, i) == shardc::kInputRole;
+    const unsigned numTotals = last.getNumResults() - cotangentResults(last) - sumArgs(last);
+    for (unsigned r = 0; r < numTotals; ++r)
+      totalTypes.push_back(last.getResultTypes()[r]);
+    numMetrics = numTotals - 1;
+    return success();
+  }
+
+  static std::pair<std::string, int64_t> key(func::FuncOp fn, unsigned arg) {
+    auto name = fn.getArgAttrOfType<StringAttr>(arg, shardc::kNameAttr);
+    auto layer = fn.getArgAttrOfType<IntegerAttr>(arg, shardc::kLayerAttr);
+    std::string path = name ? name.getValue().str() : "";
+    if (StringRef(path).starts_with("grad/"))
+      path = path.substr(5);
+    return {path, layer ? layer.getInt() : -1};
+  }
+  static unsigned sumArgs(func::FuncOp fn) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      n += roleOf(fn, i) == shardc::kGradientRole;
+    return n;
+  }
+  static unsigned cotangentResults(func::FuncOp fn) {
+    unsigned n = 0;
+    for (unsigned r = 0; r < fn.getNumResults(); ++r)
+      n += bool(fn.getResultAttr(r, shardc::kTransferAttr));
+    return n;
+  }
+  static int64_t transferOf(DictionaryAttr attrs) {
+    auto t = attrs ? attrs.getAs<IntegerAttr>(shardc::kTransferAttr) : nullptr;
+    return t ? t.getInt() : -1;
+  }
+
+  /// The MPI tag of transfer `k`'s activations (even) or cotangents (odd).
+  static int64_t tagOf(int64_t k, bool cotangent) { return 2 * k + (cotangent ? 1 : 0); }
+
+  Value receive(OpBuilder &b, Location loc, Type type, int64_t k, bool cotangent) {
+    auto tensorType = cast<RankedTensorType>(type);
+    Value empty = tensor::EmptyOp::create(b, loc, tensorType.getShape(), tensorType.getElementType());
+    int64_t from = cotangent ? transfers[k].second : transfers[k].first;
+    auto recv = shard::RecvOp::create(b, loc, type, grid, b.getDenseI16ArrayAttr({axis}), empty,
+                                      b.getDenseI64ArrayAttr({from}), ValueRange());
+    recv->setAttr(shardc::kTransferAttr, b.getI64IntegerAttr(tagOf(k, cotangent)));
+    return recv.getResult();
+  }
+
+  void send(OpBuilder &b, Location loc, Value value, int64_t k, bool cotangent) {
+    int64_t to = cotangent ? transfers[k].first : transfers[k].second;
+    auto op = shard::SendOp::create(b, loc, value.getType(), grid, b.getDenseI16ArrayAttr({axis}),
+                                    value, b.getDenseI64ArrayAttr({to}), ValueRange());
+    op->setAttr(shardc::kTransferAttr, b.getI64IntegerAttr(tagOf(k, cotangent)));
+  }
+
+  /// What one stage's loop carries: its gradients' sums, the loss and metrics'
+  /// totals (the last stage's), and a buffer of slots per received activation.
+  struct Carried {
+    SmallVector<Value> sums, totals, buffers;
+    SmallVector<Value> flat() const {
+      SmallVector<Value> all(sums);
+      llvm::append_range(all, totals);
+      llvm::append_range(all, buffers);
+      return all;
+    }
+    void assign(ValueRange all) {
+      auto rest = all;
+      sums.assign(rest.begin(), rest.begin() + sums.size());
+      rest = rest.drop_front(sums.size());
+      totals.assign(rest.begin(), rest.begin() + totals.size());
+      rest = rest.drop_front(totals.size());
+      buffers.assign(rest.begin(), rest.end());
+    }
+  };
+
+  /// Stage `s`'s schedule inside its case of the switch; returns what it
+  /// yields: every parameter's gradient sum (zeros for other stages'), the totals.
+  SmallVector<Value> buildStage(OpBuilder &b, Location loc, int64_t s, ValueRange trainArgs) {
+    func::FuncOp forward = forwards[s], backward = backwards[s];
+    ValueRange params = trainArgs.take_front(numParams);
+    ValueRange inputs = trainArgs.slice(numParams + numState, numInputs);
+    const int64_t slots = slotsOf(schedule, s, stages, microbatches);
+
+    // The backward function's arguments, by role.
+    SmallVector<unsigned> stageParams; // train param index of each parameter argument
+    SmallVector<int64_t> received;     // transfer of each activation argument
+    SmallVector<Type> receivedTypes;
+    for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
+      StringRef role = roleOf(backward, i);
+      if (role == shardc::kParameterRole)
+        stageParams.push_back(paramIndex.at(key(backward, i)));
+      else if (role == shardc::kActivationRole) {
+        received.push_back(transferOf(backward.getArgAttrDict(i)));
+        receivedTypes.push_back(backward.getArgumentTypes()[i]);
+      }
+    }
+    Carried state;
+    for (unsigned p : stageParams)
+      state.sums.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
+    if (s + 1 == stages)
+      for (Type t : totalTypes)
+        state.totals.push_back(zerosOf(b, loc, cast<RankedTensorType>(t)));
+    for (Type t : receivedTypes) {
+      auto type = cast<RankedTensorType>(t);
+      SmallVector<int64_t> shape{slots};
+      llvm::append_range(shape, type.getShape());
+      state.buffers.push_back(tensor::EmptyOp::create(b, loc, shape, type.getElementType()));
+    }
+
+    auto slotSlice = [&](OpBuilder &nb, Value buffer, Value slot) {
+      auto type = cast<RankedTensorType>(buffer.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), nb.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1)}, strides(type.getRank(), nb.getIndexAttr(1));
+      offsets[0] = slot;
+      for (int64_t size : type.getShape().drop_front())
+        sizes.push_back(nb.getIndexAttr(size));
+      return std::make_tuple(offsets, sizes, strides);
+    };
+    auto microbatchInputs = [&](OpBuilder &nb, Location at, func::FuncOp fn, Value j) {
+      SmallVector<Value> sliced;
+      unsigned next = 0;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        if (roleOf(fn, i) != shardc::kInputRole)
+          continue;
+        Value input = inputs[next++];
+        auto dim = fn.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr);
+        sliced.push_back(dim ? sliceMicrobatch(nb, at, input,
+                                               cast<RankedTensorType>(fn.getArgumentTypes()[i]),
+                                               dim.getInt(), j)
+                             : input);
+      }
+      return sliced;
+    };
+
+    // F(j): receive, keep what the backward pass reads, compute, send.
+    auto runForward = [&](OpBuilder &nb, Location at, Value j, Carried &c) {
+      Value slot = arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
+      SmallVector<Value> activations;
+      for (auto [n, k] : llvm::enumerate(received)) {
+        Value value = receive(nb, at, receivedTypes[n], k, /*cotangent=*/false);
+        activations.push_back(value);
+        auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
+        c.buffers[n] = tensor::InsertSliceOp::create(nb, at, value, c.buffers[n], offsets, sizes,
+                                                     strides);
+      }
+      if (!forward)
+        return;
+      SmallVector<Value> operands;
+      for (unsigned p : stageParams)
+        operands.push_back(params[p]);
+      llvm::append_range(operands, microbatchInputs(nb, at, forward, j));
+      llvm::append_range(operands, activations);
+      auto call = func::CallOp::create(nb, at, forward, operands);
+      for (unsigned r = 0; r < forward.getNumResults(); ++r)
+        send(nb, at, call.getResult(r), transferOf(forward.getResultAttrDict(r)), false);
+    };
+    // B(j): the kept activations, the cotangents of what F(j) sent; send back
+    // the cotangents of what it received, add its gradients and totals.
+    auto runBackward = [&](OpBuilder &nb, Location at, Value j, Carried &c) {
+      Value slot = arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
+      SmallVector<Value> operands;
+      for (unsigned p : stageParams)
+        operands.push_back(params[p]);
+      llvm::append_range(operands, c.sums);
+      llvm::append_range(operands, microbatchInputs(nb, at, backward, j));
+      for (auto [n, buffer] : llvm::enumerate(c.buffers)) {
+        auto [offsets, sizes, strides] = slotSlice(nb, buffer, slot);
+        operands.push_back(tensor::ExtractSliceOp::create(
+            nb, at, cast<RankedTensorType>(receivedTypes[n]), buffer, offsets, sizes, strides));
+      }
+      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
+        if (roleOf(backward, i) == shardc::kCotangentRole)
+          operands.push_back(receive(nb, at, backward.getArgumentTypes()[i],
+                                     transferOf(backward.getArgAttrDict(i)), /*cotangent=*/true));
+      auto call = func::CallOp::create(nb, at, backward, operands);
+      const unsigned numTotals = c.totals.size();
+      for (unsigned r = 0; r < numTotals; ++r)
+        c.totals[r] = accumulate(nb, at, c.totals[r], call.getResult(r));
+      unsigned r = numTotals;
+      for (; r < call.getNumResults() - c.sums.size(); ++r)
+        send(nb, at, call.getResult(r), transferOf(backward.getResultAttrDict(r)), true);
+      for (unsigned n = 0; n < c.sums.size(); ++n)
+        c.sums[n] = call.getResult(r + n);
+    };
+
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    for (const Loop &loop : scheduleOf(schedule, s, stages, microbatches)) {
+      if (loop.count == 0)
+        continue;
+      Value upper = arith::ConstantIndexOp::create(b, loc, loop.count);
+      auto forOp = scf::ForOp::create(
+          b, loc, zero, upper, one, state.flat(),
+          [&](OpBuilder &nb, Location at, Value i, ValueRange carried) {
+            Carried c = state;
+            c.assign(carried);
+            for (const Action &action : loop.actions) {
+              Value j = arith::AddIOp::create(
+                  nb, at,
+                  arith::MulIOp::create(nb, at, i,
+                                        arith::ConstantIndexOp::create(nb, at, action.scale)),
+                  arith::ConstantIndexOp::create(nb, at, action.offset));
+              if (action.forward)
+                runForward(nb, at, j, c);
+              else
+                runBackward(nb, at, j, c);
+            }
+            scf::YieldOp::create(nb, at, c.flat());
+          });
+      state.assign(forOp.getResults());
+    }
+
+    SmallVector<Value> yielded;
+    for (unsigned p = 0; p < numParams; ++p) {
+      auto at = llvm::find(stageParams, p);
+      yielded.push_back(at != stageParams.end()
+                            ? state.sums[at - stageParams.begin()]
+                            : zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
+    }
+    for (unsigned t = 0; t < totalTypes.size(); ++t)
+      yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
+                                             : state.totals[t]);
+    return yielded;
+  }
+
+  /// `value` summed over the stages, and over the axes `deferred` (an all_reduce
+  /// taken out of the stage's function, or null) reduced it.
+  Value reduceOverStages(OpBuilder &b, Location loc, Value value, Operation *deferred) {
+    SmallVector<int16_t> axes{axis};
+    if (auto reduce = dyn_cast_or_null<shard::AllReduceOp>(deferred))
+      llvm::append_range(axes, reduce.getGridAxes());
+    llvm::sort(axes);
+    auto reduced = shard::AllReduceOp::create(b, loc, value.getType(), grid,
+                                              b.getDenseI16ArrayAttr(axes), value,
+                                              shard::ReductionKindAttr::get(b.getContext(),
+                                                                            shard::ReductionKind::Sum));
+    if (deferred)
+      for (NamedAttribute attr : deferred->getDiscardableAttrs())
+        reduced->setAttr(attr.getName(), attr.getValue());
+    return reduced.getResult();
+  }
+
+  func::FuncOp buildTrainStep(ArrayRef<SmallVector<Operation *>> deferred) {
+    func::FuncOp last = backwards.back();
+    // The signature: apply_step's parameters and state, the full batch's
+    // inputs, its step; results: the update, the loss, the metrics.
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    auto add = [&](func::FuncOp from, unsigned i, Type type) {
+      argTypes.push_back(type);
+      SmallVector<NamedAttribute> attrs;
+      if (DictionaryAttr dict = from.getArgAttrDict(i))
+        for (NamedAttribute attr : dict)
+          if (attr.getName() != shardc::kMicrobatchDimAttr)
+            attrs.push_back(attr);
+      argAttrs.push_back(DictionaryAttr::get(from.getContext(), attrs));
+    };
+    std::optional<unsigned> step, loss;
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
+      StringRef role = roleOf(apply, i);
+      if (role == shardc::kParameterRole || role == shardc::kOptimizerStateRole)
+        add(apply, i, apply.getArgumentTypes()[i]);
+      else if (role == shardc::kStepRole)
+        step = i;
+      else if (role == shardc::kLossRole)
+        loss = i;
+    }
+    for (unsigned i = 0; i < last.getNumArguments(); ++i) {
+      if (roleOf(last, i) != shardc::kInputRole)
+        continue;
+      auto type = cast<RankedTensorType>(last.getArgumentTypes()[i]);
+      SmallVector<int64_t> shape(type.getShape());
+      if (auto dim = last.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr))
+        shape[dim.getInt()] *= microbatches;
+      add(last, i, type.clone(shape));
+    }
+    add(apply, *step, apply.getArgumentTypes()[*step]);
+    const unsigned updated = numParams + numState;
+    SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
+    resultTypes.push_back(apply.getResultTypes().back());
+    for (unsigned m = 1; m <= numMetrics; ++m)
+      resultTypes.push_back(last.getResultTypes()[m]);
+
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPoint(apply);
+    Location loc = apply.getLoc();
+    auto train = func::FuncOp::create(b, loc, shardc::kTrainFunction,
+                                      b.getFunctionType(argTypes, resultTypes));
+    train.setAllArgAttrs(argAttrs);
+    for (unsigned r = 0; r < updated; ++r)
+      if (DictionaryAttr attrs = apply.getResultAttrDict(r))
+        train.setResultAttrs(r, attrs);
+    train.setResultAttrs(updated, apply.getResultAttrDict(apply.getNumResults() - 1));
+    for (unsigned m = 1; m <= numMetrics; ++m)
+      if (DictionaryAttr attrs = last.getResultAttrDict(m))
+        train.setResultAttrs(updated + m, attrs);
+    Block *entry = train.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+
+    // Every rank runs its own stage's case: a collective inside one meets
+    // only ranks of the same stage, whose communicators exist from the start.
+    func::FuncOp prepare = runtimeFunction(b, "shardrt_make_communicators");
+    func::CallOp::create(b, loc, prepare, ValueRange());
+    auto coordinate = shard::ProcessMultiIndexOp::create(
+        b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
+    SmallVector<Type> yieldedTypes(sumTypes);
+    llvm::append_range(yieldedTypes, totalTypes);
+    SmallVector<int64_t> cases;
+    for (int64_t s = 0; s + 1 < stages; ++s)
+      cases.push_back(s);
+    // The cases write what they yield into buffers made before the switch: a
+    // region that yielded its own allocations would need the deallocation's
+    // runtime ownership checks, which the bare-pointer lowering lacks.
+    SmallVector<Value> outs;
+    for (Type t : yieldedTypes) {
+      auto type = cast<RankedTensorType>(t);
+      outs.push_back(memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType())));
+    }
+    auto switchOp = scf::IndexSwitchOp::create(b, loc, TypeRange(), coordinate->getResult(0),
+                                               cases, cases.size());
+    for (int64_t s = 0; s < stages; ++s) {
+      Region &region = s + 1 < stages ? switchOp.getCaseRegions()[s] : switchOp.getDefaultRegion();
+      Block *block = b.createBlock(&region);
+      b.setInsertionPointToStart(block);
+      for (auto [value, out] : llvm::zip_equal(buildStage(b, loc, s, args), outs))
+        bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange(), value, out,
+                                                          /*restrict=*/false, /*writable=*/true);
+      scf::YieldOp::create(b, loc);
+    }
+    b.setInsertionPointAfter(switchOp);
+    SmallVector<Value> yielded;
+    for (auto [t, out] : llvm::zip_equal(yieldedTypes, outs))
+      yielded.push_back(bufferization::ToTensorOp::create(b, loc, t, out, /*restrict=*/true,
+                                                          /*writable=*/true));
+    func::FuncOp sendsDone = runtimeFunction(b, "shardrt_wait_sends");
+    func::CallOp::create(b, loc, sendsDone, ValueRange());
+
+    // Each gradient sum and total reduced over the stages (zeros but on its
+    // own) and over what its stage's function reduced it, then scaled.
+    SmallVector<Value> sums, totals;
+    std::map<unsigned, std::pair<unsigned, unsigned>> sumSource; // param -> (stage, result)
+    for (int64_t s = 0; s < stages; ++s) {
+      func::FuncOp backward = backwards[s];
+      unsigned firstSum = backward.getNumResults() - sumArgs(backward), n = 0;
+      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
+        if (roleOf(backward, i) == shardc::kParameterRole)
+          sumSource[paramIndex.at(key(backward, i))] = {unsigned(s), firstSum + n++};
+    }
+    auto scaled = [&](Value value, func::FuncOp fn, unsigned r) {
+      if (auto factor = fn.getResultAttrOfType<FloatAttr>(r, shardc::kMicrobatchScaleAttr))
+        return scale(b, loc, value, factor.getValueAsDouble());
+      return value;
+    };
+    for (unsigned p = 0; p < numParams; ++p) {
+      Value sum = yielded[p];
+      auto source = sumSource.find(p);
+      if (source == sumSource.end()) { // read by no stage: a zero gradient
+        sums.push_back(reduceOverStages(b, loc, sum, nullptr));
+        continue;
+      }
+      auto [s, r] = source->second;
+      sums.push_back(reduceOverStages(b, loc, scaled(sum, backwards[s], r), deferred[s][r]));
+    }
+    for (unsigned t = 0; t < totalTypes.size(); ++t)
+      totals.push_back(reduceOverStages(b, loc, scaled(yielded[numParams + t], last, t),
+                                        deferred.back()[t]));
+
+    SmallVector<Value> applyOperands(args.take_front(updated));
+    llvm::append_range(applyOperands, sums);
+    applyOperands.push_back(totals.front());
+    applyOperands.push_back(args.back());
+    auto update = func::CallOp::create(b, loc, apply, applyOperands);
+    SmallVector<Value> results(update.getResults().take_front(updated));
+    results.push_back(update.getResults().back());
+    llvm::append_range(results, ArrayRef(totals).drop_front());
+    func::ReturnOp::create(b, loc, results);
+    return train;
+  }
+
+  func::FuncOp runtimeFunction(OpBuilder &b, StringRef name) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      return fn;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({}, {}));
+    fn.setPrivate();
+    return fn;
+  }
+};
+
+} // namespace
