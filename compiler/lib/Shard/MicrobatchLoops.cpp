@@ -75,11 +75,13 @@ void inlineCall(func::CallOp call, func::FuncOp callee) {
   call.erase();
 }
 
-SmallVector<Operation *> deferReductions(func::FuncOp micro) {
-  Operation *ret = micro.getBody().front().getTerminator();
+SmallVector<Operation *> deferReductions(func::FuncOp fn) {
+  Operation *ret = fn.getBody().front().getTerminator();
   SmallVector<Operation *> deferred(ret->getNumOperands(), nullptr);
   for (OpOperand &result : ret->getOpOperands())
-    if (OpOperand *reduced = deferrableReduction(result)) {
+    if (fn.getResultAttr(result.getOperandNumber(), shardc::kTransferAttr))
+      continue;
+    else if (OpOperand *reduced = deferrableReduction(result)) {
       auto reduce = reduced->get().getDefiningOp<shard::AllReduceOp>();
       deferred[result.getOperandNumber()] = reduce;
       reduced->set(reduce.getInput());

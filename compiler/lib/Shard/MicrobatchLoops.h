@@ -27,7 +27,8 @@ llvm::StringRef roleOf(mlir::func::FuncOp fn, unsigned arg);
 mlir::OpOperand *deferrableReduction(mlir::OpOperand &result);
 
 /// Each result of `fn` that a sum all_reduce reduces is returned unreduced;
-/// the all_reduces, by result (null: none), for after the loop.
+/// the all_reduces, by result (null: none), for after the loop. Not a pipeline
+/// stage's result that another stage receives (kTransferAttr): it is sent whole.
 llvm::SmallVector<mlir::Operation *> deferReductions(mlir::func::FuncOp fn);
 
 /// `value` * `factor`.
