@@ -22,11 +22,15 @@ config.substitutions.append(("%examples", os.path.join(config.shardc_src_root, "
 # line: a context of 16, embed 16, 4 heads of 4, 2 layers and an MLP of 32 on batches of
 # 8 (sizes every layout of examples/gpt divides: 8 ranks of data, model = 4), its
 # schedule shortened to match.
-config.substitutions.append(("%gpt_test_size", " ".join(
-    [os.path.join(config.shardc_src_root, "examples", "gpt", "gpt.shard")] +
-    [f"--set {s}" for s in ("layers=2", "dim=16", "heads=4", "head_dim=4", "scale=0.5",
-                            "hidden=32", "context=16", "batch_size=8", "warmup=10",
-                            "decay_steps=50")])))
+# %gpt4_test_size: the same with 4 layers, for 4 pipeline stages.
+def gpt_test_size(layers):
+    return " ".join(
+        [os.path.join(config.shardc_src_root, "examples", "gpt", "gpt.shard")] +
+        [f"--set {s}" for s in (f"layers={layers}", "dim=16", "heads=4", "head_dim=4",
+                                "scale=0.5", "hidden=32", "context=16", "batch_size=8",
+                                "warmup=10", "decay_steps=50")])
+config.substitutions.append(("%gpt4_test_size", gpt_test_size(4)))
+config.substitutions.append(("%gpt_test_size", gpt_test_size(2)))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
 config.substitutions.append(("%python", "python3"))
 # Debian's Python, with python3-numpy and python3-pil: test/Data writes its files with them.

@@ -380,7 +380,8 @@ private:
                                    "' axis that no scan stacked, so it cannot run in the "
                                    "pipeline's stages (" + layer.reason + ")");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
-    } else if (t.type.dims[0].size % program.pipeline.stages != 0) {
+    } else if (t.type.dims[0].size % program.pipeline.stages != 0 && !layersReported) {
+      layersReported = true; // once: every tensor of the scan has the same layers
       diags.error(layer.cause, "the " + std::to_string(t.type.dims[0].size) + " layers of '" +
                                    t.path + "' do not divide into the " +
                                    std::to_string(program.pipeline.stages) + " stages of '" +
@@ -522,6 +523,7 @@ private:
   TypedProgram &program;
   const RulesFileAST &rules;
   DiagnosticEngine &diags;
+  bool layersReported = false;
 };
 
 } // namespace
