@@ -416,3 +416,31 @@ func.func @shape_global_renamed(%x: tensor<4x8xf32>) -> tensor<8x8xf32> {
   %0 = shard.all_gather %x on @grid grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+// A pipeline's send and recv (shardc-pipeline-schedule): the peer's index in the
+// group of the grid axes, the op's shardc.transfer as the tag, the byte count.
+// CHECK-DAG:   func.func private @shardrt_send(i32, !llvm.ptr, i64, i64, i32)
+// CHECK-DAG:   func.func private @shardrt_recv(i32, !llvm.ptr, i64, i64, i32)
+// CHECK-LABEL: func.func @send_recv
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK:         %[[MASK:.*]] = arith.constant 1 : i32
+// CHECK:         %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only
+// CHECK:         %[[INP:.*]] = llvm.inttoptr
+// CHECK:         %[[BYTES:.*]] = arith.constant 128 : i64
+// CHECK:         %[[PEER:.*]] = arith.constant 1 : i64
+// CHECK:         %[[TAG:.*]] = arith.constant 4 : i32
+// CHECK:         call @shardrt_send(%[[MASK]], %[[INP]], %[[BYTES]], %[[PEER]], %[[TAG]])
+// CHECK:         %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK:         %[[OUTP:.*]] = llvm.inttoptr
+// CHECK:         call @shardrt_recv(%{{.*}}, %[[OUTP]], %{{.*}}, %{{.*}}, %{{.*}}_i32)
+// CHECK:         %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK:         return %[[R]]
+shard.grid @grid(shape = 2x4)
+func.func @send_recv(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sent = shard.send %x on @grid grid_axes = [0] destination = [1] {shardc.transfer = 4 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %empty = tensor.empty() : tensor<4x8xf32>
+  %got = shard.recv %empty on @grid grid_axes = [0] source = [1] {shardc.transfer = 5 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %got : tensor<4x8xf32>
+}
