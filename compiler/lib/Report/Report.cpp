@@ -25,6 +25,7 @@
 #include "shardc/Report/Report.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Sema/TypedPrinter.h"
+#include "shardc/Shard/PipelineSchedules.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardrt/huge_pages.h"
 
@@ -115,6 +116,7 @@ struct Collective {
   bool reshard = false;
   bool moves = true; // false: no byte leaves a rank
   bool gradientSync = false; // reduces a parameter's gradient (--reduce-precision)
+  int64_t stage = -1;         // a pipeline's stage whose ranks alone run it (-1: every rank)
   Operation *first = nullptr; // where --strict reports it
 
   /// What the report says made it: the gradient it carries, or the operands.
@@ -251,6 +253,20 @@ int64_t sentPerRank(Operation *op, int64_t bytes, int64_t n) {
   return isa<shard::AllReduceOp>(op) ? mulSaturating(share, 2) : share;
 }
 
+/// The pipeline stage whose schedule `op` is part of (shardc-pipeline-schedule's
+/// switch on the stage: case S, the last stage the default), or -1.
+int64_t stageOf(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent; op = parent, parent = parent->getParentOp())
+    if (auto cases = dyn_cast<scf::IndexSwitchOp>(parent)) {
+      Region *region = op->getParentRegion();
+      for (auto [i, r] : llvm::enumerate(cases.getCaseRegions()))
+        if (&r == region)
+          return cases.getCases()[i];
+      return int64_t(cases.getNumCases());
+    }
+  return -1;
+}
+
 /// The collective `op` is, without its count; nothing for any other op.
 std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
                                             const std::set<std::string> &paramNames) {
@@ -299,6 +315,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.cause = causeOf(input, fn);
   c.gradientSync = op->hasAttr(kGradientSyncAttr);
+  c.stage = stageOf(op);
   int64_t ranks = 1;
   for (int16_t axis : axes)
     ranks *= mesh.axes[axis].second;
@@ -306,6 +323,104 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.sent = c.moves ? sentPerRank(op, c.bytes, ranks) : 0;
   c.first = op;
   return c;
+}
+
+/// A pipeline's plan (shardc-pipeline-schedule): its schedule drawn, the
+/// bubble, the bytes sent between stages and the activations each stage keeps.
+struct PipelinePlan {
+  int64_t stages = 0, microbatches = 0;
+  std::string axis, schedule;
+  struct Transfer {
+    int64_t from, to, activationBytes = 0, cotangentBytes = 0;
+  };
+  std::vector<Transfer> transfers;
+  std::vector<int64_t> slots, keptBytes; // per stage
+  /// Each stage's time slots, forward and backward one slot each: "F3", "B0" or "".
+  std::vector<std::vector<std::string>> grid;
+
+  /// (p - 1) / (m + p - 1), the bubble of GPipe and 1F1B (Narayanan et al. 2021).
+  double bubble() const { return double(stages - 1) / double(microbatches + stages - 1); }
+  /// The idle share of the drawn schedule.
+  double drawnBubble() const {
+    int64_t idle = 0, total = 0;
+    for (const auto &row : grid)
+      for (const std::string &cell : row) {
+        idle += cell.empty();
+        ++total;
+      }
+    return total ? double(idle) / double(total) : 0;
+  }
+};
+
+std::optional<PipelinePlan> pipelinePlan(ModuleOp module, func::FuncOp fn, const Mesh &mesh) {
+  auto attr = module->getAttrOfType<DictionaryAttr>(kPipelineAttr);
+  auto count = module->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
+  if (!attr || !count || fn.getName() != kTrainFunction)
+    return std::nullopt;
+  PipelinePlan plan;
+  plan.stages = attr.getAs<IntegerAttr>("stages").getInt();
+  plan.axis = mesh.axes[attr.getAs<IntegerAttr>("axis").getInt()].first;
+  plan.schedule = attr.getAs<StringAttr>("schedule").str();
+  plan.microbatches = count.getInt();
+  for (mlir::Attribute t : attr.getAs<ArrayAttr>("transfers")) {
+    ArrayRef<int64_t> fromTo = cast<DenseI64ArrayAttr>(t).asArrayRef();
+    plan.transfers.push_back({fromTo[0], fromTo[1]});
+  }
+  fn.walk([&](shard::SendOp send) {
+    auto tag = send->getAttrOfType<IntegerAttr>(kTransferAttr);
+    if (!tag || size_t(tag.getInt() / 2) >= plan.transfers.size())
+      return;
+    PipelinePlan::Transfer &t = plan.transfers[tag.getInt() / 2];
+    (tag.getInt() % 2 ? t.cotangentBytes : t.activationBytes) = tensorBytes(send.getInput().getType());
+  });
+  const int64_t p = plan.stages, m = plan.microbatches;
+  for (int64_t s = 0; s < p; ++s) {
+    plan.slots.push_back(pipelineSlots(plan.schedule, s, p, m));
+    int64_t received = 0;
+    for (const PipelinePlan::Transfer &t : plan.transfers)
+      if (t.to == s)
+        received += t.activationBytes;
+    plan.keptBytes.push_back(plan.slots.back() * received);
+  }
+  // Each action starts when its stage is free and its input is there: a
+  // forward after the stage before's forward of the microbatch, a backward
+  // after the stage after's backward.
+  std::vector<std::vector<std::pair<bool, int64_t>>> actions(p);
+  for (int64_t s = 0; s < p; ++s)
+    for (const PipelineLoop &loop : pipelineSchedule(plan.schedule, s, p, m))
+      for (int64_t i = 0; i < loop.count; ++i)
+        for (const PipelineAction &a : loop.actions)
+          actions[s].push_back({a.forward, a.scale * i + a.offset});
+  std::vector<std::vector<int64_t>> forwardDone(p, std::vector<int64_t>(m, -1)),
+      backwardDone(p, std::vector<int64_t>(m, -1));
+  std::vector<size_t> next(p, 0);
+  std::vector<int64_t> freeAt(p, 0);
+  plan.grid.assign(p, {});
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < p; ++s) {
+      if (next[s] == actions[s].size())
+        continue;
+      auto [forward, j] = actions[s][next[s]];
+      int64_t ready = forward ? (s ? forwardDone[s - 1][j] : 0)
+                              : (s + 1 < p ? backwardDone[s + 1][j] : forwardDone[s][j]);
+      if (ready < 0)
+        continue;
+      int64_t start = std::max(freeAt[s], ready);
+      (forward ? forwardDone : backwardDone)[s][j] = start + 1;
+      freeAt[s] = start + 1;
+      plan.grid[s].resize(start + 1);
+      plan.grid[s][start] = (forward ? "F" : "B") + std::to_string(j);
+      ++next[s];
+      progress = true;
+    }
+  }
+  size_t width = 0;
+  for (const auto &row : plan.grid)
+    width = std::max(width, row.size());
+  for (auto &row : plan.grid)
+    row.resize(width);
+  return plan;
 }
 
 /// Where the bytes of an argument of `role` count; nowhere for the step number.
@@ -471,6 +586,33 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
   return memory;
 }
 
+static void printPipeline(const PipelinePlan &plan, llvm::raw_ostream &os) {
+  const int64_t p = plan.stages, m = plan.microbatches;
+  os << "pipeline: " << p << " stages along '" << plan.axis << "', " << m << " microbatches, "
+     << plan.schedule << " schedule (a forward and a backward drawn one slot each)\n";
+  size_t cell = 1 + std::to_string(m - 1).size();
+  for (int64_t s = 0; s < p; ++s) {
+    os << "  stage " << s << " |";
+    for (const std::string &slot : plan.grid[s])
+      os << " " << llvm::left_justify(slot.empty() ? "." : slot, cell);
+    os << "\n";
+  }
+  os << llvm::formatv("  bubble: (p - 1) / (m + p - 1) = {0} / {1} = {2:F1} % of each stage's "
+                      "time idle\n",
+                      p - 1, m + p - 1, 100.0 * plan.bubble());
+  for (const PipelinePlan::Transfer &t : plan.transfers)
+    os << "  sent per microbatch: stage " << t.from << " -> " << t.to << " "
+       << formatBytes(t.activationBytes) << ", its cotangent back " << formatBytes(t.cotangentBytes)
+       << " (" << formatBytes(m * (t.activationBytes + t.cotangentBytes)) << " per step)\n";
+  os << "  received activations kept for the backward pass:";
+  for (int64_t s = 0; s < p; ++s)
+    os << (s ? "," : "") << " stage " << s << " " << formatBytes(plan.keptBytes[s]) << " ("
+       << plan.slots[s] << " microbatches)";
+  os << "\n  each stage recomputes its forward in its backward pass; every rank holds every "
+        "layer's parameters and optimizer state, and each gradient is summed over the stages "
+        "([stage N]: collectives only that stage's ranks run)\n\n";
+}
+
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,
                                            bool asJson, bool strict) {
   func::FuncOp fn = stepFunction(module);
@@ -512,7 +654,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     for (Collective &seen : collectives)
       if (seen.kind == c->kind && seen.axes == c->axes && seen.shape == c->shape &&
           seen.loc == c->loc && seen.label() == c->label() &&
-          seen.gradientSync == c->gradientSync) {
+          seen.gradientSync == c->gradientSync && seen.stage == c->stage) {
         seen.count += timesRun(op, fn);
         return;
       }
@@ -535,6 +677,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
       gradientCount += c.count;
     }
   }
+
+  const std::optional<PipelinePlan> pipeline = pipelinePlan(module, fn, mesh);
 
   bool strictFailed = false;
   if (strict)
@@ -593,8 +737,27 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"reshard", c.reshard},
                       {"gradient_sync", c.gradientSync},
                       {"traffic", c.moves},
-                      {"sent_bytes", c.sent}});
+                      {"sent_bytes", c.sent},
+                      {"pipeline_stage", c.stage < 0 ? json(nullptr) : json(c.stage)}});
     report["collectives_per_step"] = list;
+    if (pipeline) {
+      json transfers = json::array();
+      for (const PipelinePlan::Transfer &t : pipeline->transfers)
+        transfers.push_back({{"from_stage", t.from},
+                             {"to_stage", t.to},
+                             {"activation_bytes_per_microbatch", t.activationBytes},
+                             {"cotangent_bytes_per_microbatch", t.cotangentBytes}});
+      report["pipeline"] = {{"axis", pipeline->axis},
+                            {"stages", pipeline->stages},
+                            {"microbatches", pipeline->microbatches},
+                            {"schedule", pipeline->schedule},
+                            {"bubble_fraction", pipeline->bubble()},
+                            {"drawn_bubble_fraction", pipeline->drawnBubble()},
+                            {"kept_microbatches_per_stage", pipeline->slots},
+                            {"kept_activation_bytes_per_stage", pipeline->keptBytes},
+                            {"schedule_slots", pipeline->grid},
+                            {"transfers", transfers}};
+    }
     report["collective_bytes_per_step"] = totalBytes;
     report["sent_bytes_per_rank_per_step"] = totalSent;
     report["gradient_sync_sent_bytes_per_rank_per_step"] = gradientSent;
@@ -632,6 +795,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                         memory.rematOps, memory.rematFlops / 1e9,
                         100.0 * memory.rematFlops / std::max<int64_t>(memory.stepFlops, 1),
                         memory.stepFlops / 1e9);
+  if (pipeline)
+    printPipeline(*pipeline, os);
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
      << " per rank";
   if (localCount)
@@ -650,6 +815,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
       os << "  by " << llvm::join(c.causes, "; ");
     if (c.gradientSync)
       os << "  [gradient]";
+    if (c.stage >= 0)
+      os << "  [stage " << c.stage << "]";
     if (c.reshard)
       os << "  [reshard]";
     if (!c.moves)

@@ -7,6 +7,7 @@
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Passes.h"
+#include "shardc/Shard/PipelineSchedules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -31,37 +32,6 @@ using namespace mlir;
 using namespace shardc::microbatch_loops;
 
 namespace {
-
-/// One step of a stage's schedule: the forward or backward pass of a microbatch.
-struct Action {
-  bool forward;
-  int64_t scale, offset; // microbatch = scale * i + offset in loop iteration i
-};
-
-/// A loop of a stage's schedule: `count` iterations, each running `actions`.
-struct Loop {
-  int64_t count;
-  SmallVector<Action, 2> actions;
-};
-
-/// Stage `s`'s schedule of `m` microbatches over `p` stages, as loops.
-/// GPipe: every forward, then every backward, the last microbatch first.
-/// 1F1B (PipeDream-Flush): p - 1 - s forwards to fill the pipeline, then one
-/// forward and one backward alternately, then the remaining backwards.
-SmallVector<Loop> scheduleOf(StringRef schedule, int64_t s, int64_t p, int64_t m) {
-  if (schedule == "gpipe")
-    return {{m, {{true, 1, 0}}}, {m, {{false, -1, m - 1}}}};
-  const int64_t warmup = std::min(p - 1 - s, m);
-  return {{warmup, {{true, 1, 0}}},
-          {m - warmup, {{true, 1, warmup}, {false, 1, 0}}},
-          {warmup, {{false, 1, m - warmup}}}};
-}
-
-/// How many received activations stage `s` keeps at once: every microbatch's
-/// under GPipe, at most p - s under 1F1B (its forwards run at most that far ahead).
-int64_t slotsOf(StringRef schedule, int64_t s, int64_t p, int64_t m) {
-  return schedule == "gpipe" ? m : std::min(m, p - s);
-}
 
 struct PipelineSchedulePass
     : public shardc::impl::PipelineSchedulePassBase<PipelineSchedulePass> {
@@ -231,7 +201,7 @@ struct PipelineSchedulePass
     func::FuncOp forward = forwards[s], backward = backwards[s];
     ValueRange params = trainArgs.take_front(numParams);
     ValueRange inputs = trainArgs.slice(numParams + numState, numInputs);
-    const int64_t slots = slotsOf(schedule, s, stages, microbatches);
+    const int64_t slots = shardc::pipelineSlots(schedule, s, stages, microbatches);
 
     // The backward function's arguments, by role.
     SmallVector<unsigned> stageParams; // train param index of each parameter argument
@@ -337,7 +307,8 @@ struct PipelineSchedulePass
 
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    for (const Loop &loop : scheduleOf(schedule, s, stages, microbatches)) {
+    for (const shardc::PipelineLoop &loop :
+         shardc::pipelineSchedule(schedule, s, stages, microbatches)) {
       if (loop.count == 0)
         continue;
       Value upper = arith::ConstantIndexOp::create(b, loc, loop.count);
@@ -346,7 +317,7 @@ struct PipelineSchedulePass
           [&](OpBuilder &nb, Location at, Value i, ValueRange carried) {
             Carried c = state;
             c.assign(carried);
-            for (const Action &action : loop.actions) {
+            for (const shardc::PipelineAction &action : loop.actions) {
               Value j = arith::AddIOp::create(
                   nb, at,
                   arith::MulIOp::create(nb, at, i,
