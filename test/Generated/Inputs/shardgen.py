@@ -24,7 +24,8 @@ without sizes); metrics (f32 and i32); every optimizer (with a learning-rate sch
 and global-norm clipping or not) or none; model config
 parameters used in sizes. Rules: a mesh of 1-3 axes, rules (one mesh axis, two, or none)
 for axes whose sizes divide, each mesh axis for one logical axis, overrides by parameter
-path or glob, activation checkpointing (remat) of a scan by name or glob, microbatches.
+path or glob, activation checkpointing (remat) of a scan by name or glob, microbatches,
+a pipeline over the one scan's layers.
 Flags: `--set` of the model's config parameters (p.flags, one per line).
 
 Values stay finite: log only of sigmoid(.) + 1, division only by sigmoid(.) + 1, exp
@@ -573,6 +574,15 @@ class Program:
         # 2 x 2 ranks) in 2 slices, which the reference runs whole.
         if self.accumulates and r.random() < 0.3:
             lines.append("microbatches 2")
+        # A pipeline: the one scan's layers in stages along a free mesh axis of 2, the
+        # microbatches through them in either schedule.
+        stage_axes = [n for n in free if sizes[n] == 2]
+        if (len(self.scans) == 1 and self.sizes.get("layer", 1) % 2 == 0 and self.accumulates
+                and stage_axes and r.random() < 0.3):
+            lines.insert(lines.index("}"), f"  layer -> {stage_axes[0]}")
+            if "microbatches 2" not in lines:
+                lines.append("microbatches 2")
+            lines.append(f"schedule {r.choice(['gpipe', '1f1b'])}")
         return "\n".join(lines) + "\n"
 
 
