@@ -435,10 +435,12 @@ std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
     for (const std::string &axis : s.axes())
       add(axis, "logical axis", Completion::Axis);
   if (isRulesFile(path)) {
-    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "none"})
+    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule", "none"})
       add(keyword, "keyword", Completion::Keyword);
     for (const char *policy : kRematPolicies)
       add(policy, "remat policy", Completion::Keyword);
+    for (const char *schedule : kPipelineSchedules)
+      add(schedule, "pipeline schedule", Completion::Keyword);
     if (s.rules)
       for (const MeshAST &mesh : s.rules->meshes)
         for (const MeshAxisAST &axis : mesh.axes)
@@ -514,6 +516,8 @@ std::vector<Symbol> DocumentAnalysis::symbols(const std::string &path) const {
       push(out, symbol(r.pattern, "remat " + r.policy, Symbol::Field, r.range));
     for (const MicrobatchesAST &m : s.rules->microbatches)
       push(out, symbol("microbatches", std::to_string(m.count), Symbol::Field, m.range));
+    for (const ScheduleAST &schedule : s.rules->schedules)
+      push(out, symbol("schedule", schedule.name, Symbol::Field, schedule.range));
     return out;
   }
   const ModuleAST *module = s.moduleIn(s.bufferOf(path));

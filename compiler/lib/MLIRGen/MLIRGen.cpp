@@ -752,6 +752,7 @@ static StringRef roleName(ArgRole role) {
   case ArgRole::loss: return kLossRole;
   case ArgRole::activation: return kActivationRole;
   case ArgRole::cotangent: return kCotangentRole;
+  case ArgRole::residual: return kResidualRole;
   }
   llvm_unreachable("unknown argument role");
 }

@@ -374,13 +374,10 @@ std::optional<PipelinePlan> pipelinePlan(ModuleOp module, func::FuncOp fn, const
     (tag.getInt() % 2 ? t.cotangentBytes : t.activationBytes) = tensorBytes(send.getInput().getType());
   });
   const int64_t p = plan.stages, m = plan.microbatches;
+  auto kept = attr.getAs<DenseI64ArrayAttr>("kept_bytes");
   for (int64_t s = 0; s < p; ++s) {
     plan.slots.push_back(pipelineSlots(plan.schedule, s, p, m));
-    int64_t received = 0;
-    for (const PipelinePlan::Transfer &t : plan.transfers)
-      if (t.to == s)
-        received += t.activationBytes;
-    plan.keptBytes.push_back(plan.slots.back() * received);
+    plan.keptBytes.push_back(kept && s < kept.size() ? plan.slots.back() * kept[s] : 0);
   }
   // Each action starts when its stage is free and its input is there: a
   // forward after the stage before's forward of the microbatch, a backward
@@ -604,13 +601,12 @@ static void printPipeline(const PipelinePlan &plan, llvm::raw_ostream &os) {
     os << "  sent per microbatch: stage " << t.from << " -> " << t.to << " "
        << formatBytes(t.activationBytes) << ", its cotangent back " << formatBytes(t.cotangentBytes)
        << " (" << formatBytes(m * (t.activationBytes + t.cotangentBytes)) << " per step)\n";
-  os << "  received activations kept for the backward pass:";
+  os << "  kept for the backward pass (the activations received, what the backward reads):";
   for (int64_t s = 0; s < p; ++s)
     os << (s ? "," : "") << " stage " << s << " " << formatBytes(plan.keptBytes[s]) << " ("
        << plan.slots[s] << " microbatches)";
-  os << "\n  each stage recomputes its forward in its backward pass; every rank holds every "
-        "layer's parameters and optimizer state, and each gradient is summed over the stages "
-        "([stage N]: collectives only that stage's ranks run)\n\n";
+  os << "\n  every rank holds every layer's parameters and optimizer state, and each gradient "
+        "is summed over the stages ([stage N]: collectives only that stage's ranks run)\n\n";
 }
 
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,
@@ -722,7 +718,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     if (memory.process >= 0)
       report["memory_per_rank"]["process"] = memory.process;
     json list = json::array();
-    for (const Collective &c : collectives)
+    for (const Collective &c : collectives) {
       list.push_back({{"kind", c.kind},
                       {"mesh_axes", c.axes},
                       {"shape", c.shape},
@@ -737,8 +733,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                       {"reshard", c.reshard},
                       {"gradient_sync", c.gradientSync},
                       {"traffic", c.moves},
-                      {"sent_bytes", c.sent},
-                      {"pipeline_stage", c.stage < 0 ? json(nullptr) : json(c.stage)}});
+                      {"sent_bytes", c.sent}});
+      if (c.stage >= 0)
+        list.back()["pipeline_stage"] = c.stage;
+    }
     report["collectives_per_step"] = list;
     if (pipeline) {
       json transfers = json::array();

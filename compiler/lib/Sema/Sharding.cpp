@@ -399,7 +399,8 @@ private:
       const DimSharding &layer = t.sharding.dims[0];
       diags.error(layer.cause, "the '" + std::string(kLayerAxis) + "' axis of '" + t.path +
                                    "', stacked by a scan, cannot be split (" + layer.reason +
-                                   "): the layers run one after another");
+                                   "): the layers run one after another; a rule `" + kLayerAxis +
+                                   " -> AXIS` runs them in pipeline stages along AXIS");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
     }
     std::map<std::string, size_t> usedBy;

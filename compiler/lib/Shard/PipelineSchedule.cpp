@@ -49,6 +49,7 @@ struct PipelineSchedulePass
   std::map<std::pair<std::string, int64_t>, unsigned> paramIndex; // (name, layer) -> param
   unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
   SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
+  SmallVector<int64_t> keptBytesPerMicrobatch; // per stage, for the report
 
   void runOnOperation() override {
     module = getOperation();
@@ -78,6 +79,10 @@ struct PipelineSchedulePass
       fn.erase();
     apply.erase();
     train.walk([](scf::ForOp loop) { addInPlace(loop); });
+    // The report's: the bytes a stage keeps per microbatch from forward to backward.
+    NamedAttrList plan(pipeline);
+    plan.set("kept_bytes", DenseI64ArrayAttr::get(module.getContext(), keptBytesPerMicrobatch));
+    module->setAttr(shardc::kPipelineAttr, plan.getDictionary(module.getContext()));
   }
 
   LogicalResult readModule() {
@@ -150,6 +155,10 @@ struct PipelineSchedulePass
       n += bool(fn.getResultAttr(r, shardc::kTransferAttr));
     return n;
   }
+  static std::string resultName(func::FuncOp fn, unsigned r) {
+    auto name = fn.getResultAttrOfType<StringAttr>(r, shardc::kNameAttr);
+    return name ? name.str() : "";
+  }
   static int64_t transferOf(DictionaryAttr attrs) {
     auto t = attrs ? attrs.getAs<IntegerAttr>(shardc::kTransferAttr) : nullptr;
     return t ? t.getInt() : -1;
@@ -176,7 +185,7 @@ struct PipelineSchedulePass
   }
 
   /// What one stage's loop carries: its gradients' sums, the loss and metrics'
-  /// totals (the last stage's), and a buffer of slots per received activation.
+  /// totals (the last stage's), and a buffer of slots per kept value.
   struct Carried {
     SmallVector<Value> sums, totals, buffers;
     SmallVector<Value> flat() const {
@@ -203,26 +212,36 @@ struct PipelineSchedulePass
     ValueRange inputs = trainArgs.slice(numParams + numState, numInputs);
     const int64_t slots = shardc::pipelineSlots(schedule, s, stages, microbatches);
 
-    // The backward function's arguments, by role.
+    // What the backward pass reads of the forward pass's microbatch, each kept
+    // in a buffer of slots: the activations received, the residuals.
     SmallVector<unsigned> stageParams; // train param index of each parameter argument
-    SmallVector<int64_t> received;     // transfer of each activation argument
-    SmallVector<Type> receivedTypes;
+    SmallVector<Type> keptTypes;
+    std::map<int64_t, unsigned> keptActivation;  // transfer -> kept
+    llvm::StringMap<unsigned> keptResidual;      // name -> kept
     for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
       StringRef role = roleOf(backward, i);
       if (role == shardc::kParameterRole)
         stageParams.push_back(paramIndex.at(key(backward, i)));
-      else if (role == shardc::kActivationRole) {
-        received.push_back(transferOf(backward.getArgAttrDict(i)));
-        receivedTypes.push_back(backward.getArgumentTypes()[i]);
-      }
+      else if (role == shardc::kActivationRole)
+        keptActivation[transferOf(backward.getArgAttrDict(i))] = keptTypes.size();
+      else if (role == shardc::kResidualRole)
+        keptResidual[key(backward, i).first] = keptTypes.size();
+      if (role == shardc::kActivationRole || role == shardc::kResidualRole)
+        keptTypes.push_back(backward.getArgumentTypes()[i]);
     }
+    int64_t keptBytes = 0;
+    for (Type t : keptTypes) {
+      auto type = cast<RankedTensorType>(t);
+      keptBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    }
+    keptBytesPerMicrobatch.push_back(keptBytes);
     Carried state;
     for (unsigned p : stageParams)
       state.sums.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
     if (s + 1 == stages)
       for (Type t : totalTypes)
         state.totals.push_back(zerosOf(b, loc, cast<RankedTensorType>(t)));
-    for (Type t : receivedTypes) {
+    for (Type t : keptTypes) {
       auto type = cast<RankedTensorType>(t);
       SmallVector<int64_t> shape{slots};
       llvm::append_range(shape, type.getShape());
@@ -238,62 +257,80 @@ struct PipelineSchedulePass
         sizes.push_back(nb.getIndexAttr(size));
       return std::make_tuple(offsets, sizes, strides);
     };
-    auto microbatchInputs = [&](OpBuilder &nb, Location at, func::FuncOp fn, Value j) {
-      SmallVector<Value> sliced;
-      unsigned next = 0;
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-        if (roleOf(fn, i) != shardc::kInputRole)
-          continue;
-        Value input = inputs[next++];
-        auto dim = fn.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr);
-        sliced.push_back(dim ? sliceMicrobatch(nb, at, input,
-                                               cast<RankedTensorType>(fn.getArgumentTypes()[i]),
-                                               dim.getInt(), j)
-                             : input);
-      }
-      return sliced;
+    auto keep = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value value, Value slot) {
+      auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
+      c.buffers[n] =
+          tensor::InsertSliceOp::create(nb, at, value, c.buffers[n], offsets, sizes, strides);
+    };
+    auto kept = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value slot) -> Value {
+      auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
+      return tensor::ExtractSliceOp::create(nb, at, cast<RankedTensorType>(keptTypes[n]),
+                                            c.buffers[n], offsets, sizes, strides);
+    };
+    auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i,
+                               unsigned n, Value j) -> Value {
+      auto dim = fn.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr);
+      return dim ? sliceMicrobatch(nb, at, inputs[n],
+                                   cast<RankedTensorType>(fn.getArgumentTypes()[i]), dim.getInt(), j)
+                 : inputs[n];
+    };
+    auto slotOf = [&](OpBuilder &nb, Location at, Value j) -> Value {
+      return arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
     };
 
-    // F(j): receive, keep what the backward pass reads, compute, send.
+    // F(j): receive and keep the activations, compute, send on, keep the residuals.
     auto runForward = [&](OpBuilder &nb, Location at, Value j, Carried &c) {
-      Value slot = arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
-      SmallVector<Value> activations;
-      for (auto [n, k] : llvm::enumerate(received)) {
-        Value value = receive(nb, at, receivedTypes[n], k, /*cotangent=*/false);
-        activations.push_back(value);
-        auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
-        c.buffers[n] = tensor::InsertSliceOp::create(nb, at, value, c.buffers[n], offsets, sizes,
-                                                     strides);
+      Value slot = slotOf(nb, at, j);
+      std::map<int64_t, Value> received;
+      for (auto [k, n] : keptActivation) {
+        received[k] = receive(nb, at, keptTypes[n], k, /*cotangent=*/false);
+        keep(nb, at, c, n, received[k], slot);
       }
       if (!forward)
         return;
       SmallVector<Value> operands;
-      for (unsigned p : stageParams)
-        operands.push_back(params[p]);
-      llvm::append_range(operands, microbatchInputs(nb, at, forward, j));
-      llvm::append_range(operands, activations);
-      auto call = func::CallOp::create(nb, at, forward, operands);
-      for (unsigned r = 0; r < forward.getNumResults(); ++r)
-        send(nb, at, call.getResult(r), transferOf(forward.getResultAttrDict(r)), false);
-    };
-    // B(j): the kept activations, the cotangents of what F(j) sent; send back
-    // the cotangents of what it received, add its gradients and totals.
-    auto runBackward = [&](OpBuilder &nb, Location at, Value j, Carried &c) {
-      Value slot = arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
-      SmallVector<Value> operands;
-      for (unsigned p : stageParams)
-        operands.push_back(params[p]);
-      llvm::append_range(operands, c.sums);
-      llvm::append_range(operands, microbatchInputs(nb, at, backward, j));
-      for (auto [n, buffer] : llvm::enumerate(c.buffers)) {
-        auto [offsets, sizes, strides] = slotSlice(nb, buffer, slot);
-        operands.push_back(tensor::ExtractSliceOp::create(
-            nb, at, cast<RankedTensorType>(receivedTypes[n]), buffer, offsets, sizes, strides));
+      unsigned nextParam = 0, nextInput = 0;
+      for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+        StringRef role = roleOf(forward, i);
+        if (role == shardc::kParameterRole)
+          operands.push_back(params[stageParams[nextParam++]]);
+        else if (role == shardc::kInputRole)
+          operands.push_back(microbatchInput(nb, at, forward, i, nextInput++, j));
+        else
+          operands.push_back(received.at(transferOf(forward.getArgAttrDict(i))));
       }
-      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
-        if (roleOf(backward, i) == shardc::kCotangentRole)
+      auto call = func::CallOp::create(nb, at, forward, operands);
+      for (unsigned r = 0; r < forward.getNumResults(); ++r) {
+        int64_t k = transferOf(forward.getResultAttrDict(r));
+        if (k >= 0)
+          send(nb, at, call.getResult(r), k, /*cotangent=*/false);
+        else
+          keep(nb, at, c, keptResidual.at(resultName(forward, r)), call.getResult(r), slot);
+      }
+    };
+    // B(j): the kept values, the cotangents of what F(j) sent; send back the
+    // cotangents of what it received, add its gradients and totals.
+    auto runBackward = [&](OpBuilder &nb, Location at, Value j, Carried &c) {
+      Value slot = slotOf(nb, at, j);
+      SmallVector<Value> operands;
+      unsigned nextParam = 0, nextSum = 0, nextInput = 0;
+      for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
+        StringRef role = roleOf(backward, i);
+        if (role == shardc::kParameterRole)
+          operands.push_back(params[stageParams[nextParam++]]);
+        else if (role == shardc::kGradientRole)
+          operands.push_back(c.sums[nextSum++]);
+        else if (role == shardc::kInputRole)
+          operands.push_back(microbatchInput(nb, at, backward, i, nextInput++, j));
+        else if (role == shardc::kActivationRole)
+          operands.push_back(
+              kept(nb, at, c, keptActivation.at(transferOf(backward.getArgAttrDict(i))), slot));
+        else if (role == shardc::kResidualRole)
+          operands.push_back(kept(nb, at, c, keptResidual.at(key(backward, i).first), slot));
+        else
           operands.push_back(receive(nb, at, backward.getArgumentTypes()[i],
                                      transferOf(backward.getArgAttrDict(i)), /*cotangent=*/true));
+      }
       auto call = func::CallOp::create(nb, at, backward, operands);
       const unsigned numTotals = c.totals.size();
       for (unsigned r = 0; r < numTotals; ++r)

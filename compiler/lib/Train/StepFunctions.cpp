@@ -520,9 +520,48 @@ private:
     return stage;
   }
 
+  /// What `backward` reads of its stage's forward values (nodes before
+  /// `backwardBegin` on stage `s`) becomes a result of `forward` and an argument
+  /// of `backward` (ArgRole::residual): kept from the forward pass, each
+  /// microbatch's until its backward pass, rather than recomputed. Under a
+  /// `remat` policy the gradient reads its own recomputed copies instead, and
+  /// the stage keeps what the policy keeps.
+  void keepResiduals(StepFunction &forward, StepFunction &backward, unsigned backwardBegin,
+                     const std::vector<int> &stage, int s, const TypedProgram &micro) {
+    std::vector<bool> given(sp.graph.nodes.size(), false), needed(sp.graph.nodes.size(), false);
+    for (const FunctionValue &a : backward.args)
+      given[a.node] = true;
+    for (const FunctionValue &r : backward.results)
+      needed[r.node] = true;
+    std::vector<unsigned> kept;
+    for (size_t id = needed.size(); id-- > backwardBegin;) {
+      if (!needed[id] || given[id])
+        continue;
+      for (unsigned operand : sp.graph.nodes[id].operands) {
+        if (operand >= backwardBegin || given[operand] || stage[operand] != s) {
+          needed[operand] = true;
+          continue;
+        }
+        given[operand] = true;
+        kept.push_back(operand);
+      }
+    }
+    llvm::sort(kept);
+    for (unsigned node : kept) {
+      FunctionValue v;
+      v.name = "residual/" + std::to_string(forward.results.size());
+      v.node = node;
+      v.sharding = micro.pipeline.shardingOf(sp.graph.nodes[node].type, micro.mesh);
+      v.loc = sp.graph.nodes[node].loc;
+      v.role = ArgRole::residual;
+      forward.results.push_back(v);
+      backward.args.push_back(v);
+    }
+  }
+
   /// The functions each stage runs per microbatch: forward (not on the last
-  /// stage, which runs only backward) sends the values later stages read;
-  /// backward recomputes the stage's forward (GPipe's rematerialisation),
+  /// stage, which runs only backward) sends the values later stages read and
+  /// returns what its backward pass reads (keepResiduals); backward
   /// differentiates the pseudo-loss sum(sent * its cotangent), or the loss on
   /// the last stage, and returns the cotangents of what the stage received.
   bool buildPipeline(const TypedProgram &micro) {
@@ -611,6 +650,7 @@ private:
 
       StepFunction &backward = st.backward;
       backward.name = "stage_backward_" + std::to_string(s);
+      const unsigned backwardBegin = sp.graph.nodes.size();
       unsigned loss = lossAndMetrics->front().node;
       std::vector<FunctionValue> cotangents;
       if (s < last) {
@@ -665,6 +705,8 @@ private:
       llvm::append_range(backward.args, inputs);
       llvm::append_range(backward.args, received);
       llvm::append_range(backward.args, cotangents);
+      if (st.forward)
+        keepResiduals(*st.forward, backward, backwardBegin, *stage, s, micro);
       steps.stages.push_back(std::move(st));
     }
     // apply_step updates every parameter: each stage's gradients reach every rank.

@@ -49,6 +49,9 @@ inline constexpr const char *kLossRole = "loss";
 /// A pipeline stage's: a value an earlier stage sent, the cotangent of one it sent.
 inline constexpr const char *kActivationRole = "activation";
 inline constexpr const char *kCotangentRole = "cotangent";
+/// A stage's forward value that its backward pass reads: a result of the
+/// forward (named `residual/N`, kept per microbatch), an argument of the backward.
+inline constexpr const char *kResidualRole = "residual";
 /// On a stage function's activation and cotangent arguments and results: the
 /// index of the transfer (kPipelineAttr's `transfers`).
 inline constexpr const char *kTransferAttr = "shardc.transfer";
@@ -67,7 +70,8 @@ inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 inline constexpr const char *kMicrobatchScaleAttr = "shardc.microbatch_scale";
 
 /// On the module, with a pipeline: {axis (grid axis index), stages, schedule,
-/// transfers: [[from stage, to stage], ...]}.
+/// transfers: [[from stage, to stage], ...]}; shardc-pipeline-schedule adds
+/// kept_bytes: per stage, the bytes it keeps per microbatch for its backward pass.
 inline constexpr const char *kPipelineAttr = "shardc.pipeline";
 
 /// On the module: the rules file the shardings come from.

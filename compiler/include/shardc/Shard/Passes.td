@@ -409,11 +409,12 @@ def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> 
     Pipeline parallelism (the rules' `layer -> stage`, `microbatches N`,
     `schedule gpipe|1f1b`). MLIRGen emits, in place of train_step, for each
     stage S @stage_forward_S (not on the last stage: the stage's params, one
-    microbatch's inputs, the activations it receives -> those it sends) and
+    microbatch's inputs, the activations it receives -> those it sends, and
+    the residuals: what its backward pass reads of its forward values) and
     @stage_backward_S (the same, the gradients' sums, the cotangents of what
-    it sent -> the last stage's loss and metrics, the cotangents of what it
-    received, the sums plus its gradients; it recomputes the stage's forward,
-    as GPipe does), and @apply_step, each partitioned on its own. Arguments
+    it sent, the residuals -> the last stage's loss and metrics, the
+    cotangents of what it received, the sums plus its gradients), and
+    @apply_step, each partitioned on its own. Arguments
     and results that cross stages carry `shardc.transfer` (the module's
     `shardc.pipeline` lists each transfer's stages). This pass, after
     partitioning, on local shapes:
@@ -427,11 +428,12 @@ def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> 
        loops over microbatches: GPipe (every forward, then every backward, the
        last microbatch first) or 1F1B (p - 1 - S forwards, then one forward and
        one backward alternately, then the remaining backwards). A forward
-       receives its activations (`shard.recv` from the sending stage, kept in
-       a buffer of slots: every microbatch's under GPipe, p - S under 1F1B),
-       calls the stage's forward and `shard.send`s its results; a backward
+       receives its activations (`shard.recv` from the sending stage), calls
+       the stage's forward, `shard.send`s what later stages read and keeps the
+       received activations and the residuals, each in a buffer of slots
+       (every microbatch's under GPipe, at most p - S under 1F1B); a backward
        receives the cotangents, calls the backward function on the kept
-       activations, sends the cotangents back and adds gradients and totals.
+       values, sends the cotangents back and adds gradients and totals.
        Each case writes every parameter's gradient sum (zeros for the other
        stages') and the loss and metrics (zeros but on the last stage) into
        buffers allocated before the switch (a switch that yielded its cases'

@@ -30,10 +30,13 @@
 // microbatch's size, and apply_step:
 //
 //   stage_forward_S   the stage's params, one microbatch's inputs, what earlier
-//                     stages sent it -> what it sends to later stages
+//                     stages sent it -> what it sends to later stages, what its
+//                     backward pass reads (residuals)
 //   stage_backward_S  the same, the gradients' sums so far, the cotangents of
-//                     what it sent -> (the last stage: loss, metrics), the
-//                     cotangents of what it received, the sums plus its gradients
+//                     what it sent, the residuals -> (the last stage: loss,
+//                     metrics), the cotangents of what it received, the sums
+//                     plus its gradients (the last stage has no forward: its
+//                     backward runs the forward too)
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +56,8 @@ namespace shardc {
 enum class ArgRole {
   parameter, optimizer_state, input, step, gradient, loss,
   activation, // a pipeline stage's value sent by an earlier stage
-  cotangent   // the cotangent of one it sent, sent back by the later stage
+  cotangent,  // the cotangent of one it sent, sent back by the later stage
+  residual    // a forward value of the stage that its backward pass reads
 };
 
 /// An argument or a result of a step function: a node of the flat graph.
