@@ -166,6 +166,55 @@ func.func @loop_body(%x: memref<256xf32>, %out: memref<256xf32>) {
 
 // -----
 
+// The cases of a switch (a pipeline's stages: a rank runs one) are each planned from
+// the switch's first byte: case 0's two live-together buffers (2048 bytes) and the
+// default's one share the switch's 2048 bytes, and %out2 (live across the switch)
+// goes after them.
+
+// CHECK-LABEL: func.func @switch_cases
+// CHECK-SAME:    attributes {shardc.arena_bytes = 3072 : i64}
+// CHECK:         %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3072xi8>
+// CHECK:         %[[AT_OUT:.*]] = arith.constant 2048 : index
+// CHECK-NEXT:    memref.view %[[ARENA]][%[[AT_OUT]]][] : memref<3072xi8> to memref<256xf32>
+// CHECK:         scf.index_switch
+// CHECK:         case 0 {
+// CHECK:           %[[AT_A:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      memref.view %[[ARENA]][%[[AT_A]]][] : memref<3072xi8> to memref<256xf32>
+// CHECK:           %[[AT_B:.*]] = arith.constant 1024 : index
+// CHECK-NEXT:      memref.view %[[ARENA]][%[[AT_B]]][] : memref<3072xi8> to memref<256xf32>
+// CHECK:         default {
+// CHECK:           %[[AT_C:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      memref.view %[[ARENA]][%[[AT_C]]][] : memref<3072xi8> to memref<256xf32>
+// CHECK-NOT:       memref.dealloc
+// CHECK:         }
+// CHECK:         memref.dealloc %[[ARENA]]
+func.func @switch_cases(%x: memref<256xf32>, %out: memref<256xf32>, %stage: index) {
+  %out2 = memref.alloc() : memref<256xf32>
+  scf.index_switch %stage
+  case 0 {
+    %a = memref.alloc() : memref<256xf32>
+    %b = memref.alloc() : memref<256xf32>
+    memref.copy %x, %a : memref<256xf32> to memref<256xf32>
+    memref.copy %a, %b : memref<256xf32> to memref<256xf32>
+    memref.copy %b, %out2 : memref<256xf32> to memref<256xf32>
+    memref.dealloc %a : memref<256xf32>
+    memref.dealloc %b : memref<256xf32>
+    scf.yield
+  }
+  default {
+    %c = memref.alloc() : memref<256xf32>
+    memref.copy %x, %c : memref<256xf32> to memref<256xf32>
+    memref.copy %c, %out2 : memref<256xf32> to memref<256xf32>
+    memref.dealloc %c : memref<256xf32>
+    scf.yield
+  }
+  memref.copy %out2, %out : memref<256xf32> to memref<256xf32>
+  memref.dealloc %out2 : memref<256xf32>
+  return
+}
+
+// -----
+
 // An entry point of the runtime (shardc.arena_argument) takes the arena as a new last
 // argument, the runtime's step arena, and neither allocates nor frees it; a single
 // buffer goes there too. Without buffers the mark goes and the signature stays.

@@ -28,7 +28,7 @@ constexpr int64_t kAlignment = 64;
 /// A buffer of a block: first used at op `first`, last accessed at op `last`
 /// (positions in the block), `bytes` long, placed at `offset` of the arena or
 /// of donated argument `region`. Or, without an alloc, the buffers of a loop's
-/// body (`inner`, placed within it), live while the loop runs.
+/// body or of a switch's cases (`inner`, placed within it), live while it runs.
 struct Buffer {
   memref::AllocOp alloc;
   memref::DeallocOp dealloc;
@@ -185,18 +185,31 @@ int64_t placeBuffers(std::vector<Buffer> &buffers, ArrayRef<Donation> donations 
 }
 
 /// The buffers of `body` and, as one buffer each, those of the loops in it
-/// (an iteration's temporaries, planned within the loop's bytes), placed.
-/// Returns the bytes they take of the arena.
+/// (an iteration's temporaries, planned within the loop's bytes) and of the
+/// switches in it (each case's temporaries planned from the switch's first
+/// byte: one case runs), placed. Returns the bytes they take of the arena.
 int64_t planBlock(Block &body, std::vector<Buffer> &buffers, ArrayRef<Donation> donations = {}) {
   buffers = collectBuffers(body);
   for (auto [i, op] : llvm::enumerate(body)) {
-    if (!isa<scf::ForOp>(op))
+    if (!isa<scf::ForOp, scf::IndexSwitchOp>(op))
       continue;
-    Buffer loop;
-    loop.first = loop.last = i;
-    loop.bytes = llvm::alignTo(planBlock(*cast<scf::ForOp>(op).getBody(), loop.inner), kAlignment);
-    if (!loop.inner.empty())
-      buffers.push_back(std::move(loop));
+    Buffer nested;
+    nested.first = nested.last = i;
+    nested.bytes = 0;
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      nested.bytes = llvm::alignTo(planBlock(*loop.getBody(), nested.inner), kAlignment);
+    } else {
+      for (Region &region : op.getRegions()) {
+        Buffer one;
+        one.first = one.last = i;
+        one.bytes = llvm::alignTo(planBlock(region.front(), one.inner), kAlignment);
+        nested.bytes = std::max(nested.bytes, one.bytes);
+        if (!one.inner.empty())
+          nested.inner.push_back(std::move(one));
+      }
+    }
+    if (!nested.inner.empty())
+      buffers.push_back(std::move(nested));
   }
   return placeBuffers(buffers, donations);
 }

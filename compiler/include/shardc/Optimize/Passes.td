@@ -231,7 +231,9 @@ def PlanBuffersPass : Pass<"shardc-plan-buffers", "::mlir::ModuleOp"> {
     The body of an scf.for (the microbatches' loop) is planned the same way
     within the loop, and its plan is one buffer of the block around it, live
     while the loop runs: an iteration's temporaries reuse one region of the
-    arena, iteration after iteration.
+    arena, iteration after iteration. The cases of an scf.index_switch (a
+    pipeline's stages) are planned each from the same first byte of one such
+    buffer, as large as the largest case: a rank runs one case.
 
     Allocs freed elsewhere (in a branch, or not at all) keep their own
     allocation.
