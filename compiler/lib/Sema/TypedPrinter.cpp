@@ -109,6 +109,11 @@ public:
          << batch.size / microbatches.count
          << ", their gradients summed, then reduced across ranks once\n";
     }
+    const Pipeline &pipeline = program.pipeline;
+    if (!pipeline.axis.empty())
+      os << "  pipeline: the scan's layers in " << pipeline.stages << " stages along '"
+         << pipeline.axis << "', " << microbatches.count << " microbatches through them, "
+         << pipeline.schedule << " schedule (--report draws it)\n";
   }
 
 private:
