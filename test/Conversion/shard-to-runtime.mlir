@@ -425,12 +425,12 @@ func.func @shape_global_renamed(%x: tensor<4x8xf32>) -> tensor<8x8xf32> {
 // CHECK-DAG:   func.func private @shardrt_recv(i32, !llvm.ptr, i64, i64, i32)
 // CHECK-LABEL: func.func @send_recv
 // CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)
-// CHECK:         %[[MASK:.*]] = arith.constant 1 : i32
-// CHECK:         %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only
-// CHECK:         %[[INP:.*]] = llvm.inttoptr
-// CHECK:         %[[BYTES:.*]] = arith.constant 128 : i64
-// CHECK:         %[[PEER:.*]] = arith.constant 1 : i64
-// CHECK:         %[[TAG:.*]] = arith.constant 4 : i32
+// CHECK-DAG:     %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only
+// CHECK-DAG:     %[[INP:.*]] = llvm.inttoptr
+// CHECK-DAG:     %[[MASK:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[BYTES:.*]] = arith.constant 128 : i64
+// CHECK-DAG:     %[[PEER:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[TAG:.*]] = arith.constant 4 : i32
 // CHECK:         call @shardrt_send(%[[MASK]], %[[INP]], %[[BYTES]], %[[PEER]], %[[TAG]])
 // CHECK:         %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
 // CHECK:         %[[OUTP:.*]] = llvm.inttoptr

@@ -136,6 +136,11 @@ private:
                               Value input, ArrayRef<Type> tailTypes,
                               function_ref<SmallVector<Value>()> tailArgs);
 
+  /// The runtime call `name` (shardrt_send, shardrt_recv) of point-to-point `op`.
+  template <typename OpT>
+  LogicalResult callPointToPoint(OpT op, StringRef name, const CollectiveOperands &c,
+                                 ArrayRef<int64_t> peer, Value pointer, OpBuilder &b);
+
   struct ReturnedSum {
     Value handle;
     unsigned result; // the function's result that is the sum
@@ -933,50 +938,43 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
 // The pass
 //===----------------------------------------------------------------------===//
 
-/// The peer of a send or recv: one static index in the group of its axes,
-/// the axes' coordinates in grid_axes order linearised (row-major).
+/// shardrt_send / shardrt_recv of `op`'s data at `pointer` (a send's input, a
+/// recv's output buffer) with `peer` (its peer's index in the group of its grid
+/// axes, as the op states it) and its tag.
 template <typename OpT>
-static FailureOr<int64_t> peerIndex(OpT op, ArrayRef<int64_t> index, shard::GridOp grid) {
-  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
-  if (index.size() != axes.size())
-    return op.emitOpError("needs a static peer index per grid axis");
-  SmallVector<shard::GridAxis> sorted(axes);
-  llvm::sort(sorted);
-  if (SmallVector<shard::GridAxis>(axes) != sorted)
-    return op.emitOpError("needs its grid axes in ascending order");
-  int64_t linear = 0;
-  for (auto [axis, i] : llvm::zip_equal(axes, index))
-    linear = linear * grid.getShape()[axis] + i;
-  return linear;
-}
-
-/// The message tag (`shardc.transfer`) of a send or recv.
-static FailureOr<int64_t> tagOf(Operation *op) {
-  auto tag = op->getAttrOfType<IntegerAttr>(shardc::kTransferAttr);
+LogicalResult RuntimeLowering::callPointToPoint(OpT op, StringRef name, const CollectiveOperands &c,
+                                                ArrayRef<int64_t> peer, Value pointer,
+                                                OpBuilder &b) {
+  auto tag = op->template getAttrOfType<IntegerAttr>(shardc::kTransferAttr);
   if (!tag)
-    return op->emitOpError("needs a ") << shardc::kTransferAttr << " tag";
-  return tag.getInt();
+    return op.emitOpError("needs a ") << shardc::kTransferAttr << " tag";
+  ArrayRef<shard::GridAxis> axes = op.getGridAxes();
+  if (peer.size() != axes.size() || !isAscending(axes))
+    return op.emitOpError("needs a static peer index per grid axis, the axes in ascending order");
+  int64_t linear = 0;
+  for (auto [axis, i] : llvm::zip_equal(axes, peer))
+    linear = linear * shard::GridOp(c.grid).getShape()[axis] + i;
+  Location loc = op.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  func::FuncOp fn = runtime.getOrDeclare(
+      op, name.str(), {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
+  if (!fn)
+    return failure();
+  int64_t bytes = c.inType.getNumElements() * c.inType.getElementTypeBitWidth() / 8;
+  func::CallOp::create(b, loc, fn,
+                       ValueRange{i32(b, loc, c.mask), pointer, i64(b, loc, bytes),
+                                  i64(b, loc, linear), i32(b, loc, tag.getInt())});
+  return success();
 }
 
 LogicalResult RuntimeLowering::lower(shard::SendOp op) {
   auto c = checkOperands(op, /*needStaticOrderSizes=*/true);
   if (failed(c))
     return failure();
-  auto peer = peerIndex(op, op.getDestination(), c->grid);
-  auto tag = tagOf(op);
-  if (failed(peer) || failed(tag))
-    return failure();
   OpBuilder b(op);
-  Location loc = op.getLoc();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = runtime.getOrDeclare(
-      op, "shardrt_send", {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
-  if (!fn)
+  if (failed(callPointToPoint(op, "shardrt_send", *c, op.getDestination(),
+                              inputPointer(b, op.getLoc(), op.getInput()), b)))
     return failure();
-  int64_t bytes = c->inType.getNumElements() * c->inType.getElementTypeBitWidth() / 8;
-  func::CallOp::create(b, loc, fn,
-                       ValueRange{i32(b, loc, c->mask), inputPointer(b, loc, op.getInput()),
-                                  i64(b, loc, bytes), i64(b, loc, *peer), i32(b, loc, *tag)});
   return replaceOp(op, op.getInput());
 }
 
@@ -986,24 +984,12 @@ LogicalResult RuntimeLowering::lower(shard::RecvOp op) {
     return failure();
   if (!op.getSource())
     return op.emitOpError("needs a static source");
-  auto peer = peerIndex(op, *op.getSource(), c->grid);
-  auto tag = tagOf(op);
-  if (failed(peer) || failed(tag))
-    return failure();
   OpBuilder b(op);
-  Location loc = op.getLoc();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn = runtime.getOrDeclare(
-      op, "shardrt_recv", {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
-  if (!fn)
-    return failure();
   Value out;
-  Value buffer = allocOutput(b, loc, c->outType, out);
-  int64_t bytes = c->outType.getNumElements() * c->outType.getElementTypeBitWidth() / 8;
-  func::CallOp::create(b, loc, fn,
-                       ValueRange{i32(b, loc, c->mask), out, i64(b, loc, bytes),
-                                  i64(b, loc, *peer), i32(b, loc, *tag)});
-  return replaceOp(op, bufferization::ToTensorOp::create(b, loc, c->outType, buffer,
+  Value buffer = allocOutput(b, op.getLoc(), c->outType, out);
+  if (failed(callPointToPoint(op, "shardrt_recv", *c, *op.getSource(), out, b)))
+    return failure();
+  return replaceOp(op, bufferization::ToTensorOp::create(b, op.getLoc(), c->outType, buffer,
                                                          b.getUnitAttr(), b.getUnitAttr())
                            .getResult());
 }

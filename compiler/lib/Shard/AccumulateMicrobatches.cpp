@@ -45,7 +45,7 @@ struct AccumulateMicrobatchesPass
       return signalPassFailure();
     }
     SmallVector<Operation *> deferred = deferReductions(micro);
-    func::FuncOp train = buildTrainStep(module, micro, apply, count.getInt(), deferred);
+    func::FuncOp train = buildTrainStep(micro, apply, count.getInt(), deferred);
     if (!train)
       return signalPassFailure();
     for (Operation *op : deferred)
@@ -62,11 +62,9 @@ struct AccumulateMicrobatchesPass
 
   /// Step 2: @train_step(params, state, inputs, step) -> (params, state, loss,
   /// metrics), the loop over microbatches calling `micro`, then `apply`.
-  static func::FuncOp buildTrainStep(ModuleOp module, func::FuncOp micro, func::FuncOp apply,
+  static func::FuncOp buildTrainStep(func::FuncOp micro, func::FuncOp apply,
                                      int64_t count, ArrayRef<Operation *> deferred) {
-    // The signature, each argument described as where it comes from.
-    SmallVector<Type> argTypes;
-    SmallVector<DictionaryAttr> argAttrs;
+    // The arguments of each role.
     SmallVector<unsigned> params, sums, inputs, state; // argument numbers in micro, then apply
     std::optional<unsigned> step, loss;                // in apply
     unsigned gradients = 0;
@@ -94,55 +92,15 @@ struct AccumulateMicrobatchesPass
       apply.emitError("internal error: apply_step does not match microbatch_step");
       return nullptr;
     }
-    auto add = [&](func::FuncOp from, unsigned i, Type type) {
-      argTypes.push_back(type);
-      SmallVector<NamedAttribute> attrs;
-      for (NamedAttribute attr : from.getArgAttrDict(i) ? from.getArgAttrDict(i).getValue()
-                                                          : ArrayRef<NamedAttribute>{})
-        if (attr.getName() != shardc::kMicrobatchDimAttr)
-          attrs.push_back(attr);
-      argAttrs.push_back(DictionaryAttr::get(from.getContext(), attrs));
-    };
-    for (unsigned i : params)
-      add(micro, i, micro.getArgumentTypes()[i]);
-    for (unsigned i : state)
-      add(apply, i, apply.getArgumentTypes()[i]);
-    for (unsigned i : inputs) {
-      auto type = cast<RankedTensorType>(micro.getArgumentTypes()[i]);
-      SmallVector<int64_t> shape(type.getShape());
-      if (auto dim = micro.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr))
-        shape[dim.getInt()] *= count;
-      add(micro, i, type.clone(shape));
-    }
-    add(apply, *step, apply.getArgumentTypes()[*step]);
-    // Results: the update's parameters and state, its loss, then the metrics.
-    const unsigned updated = params.size() + state.size();
-    SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
-    resultTypes.push_back(apply.getResultTypes().back());
-    for (unsigned m = 1; m <= metrics; ++m)
-      resultTypes.push_back(micro.getResultTypes()[m]);
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned r = 0; r < updated; ++r)
-      resultAttrs.push_back(apply.getResultAttrDict(r));
-    resultAttrs.push_back(apply.getResultAttrDict(apply.getNumResults() - 1));
-    for (unsigned m = 1; m <= metrics; ++m)
-      resultAttrs.push_back(micro.getResultAttrDict(m));
-
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPoint(micro);
+    func::FuncOp train = declareTrainStep(apply, micro, count, metrics);
+    Block *entry = &train.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = micro.getLoc();
-    auto train = func::FuncOp::create(b, loc, shardc::kTrainFunction,
-                                      b.getFunctionType(argTypes, resultTypes));
-    train.setAllArgAttrs(argAttrs);
-    for (auto [r, attrs] : llvm::enumerate(resultAttrs))
-      if (attrs)
-        train.setResultAttrs(r, attrs);
-    Block *entry = train.addEntryBlock();
-    b.setInsertionPointToStart(entry);
     ValueRange args = entry->getArguments();
     ValueRange paramArgs = args.take_front(params.size());
     ValueRange stateArgs = args.slice(params.size(), state.size());
     ValueRange inputArgs = args.slice(params.size() + state.size(), inputs.size());
+    const unsigned updated = params.size() + state.size();
 
     // The loop: each microbatch's inputs sliced, its loss and metrics added up,
     // its gradients added to their sums by microbatch_step itself.

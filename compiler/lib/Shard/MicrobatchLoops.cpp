@@ -112,6 +112,62 @@ void addInPlace(scf::ForOp loop) {
   }
 }
 
+func::FuncOp declareTrainStep(func::FuncOp apply, func::FuncOp batch, int64_t count,
+                             unsigned metrics) {
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  auto add = [&](func::FuncOp from, unsigned i, Type type) {
+    argTypes.push_back(type);
+    SmallVector<NamedAttribute> attrs;
+    if (DictionaryAttr dict = from.getArgAttrDict(i))
+      for (NamedAttribute attr : dict)
+        if (attr.getName() != shardc::kMicrobatchDimAttr)
+          attrs.push_back(attr);
+    argAttrs.push_back(DictionaryAttr::get(from.getContext(), attrs));
+  };
+  std::optional<unsigned> step;
+  unsigned updated = 0;
+  for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
+    StringRef role = roleOf(apply, i);
+    if (role == shardc::kParameterRole || role == shardc::kOptimizerStateRole) {
+      add(apply, i, apply.getArgumentTypes()[i]);
+      ++updated;
+    } else if (role == shardc::kStepRole) {
+      step = i;
+    }
+  }
+  for (unsigned i = 0; i < batch.getNumArguments(); ++i) {
+    if (roleOf(batch, i) != shardc::kInputRole)
+      continue;
+    auto type = cast<RankedTensorType>(batch.getArgumentTypes()[i]);
+    SmallVector<int64_t> shape(type.getShape());
+    if (auto dim = batch.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr))
+      shape[dim.getInt()] *= count;
+    add(batch, i, type.clone(shape));
+  }
+  if (step)
+    add(apply, *step, apply.getArgumentTypes()[*step]);
+  SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned r = 0; r < updated; ++r)
+    resultAttrs.push_back(apply.getResultAttrDict(r));
+  resultTypes.push_back(apply.getResultTypes().back());
+  resultAttrs.push_back(apply.getResultAttrDict(apply.getNumResults() - 1));
+  for (unsigned m = 1; m <= metrics; ++m) {
+    resultTypes.push_back(batch.getResultTypes()[m]);
+    resultAttrs.push_back(batch.getResultAttrDict(m));
+  }
+  OpBuilder b(apply);
+  auto train = func::FuncOp::create(b, apply.getLoc(), shardc::kTrainFunction,
+                                    b.getFunctionType(argTypes, resultTypes));
+  train.setAllArgAttrs(argAttrs);
+  for (auto [r, attrs] : llvm::enumerate(resultAttrs))
+    if (attrs)
+      train.setResultAttrs(r, attrs);
+  train.addEntryBlock();
+  return train;
+}
+
 Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));

@@ -49,6 +49,14 @@ void inlineCall(mlir::func::CallOp call, mlir::func::FuncOp callee);
 /// not support.
 void addInPlace(mlir::scf::ForOp loop);
 
+/// @train_step (the runtime's ABI) with an entry block, before `apply` (apply_step):
+/// its parameters, state and step are apply_step's, its inputs those of `batch` (the
+/// function that runs one microbatch) `count` times as long along their
+/// microbatch_dim; its results the update's parameters and state, its loss, then
+/// `batch`'s results 1 .. `metrics`.
+mlir::func::FuncOp declareTrainStep(mlir::func::FuncOp apply, mlir::func::FuncOp batch,
+                                    int64_t count, unsigned metrics);
+
 /// A tensor of `type` filled with zeros.
 mlir::Value zerosOf(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type);
 

@@ -402,61 +402,12 @@ struct PipelineSchedulePass
 
   func::FuncOp buildTrainStep(ArrayRef<SmallVector<Operation *>> deferred) {
     func::FuncOp last = backwards.back();
-    // The signature: apply_step's parameters and state, the full batch's
-    // inputs, its step; results: the update, the loss, the metrics.
-    SmallVector<Type> argTypes;
-    SmallVector<DictionaryAttr> argAttrs;
-    auto add = [&](func::FuncOp from, unsigned i, Type type) {
-      argTypes.push_back(type);
-      SmallVector<NamedAttribute> attrs;
-      if (DictionaryAttr dict = from.getArgAttrDict(i))
-        for (NamedAttribute attr : dict)
-          if (attr.getName() != shardc::kMicrobatchDimAttr)
-            attrs.push_back(attr);
-      argAttrs.push_back(DictionaryAttr::get(from.getContext(), attrs));
-    };
-    std::optional<unsigned> step, loss;
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
-      StringRef role = roleOf(apply, i);
-      if (role == shardc::kParameterRole || role == shardc::kOptimizerStateRole)
-        add(apply, i, apply.getArgumentTypes()[i]);
-      else if (role == shardc::kStepRole)
-        step = i;
-      else if (role == shardc::kLossRole)
-        loss = i;
-    }
-    for (unsigned i = 0; i < last.getNumArguments(); ++i) {
-      if (roleOf(last, i) != shardc::kInputRole)
-        continue;
-      auto type = cast<RankedTensorType>(last.getArgumentTypes()[i]);
-      SmallVector<int64_t> shape(type.getShape());
-      if (auto dim = last.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr))
-        shape[dim.getInt()] *= microbatches;
-      add(last, i, type.clone(shape));
-    }
-    add(apply, *step, apply.getArgumentTypes()[*step]);
-    const unsigned updated = numParams + numState;
-    SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
-    resultTypes.push_back(apply.getResultTypes().back());
-    for (unsigned m = 1; m <= numMetrics; ++m)
-      resultTypes.push_back(last.getResultTypes()[m]);
-
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPoint(apply);
+    func::FuncOp train = declareTrainStep(apply, last, microbatches, numMetrics);
+    Block *entry = &train.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = apply.getLoc();
-    auto train = func::FuncOp::create(b, loc, shardc::kTrainFunction,
-                                      b.getFunctionType(argTypes, resultTypes));
-    train.setAllArgAttrs(argAttrs);
-    for (unsigned r = 0; r < updated; ++r)
-      if (DictionaryAttr attrs = apply.getResultAttrDict(r))
-        train.setResultAttrs(r, attrs);
-    train.setResultAttrs(updated, apply.getResultAttrDict(apply.getNumResults() - 1));
-    for (unsigned m = 1; m <= numMetrics; ++m)
-      if (DictionaryAttr attrs = last.getResultAttrDict(m))
-        train.setResultAttrs(updated + m, attrs);
-    Block *entry = train.addEntryBlock();
-    b.setInsertionPointToStart(entry);
     ValueRange args = entry->getArguments();
+    const unsigned updated = numParams + numState;
 
     // Every rank runs its own stage's case: a collective inside one meets
     // only ranks of the same stage, whose communicators exist from the start.
