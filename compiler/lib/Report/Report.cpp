@@ -658,21 +658,35 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     collectives.push_back(*c);
   });
 
-  int64_t totalBytes = 0, totalSent = 0, totalCount = 0, localCount = 0;
-  int64_t gradientSent = 0, gradientCount = 0;
+  // Per rank: what every rank runs, plus the busiest pipeline stage's own.
+  struct Totals {
+    int64_t bytes = 0, sent = 0, count = 0, local = 0, gradientSent = 0, gradientCount = 0;
+  };
+  std::map<int64_t, Totals> byStage; // -1: every rank
   for (const Collective &c : collectives) {
+    Totals &t = byStage[c.stage];
     if (!c.moves) {
-      localCount += c.count;
+      t.local += c.count;
       continue;
     }
-    totalBytes = addSaturating(totalBytes, mulSaturating(c.bytes, c.count));
-    totalSent = addSaturating(totalSent, mulSaturating(c.sent, c.count));
-    totalCount += c.count;
+    t.bytes = addSaturating(t.bytes, mulSaturating(c.bytes, c.count));
+    t.sent = addSaturating(t.sent, mulSaturating(c.sent, c.count));
+    t.count += c.count;
     if (c.gradientSync) {
-      gradientSent = addSaturating(gradientSent, mulSaturating(c.sent, c.count));
-      gradientCount += c.count;
+      t.gradientSent = addSaturating(t.gradientSent, mulSaturating(c.sent, c.count));
+      t.gradientCount += c.count;
     }
   }
+  Totals busiest;
+  for (const auto &[stage, t] : byStage)
+    if (stage >= 0 && t.sent >= busiest.sent)
+      busiest = t;
+  const Totals &all = byStage[-1];
+  const int64_t totalBytes = addSaturating(all.bytes, busiest.bytes);
+  const int64_t totalSent = addSaturating(all.sent, busiest.sent);
+  const int64_t totalCount = all.count + busiest.count, localCount = all.local + busiest.local;
+  const int64_t gradientSent = addSaturating(all.gradientSent, busiest.gradientSent);
+  const int64_t gradientCount = all.gradientCount + busiest.gradientCount;
 
   const std::optional<PipelinePlan> pipeline = pipelinePlan(module, fn, mesh);
 
@@ -796,7 +810,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   if (pipeline)
     printPipeline(*pipeline, os);
   os << "collectives per " << step << " step: " << totalCount << ", " << formatBytes(totalBytes)
-     << " per rank";
+     << " per rank" << (pipeline ? " (on the stage that sends the most)" : "");
   if (localCount)
     os << " (and " << localCount << " local, moving nothing)";
   os << "; each rank sends " << formatBytes(totalSent) << " by ring algorithms";
