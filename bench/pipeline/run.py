@@ -78,13 +78,20 @@ def main():
                            "report_train_arena_mib": mib(report["memory_per_rank"].get("train_arena", 0)),
                            "report_kept_mib_per_stage": [mib(b) for b in pipeline.get("kept_activation_bytes_per_stage", [])],
                            "bubble_fraction": pipeline.get("bubble_fraction"),
-                           "exe": exe, "step_seconds": [], "peak_mib": []}
+                           "exe": exe, "step_seconds": [], "peak_mib": [],
+                           # Per round: the least and the most of the step any rank
+                           # waited in its receives (the bubble and the messages).
+                           "receive_wait_share": []}
             log(f"{name}: compiled in {seconds:.1f} s")
         for round_ in range(args.rounds):
             for name, case in cases.items():
                 out = tb.run_shardc(case["exe"], RANKS, ["--synthetic", "--steps", str(args.steps),
                                                          "--no-eval"], args.steps)
                 case["step_seconds"].append(out["train_seconds"] / out["bench_steps"])
+                if out.get("pipeline_receive_wait_seconds"):
+                    waits = out["pipeline_receive_wait_seconds"]
+                    case["receive_wait_share"].append(
+                        [round(waits[k] / out["train_seconds"], 3) for k in ("min", "max")])
                 case["peak_mib"].append(mib(out["resident_bytes_per_rank"]["peak"]))
                 log(f"round {round_ + 1} {name}: {case['step_seconds'][-1]:.3f} s per step, "
                     f"peak {case['peak_mib'][-1]} MiB")

@@ -37,6 +37,9 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
 /// --overlap-gradients, the parameters' gathers under --prefetch-weights; gradients.cpp)
 /// without waiting; the kernels call it before each product.
 void progressGradients();
+/// Seconds this rank has waited in a pipeline's receives (pipeline.cpp), and how many.
+double pipelineReceiveSeconds();
+int64_t pipelineReceives();
 
 } // namespace shardrt
 

@@ -2,11 +2,13 @@
 // data to a staging buffer and leaves nonblocking, so that the stage computes on while
 // the activation travels; its buffer goes back to a pool once the send has completed.
 // Receives wait in the watchdog, as collectives do.
+#include "collectives.h"
 #include "mesh.h"
 #include "watchdog.h"
 
 #include "shardrt/shardrt.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -24,6 +26,8 @@ struct Send {
 
 std::vector<Send> sends;
 std::multimap<int64_t, std::unique_ptr<char[]>> pool; // staging buffers by size
+double receiveSeconds = 0; // waited in receives: the bubble, and the messages' travel
+int64_t receives = 0;
 
 std::unique_ptr<char[]> stagingOf(int64_t bytes) {
   auto found = pool.find(bytes);
@@ -59,9 +63,12 @@ void shardrt_recv(uint32_t axes, void *data, int64_t bytes, int64_t peer, int ta
   checkMessage("shardrt_recv", bytes, peer, group);
   arrive("pipeline receive", axes, /*world=*/false, bytes / 4);
   MPI_Request request;
+  const auto start = std::chrono::steady_clock::now();
   MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer), tag, group.comm,
             &request);
   await(1, &request);
+  receiveSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++receives;
 }
 
 void shardrt_wait_sends(void) {
@@ -76,6 +83,11 @@ void shardrt_wait_sends(void) {
     pool.emplace(send.bytes, std::move(send.staging));
   sends.clear();
 }
+
+namespace shardrt {
+double pipelineReceiveSeconds() { return receiveSeconds; }
+int64_t pipelineReceives() { return receives; }
+} // namespace shardrt
 
 void shardrt_make_communicators(void) {
   const uint32_t all = (1u << shardrt_mesh_num_axes()) - 1;

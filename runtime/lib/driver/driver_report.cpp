@@ -11,6 +11,7 @@
 #include "driver_stop.h"
 #include "driver_json.h"
 #include "driver_output.h"
+#include "../collectives.h"
 #include "../host.h"
 #include "../watchdog.h"
 
@@ -156,6 +157,16 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   watchedWorld("all_reduce of the resident memory", [&](MPI_Request *request) {
     MPI_Iallreduce(MPI_IN_PLACE, memory, 5, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
   });
+  // A pipeline's waits in its receives: the most and the least of any rank (the
+  // bubble is where a stage waits).
+  double waits[2] = {pipelineReceiveSeconds(), -pipelineReceiveSeconds()};
+  int64_t receives = pipelineReceives();
+  watchedWorld("all_reduce of the pipeline's waits", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, waits, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, request);
+  });
+  watchedWorld("all_reduce of the pipeline's receives", [&](MPI_Request *request) {
+    MPI_Iallreduce(MPI_IN_PLACE, &receives, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
+  });
   if (!active_)
     return;
   endProgressLine();
@@ -203,6 +214,11 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   summary.add("resume_from", checkpointer.newest().empty() ? "null"
                                                            : jsonString(checkpointer.newest()));
   summary.add("prefetch_wait_seconds", ifData(jsonNumber(prefetchWait)));
+  if (receives) {
+    JsonObject pipelineWaits;
+    pipelineWaits.add("max", jsonNumber(waits[0])).add("min", jsonNumber(-waits[1]));
+    summary.add("pipeline_receive_wait_seconds", pipelineWaits.str());
+  }
   JsonObject resident;
   resident.add("peak", integer(memory[0]))
       .add("anonymous", integer(memory[1]))
