@@ -907,8 +907,7 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(program.microbatches.count));
     (*module)->setAttr(kPipelineAttr, pipelineAttr(*steps.pipeline));
     for (const PipelineStage &stage : steps.pipeline->stages)
-      if ((stage.forward && !emitFunction(*module, *stage.forward)) ||
-          !emitFunction(*module, stage.backward))
+      if (!emitFunction(*module, stage.forward) || !emitFunction(*module, stage.backward))
         return nullptr;
     if (!emitFunction(*module, steps.pipeline->apply))
       return nullptr;

@@ -604,7 +604,7 @@ static void printPipeline(const PipelinePlan &plan, llvm::raw_ostream &os) {
   os << "  kept for the backward pass (the activations received, what the backward reads):";
   for (int64_t s = 0; s < p; ++s)
     os << (s ? "," : "") << " stage " << s << " " << formatBytes(plan.keptBytes[s]) << " ("
-       << plan.slots[s] << " microbatches)";
+       << plan.slots[s] << (plan.slots[s] == 1 ? " microbatch)" : " microbatches)");
   os << "\n  every rank holds every layer's parameters and optimizer state, and each gradient "
         "is summed over the stages ([stage N]: collectives only that stage's ranks run)\n\n";
 }

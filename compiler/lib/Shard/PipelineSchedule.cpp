@@ -41,7 +41,7 @@ struct PipelineSchedulePass
   int64_t stages = 0, microbatches = 0;
   StringRef schedule;
   SmallVector<std::pair<int64_t, int64_t>> transfers; // from, to
-  SmallVector<func::FuncOp> forwards, backwards;        // forwards: null on the last stage
+  SmallVector<func::FuncOp> forwards, backwards;
   func::FuncOp apply;
   FlatSymbolRefAttr grid;
 
@@ -73,8 +73,7 @@ struct PipelineSchedulePass
       if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()); callee && !callee.isExternal())
         inlineCall(call, callee);
     for (func::FuncOp fn : forwards)
-      if (fn)
-        fn.erase();
+      fn.erase();
     for (func::FuncOp fn : backwards)
       fn.erase();
     apply.erase();
@@ -112,7 +111,7 @@ struct PipelineSchedulePass
       std::string n = std::to_string(s);
       forwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageForwardFunction + n));
       backwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageBackwardFunction + n));
-      if (!backwards.back() || (s + 1 < stages) != bool(forwards.back()))
+      if (!backwards.back() || !forwards.back())
         return module.emitError("shardc-pipeline-schedule: stage ") << s << "'s functions are missing";
     }
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
@@ -286,8 +285,6 @@ struct PipelineSchedulePass
         received[k] = receive(nb, at, keptTypes[n], k, /*cotangent=*/false);
         keep(nb, at, c, n, received[k], slot);
       }
-      if (!forward)
-        return;
       SmallVector<Value> operands;
       unsigned nextParam = 0, nextInput = 0;
       for (unsigned i = 0; i < forward.getNumArguments(); ++i) {

@@ -534,6 +534,12 @@ private:
     for (const FunctionValue &r : backward.results)
       needed[r.node] = true;
     std::vector<unsigned> kept;
+    // The loss and metrics the last stage's backward returns, made by its forward.
+    for (const FunctionValue &r : backward.results)
+      if (r.node < backwardBegin && !given[r.node] && stage[r.node] == s) {
+        given[r.node] = true;
+        kept.push_back(r.node);
+      }
     for (size_t id = needed.size(); id-- > backwardBegin;) {
       if (!needed[id] || given[id])
         continue;
@@ -559,9 +565,9 @@ private:
     }
   }
 
-  /// The functions each stage runs per microbatch: forward (not on the last
-  /// stage, which runs only backward) sends the values later stages read and
-  /// returns what its backward pass reads (keepResiduals); backward
+  /// The functions each stage runs per microbatch: forward sends the values
+  /// later stages read and returns what its backward pass reads
+  /// (keepResiduals: on the last stage also the loss and metrics); backward
   /// differentiates the pseudo-loss sum(sent * its cotangent), or the loss on
   /// the last stage, and returns the cotangents of what the stage received.
   bool buildPipeline(const TypedProgram &micro) {
@@ -638,15 +644,13 @@ private:
         if (steps.transfers[k].from == s)
           sent.push_back(k);
       }
-      if (s < last) {
-        st.forward.emplace();
-        st.forward->name = "stage_forward_" + std::to_string(s);
-        st.forward->args = params;
-        llvm::append_range(st.forward->args, inputs);
-        llvm::append_range(st.forward->args, received);
-        for (size_t k : sent)
-          st.forward->results.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
-      }
+      StepFunction &forwardFn = st.forward;
+      forwardFn.name = "stage_forward_" + std::to_string(s);
+      forwardFn.args = params;
+      llvm::append_range(forwardFn.args, inputs);
+      llvm::append_range(forwardFn.args, received);
+      for (size_t k : sent)
+        forwardFn.results.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
 
       StepFunction &backward = st.backward;
       backward.name = "stage_backward_" + std::to_string(s);
@@ -705,8 +709,7 @@ private:
       llvm::append_range(backward.args, inputs);
       llvm::append_range(backward.args, received);
       llvm::append_range(backward.args, cotangents);
-      if (st.forward)
-        keepResiduals(*st.forward, backward, backwardBegin, *stage, s, micro);
+      keepResiduals(st.forward, backward, backwardBegin, *stage, s, micro);
       steps.stages.push_back(std::move(st));
     }
     // apply_step updates every parameter: each stage's gradients reach every rank.

@@ -34,9 +34,8 @@
 //                     backward pass reads (residuals)
 //   stage_backward_S  the same, the gradients' sums so far, the cotangents of
 //                     what it sent, the residuals -> (the last stage: loss,
-//                     metrics), the cotangents of what it received, the sums
-//                     plus its gradients (the last stage has no forward: its
-//                     backward runs the forward too)
+//                     metrics, which its forward made), the cotangents of what
+//                     it received, the sums plus its gradients
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,8 +106,7 @@ struct PipelineTransfer {
 };
 
 struct PipelineStage {
-  std::optional<StepFunction> forward; // none on the last stage
-  StepFunction backward;
+  StepFunction forward, backward;
 };
 
 struct PipelineSteps {
