@@ -408,14 +408,14 @@ def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> 
   let description = [{
     Pipeline parallelism (the rules' `layer -> stage`, `microbatches N`,
     `schedule gpipe|1f1b`). MLIRGen emits, in place of train_step, for each
-    stage S @stage_forward_S (not on the last stage: the stage's params, one
-    microbatch's inputs, the activations it receives -> those it sends, and
-    the residuals: what its backward pass reads of its forward values) and
-    @stage_backward_S (the same, the gradients' sums, the cotangents of what
-    it sent, the residuals -> the last stage's loss and metrics, the
-    cotangents of what it received, the sums plus its gradients), and
-    @apply_step, each partitioned on its own. Arguments
-    and results that cross stages carry `shardc.transfer` (the module's
+    stage S @stage_forward_S (the stage's params, one microbatch's inputs,
+    the activations it receives -> those it sends, and the residuals: what
+    its backward pass reads of its forward values, on the last stage the loss
+    and metrics too) and @stage_backward_S (the same, the gradients' sums,
+    the cotangents of what it sent, the residuals -> the last stage's loss and
+    metrics, the cotangents of what it received, the sums plus its
+    gradients), and @apply_step, each partitioned on its own. Arguments and
+    results that cross stages carry `shardc.transfer` (the module's
     `shardc.pipeline` lists each transfer's stages). This pass, after
     partitioning, on local shapes:
 
