@@ -28,7 +28,7 @@ rematDecl : 'remat' STRING ':' IDENT ;
 // summed before they are reduced across ranks and applied: gradient accumulation)
 microbatchesDecl : 'microbatches' INT ;
 
-// schedule 1f1b   (the order in which a pipeline's stages run the microbatches'
-// forward and backward passes: gpipe or 1f1b; the rule `layer -> stage` makes one)
-scheduleDecl : 'schedule' scheduleName ;
-scheduleName : IDENT | INT IDENT ;
+// schedule "1f1b"   (the order in which a pipeline's stages run the microbatches'
+// forward and backward passes, named as torchtitan names them: "gpipe" or "1f1b", in
+// any case; the rule `layer -> stage` makes a pipeline)
+scheduleDecl : 'schedule' STRING ;

@@ -41,9 +41,9 @@ _spec.loader.exec_module(tb)
 PIPELINE = "mesh (stage = 2)\nrules {\n  layer -> stage\n}\nmicrobatches 8\n"
 LAYOUTS = {
     "dp2": "mesh (data = 2)\nrules {\n  batch -> data\n}\n",
-    "pp2-gpipe": PIPELINE + "schedule gpipe\n",
-    "pp2-1f1b": PIPELINE + "schedule 1f1b\n",
-    "pp2-1f1b-remat": PIPELINE + "schedule 1f1b\nremat \"blocks\" : nothing\n",
+    "pp2-gpipe": PIPELINE + 'schedule "gpipe"\n',
+    "pp2-1f1b": PIPELINE + 'schedule "1f1b"\n',
+    "pp2-1f1b-remat": PIPELINE + 'schedule "1f1b"\nremat "blocks" : nothing\n',
 }
 
 

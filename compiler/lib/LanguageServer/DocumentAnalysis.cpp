@@ -440,7 +440,7 @@ std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
     for (const char *policy : kRematPolicies)
       add(policy, "remat policy", Completion::Keyword);
     for (const char *schedule : kPipelineSchedules)
-      add(schedule, "pipeline schedule", Completion::Keyword);
+      add("\"" + std::string(schedule) + "\"", "pipeline schedule", Completion::Keyword);
     if (s.rules)
       for (const MeshAST &mesh : s.rules->meshes)
         for (const MeshAxisAST &axis : mesh.axes)

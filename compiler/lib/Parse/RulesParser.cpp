@@ -83,9 +83,9 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
   }
   for (auto *s : root->scheduleDecl()) {
     ScheduleAST schedule;
-    schedule.name = s->scheduleName()->getText();
+    schedule.name = llvm::StringRef(unquote(s->STRING()->getText())).lower();
     schedule.range = source.range(s);
-    schedule.nameRange = source.range(s->scheduleName());
+    schedule.nameRange = source.range(s->STRING());
     rules->schedules.push_back(schedule);
   }
   return diags.errorCount() == errorsBefore ? std::move(rules) : nullptr;

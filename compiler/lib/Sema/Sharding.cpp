@@ -358,8 +358,8 @@ private:
         diags.error(schedule.range, "more than one schedule line");
         diags.note(rules.schedules.front().range, "the first is here");
       } else if (!llvm::is_contained(kPipelineSchedules, schedule.name)) {
-        diags.error(schedule.nameRange, "unknown pipeline schedule '" + schedule.name +
-                                            "'; the schedules are gpipe and 1f1b");
+        diags.error(schedule.nameRange, "unknown pipeline schedule \"" + schedule.name +
+                                            "\"; the schedules are \"gpipe\" and \"1f1b\"");
       } else {
         pipeline.schedule = schedule.name;
       }

@@ -582,7 +582,7 @@ class Program:
             lines.insert(lines.index("}"), f"  layer -> {stage_axes[0]}")
             if "microbatches 2" not in lines:
                 lines.append("microbatches 2")
-            lines.append(f"schedule {r.choice(['gpipe', '1f1b'])}")
+            lines.append(f'schedule "{r.choice(["gpipe", "1f1b"])}"')
         return "\n".join(lines) + "\n"
 
 

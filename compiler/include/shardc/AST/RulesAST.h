@@ -65,7 +65,7 @@ struct MicrobatchesAST {
 };
 
 struct ScheduleAST {
-  std::string name; // gpipe, 1f1b
+  std::string name; // gpipe, 1f1b (lower case)
   SMRange range;
   SMRange nameRange;
 };

@@ -407,7 +407,7 @@ def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> 
                 "forward and their cotangents back";
   let description = [{
     Pipeline parallelism (the rules' `layer -> stage`, `microbatches N`,
-    `schedule gpipe|1f1b`). MLIRGen emits, in place of train_step, for each
+    `schedule "gpipe"|1f1b`). MLIRGen emits, in place of train_step, for each
     stage S @stage_forward_S (the stage's params, one microbatch's inputs,
     the activations it receives -> those it sends, and the residuals: what
     its backward pass reads of its forward values, on the last stage the loss
