@@ -678,13 +678,11 @@ private:
                                      TensorType{DType::F32, {}}, value.loc)
                         : sum;
         }
-        if (!total) {
-          diags.error(pipeline.loc, "pipeline stage " + std::to_string(s) +
-                                        " sends no f32 value to a later stage, so no gradient "
-                                        "reaches its parameters");
-          return false;
-        }
-        loss = *total;
+        // A stage whose values no later stage reads (a loss that does not depend on
+        // them) gets zero gradients.
+        loss = total ? *total
+                     : appendNode(sp.graph, OpKind::constant, {}, TensorType{DType::F32, {}},
+                                  pipeline.loc, {{"value", 0.0}});
       }
       std::vector<unsigned> wrt = nodesOf(params);
       std::vector<FunctionValue> receivedF32;
