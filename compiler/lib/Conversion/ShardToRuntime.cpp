@@ -960,7 +960,8 @@ LogicalResult RuntimeLowering::callPointToPoint(OpT op, StringRef name, const Co
       op, name.str(), {b.getI32Type(), ptr, b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
   if (!fn)
     return failure();
-  int64_t bytes = c.inType.getNumElements() * c.inType.getElementTypeBitWidth() / 8;
+  // An i1 (a comparison's) is a byte in memory.
+  int64_t bytes = c.inType.getNumElements() * ((c.inType.getElementTypeBitWidth() + 7) / 8);
   func::CallOp::create(b, loc, fn,
                        ValueRange{i32(b, loc, c.mask), pointer, i64(b, loc, bytes),
                                   i64(b, loc, linear), i32(b, loc, tag.getInt())});

@@ -166,20 +166,34 @@ struct PipelineSchedulePass
   /// The MPI tag of transfer `k`'s activations (even) or cotangents (odd).
   static int64_t tagOf(int64_t k, bool cotangent) { return 2 * k + (cotangent ? 1 : 0); }
 
+  /// A scalar travels as one element: shard.send and shard.recv take ranked tensors
+  /// of rank 1 or more.
+  static RankedTensorType messageType(RankedTensorType type) {
+    return type.getRank() ? type : RankedTensorType::get({1}, type.getElementType());
+  }
+
   Value receive(OpBuilder &b, Location loc, Type type, int64_t k, bool cotangent) {
     auto tensorType = cast<RankedTensorType>(type);
-    Value empty = tensor::EmptyOp::create(b, loc, tensorType.getShape(), tensorType.getElementType());
+    RankedTensorType message = messageType(tensorType);
+    Value empty = tensor::EmptyOp::create(b, loc, message.getShape(), message.getElementType());
     int64_t from = cotangent ? transfers[k].second : transfers[k].first;
-    auto recv = shard::RecvOp::create(b, loc, type, grid, b.getDenseI16ArrayAttr({axis}), empty,
+    auto recv = shard::RecvOp::create(b, loc, message, grid, b.getDenseI16ArrayAttr({axis}), empty,
                                       b.getDenseI64ArrayAttr({from}), ValueRange());
     recv->setAttr(shardc::kTransferAttr, b.getI64IntegerAttr(tagOf(k, cotangent)));
-    return recv.getResult();
+    if (message == tensorType)
+      return recv.getResult();
+    return tensor::CollapseShapeOp::create(b, loc, tensorType, recv.getResult(),
+                                           ArrayRef<ReassociationIndices>{});
   }
 
   void send(OpBuilder &b, Location loc, Value value, int64_t k, bool cotangent) {
     int64_t to = cotangent ? transfers[k].first : transfers[k].second;
-    auto op = shard::SendOp::create(b, loc, value.getType(), grid, b.getDenseI16ArrayAttr({axis}),
-                                    value, b.getDenseI64ArrayAttr({to}), ValueRange());
+    auto type = cast<RankedTensorType>(value.getType());
+    RankedTensorType message = messageType(type);
+    if (message != type)
+      value = tensor::ExpandShapeOp::create(b, loc, message, value, ArrayRef<ReassociationIndices>{});
+    auto op = shard::SendOp::create(b, loc, message, grid, b.getDenseI16ArrayAttr({axis}), value,
+                                    b.getDenseI64ArrayAttr({to}), ValueRange());
     op->setAttr(shardc::kTransferAttr, b.getI64IntegerAttr(tagOf(k, cotangent)));
   }
 
@@ -231,7 +245,7 @@ struct PipelineSchedulePass
     int64_t keptBytes = 0;
     for (Type t : keptTypes) {
       auto type = cast<RankedTensorType>(t);
-      keptBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      keptBytes += type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
     }
     keptBytesPerMicrobatch.push_back(keptBytes);
     Carried state;
