@@ -47,7 +47,12 @@ public:
   GradientBuilder(Graph &graph, const std::vector<RematGroup> &remat, DiagnosticEngine &diags)
       : graph(graph), remat(remat), diags(diags) {}
 
-  std::optional<std::vector<unsigned>> run(unsigned loss, const std::vector<unsigned> &wrt) {
+  std::optional<std::vector<unsigned>> run(unsigned loss, const std::vector<unsigned> &wrt,
+                                           const std::vector<bool> *within) {
+    // A node outside `within` is a constant to this gradient: nothing flows through it.
+    auto differentiates = [&](unsigned id) {
+      return !within || id >= within->size() || (*within)[id];
+    };
     size_t forwardSize = graph.nodes.size();
     std::vector<int> groupOf(forwardSize, -1);
     for (auto [g, group] : llvm::enumerate(remat))
@@ -58,7 +63,7 @@ public:
     for (unsigned id : wrt)
       active[id] = true;
     for (const Node &node : graph.nodes)
-      if (node.type.dtype == DType::F32)
+      if (node.type.dtype == DType::F32 && differentiates(node.id))
         for (unsigned operand : node.operands)
           if (active[operand])
             active[node.id] = true;
@@ -67,7 +72,7 @@ public:
     if (active[loss])
       adjoint[loss] = static_cast<int>(constant(1.0, graph.nodes[loss].loc));
     for (size_t id = loss + 1; id-- > 0;) {
-      if (adjoint[id] < 0 || graph.nodes[id].operands.empty())
+      if (adjoint[id] < 0 || graph.nodes[id].operands.empty() || !differentiates(id))
         continue;
       size_t begin = graph.nodes.size();
       if (groupOf[id] >= 0 && !recomputed[groupOf[id]]) {
@@ -351,6 +356,7 @@ private:
 std::optional<std::vector<unsigned>> shardc::appendGradient(Graph &graph, unsigned loss,
                                                             const std::vector<unsigned> &wrt,
                                                             const std::vector<RematGroup> &remat,
-                                                            DiagnosticEngine &diags) {
-  return GradientBuilder(graph, remat, diags).run(loss, wrt);
+                                                            DiagnosticEngine &diags,
+                                                            const std::vector<bool> *within) {
+  return GradientBuilder(graph, remat, diags).run(loss, wrt, within);
 }

@@ -691,7 +691,10 @@ private:
           wrt.push_back(r.node);
           receivedF32.push_back(r);
         }
-      auto grads = appendGradient(sp.graph, loss, wrt, forward->remat, diags);
+      std::vector<bool> within(stage->size());
+      for (size_t id = 0; id < within.size(); ++id)
+        within[id] = (*stage)[id] == s || (*stage)[id] < 0;
+      auto grads = appendGradient(sp.graph, loss, wrt, forward->remat, diags, &within);
       if (!grads)
         return false;
       backward.args = params;

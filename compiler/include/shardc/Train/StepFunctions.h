@@ -168,10 +168,16 @@ bool flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNo
 /// differentiate. The forward values of each `remat` group that its policy does
 /// not keep are recomputed, just before the group's own gradient, by copies
 /// (attribute `remat`: the group's index) that the gradient reads instead.
+/// With `within`, only the nodes it marks (and those appended after it) are
+/// differentiated; the others are constants to this gradient: a pipeline
+/// stage's backward stops at the values it received, and a value received
+/// with another made from it on an earlier stage gets no second share through
+/// that stage's ops.
 std::optional<std::vector<unsigned>> appendGradient(Graph &graph, unsigned loss,
                                                     const std::vector<unsigned> &wrt,
                                                     const std::vector<RematGroup> &remat,
-                                                    DiagnosticEngine &diags);
+                                                    DiagnosticEngine &diags,
+                                                    const std::vector<bool> *within = nullptr);
 
 /// The nodes of an optimizer update: the new parameters, then the new state in
 /// the same order; and the loss the train step returns (NaN where the update was
