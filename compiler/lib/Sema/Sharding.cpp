@@ -83,7 +83,10 @@ bool usesOnlyAxesOf(const MeshTargetAST &inner, const MeshTargetAST &outer) {
 class RulesApplier {
 public:
   RulesApplier(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags)
-      : program(program), rules(rules), diags(diags) {}
+      : program(program), rules(rules), diags(diags) {
+    for (const RuleAST &rule : rules.rules)
+      axisRules.push_back({rule.logicalAxis, rule.target.axisNames()});
+  }
 
   bool run() {
     unsigned errorsBefore = diags.errorCount();
@@ -265,42 +268,24 @@ private:
     checkSharding(t);
   }
 
-  /// Flax's _logical_to_mesh_axes: the rules in file order (not the
-  /// dimensions in order); each decides the undecided dimension with its
-  /// logical axis unless a decided dimension has taken one of its mesh axes,
-  /// in which case it is skipped. Dimensions left undecided are replicated.
+  /// Flax's _logical_to_mesh_axes (decideDims), each dimension told which rule
+  /// decided it or which were skipped for a taken mesh axis.
   void applyRules(ShardedTensor &t) {
-    std::map<std::string, size_t> takenBy; // mesh axis -> the dimension that has it
-    std::vector<bool> decided(t.type.dims.size(), false);
-    for (const RuleAST &rule : rules.rules) {
-      auto dim =
-          llvm::find_if(t.type.dims, [&](const Dim &d) { return d.axis == rule.logicalAxis; });
-      if (dim == t.type.dims.end())
-        continue;
-      size_t i = dim - t.type.dims.begin();
-      if (decided[i])
-        continue;
-      DimSharding &d = t.sharding.dims[i];
-      std::vector<std::string> axes = rule.target.axisNames();
-      std::string taken;
-      for (const std::string &axis : axes)
-        if (auto it = takenBy.find(axis); it != takenBy.end())
-          taken += (taken.empty() ? "" : ", ") + axis + " taken by " + t.type.dims[it->second].axis;
-      if (!taken.empty()) {
-        d.skipped.push_back({ruleText(rule) + " skipped, " + taken, rule.range});
+    std::vector<int> decided = decideDims(
+        t.type.dims, axisRules, nullptr, [&](size_t r, size_t i, const std::string &taken) {
+          const RuleAST &rule = rules.rules[r];
+          t.sharding.dims[i].skipped.push_back({ruleText(rule) + " skipped, " + taken, rule.range});
+        });
+    for (auto [d, r] : llvm::zip_equal(t.sharding.dims, decided)) {
+      if (r < 0) {
+        d.reason = d.skipped.empty() ? "no rule" : "every rule skipped";
         continue;
       }
-      decided[i] = true;
-      d.meshAxes = axes;
+      const RuleAST &rule = rules.rules[r];
+      d.meshAxes = rule.target.axisNames();
       d.reason = ruleText(rule);
       d.cause = rule.range;
-      for (const std::string &axis : axes)
-        takenBy.emplace(axis, i);
     }
-    for (size_t i = 0; i < t.sharding.dims.size(); ++i)
-      if (!decided[i])
-        t.sharding.dims[i].reason =
-            t.sharding.dims[i].skipped.empty() ? "no rule" : "every rule skipped";
   }
 
   /// `layer -> stage`: the scanned layers in stages along one mesh axis, which
@@ -339,7 +324,7 @@ private:
                                     rule.logicalAxis + "' over it");
         diags.note(layerRule->range, "the stages are made here");
       } else if (rule.logicalAxis != kLayerAxis) {
-        pipeline.axisRules.emplace_back(rule.logicalAxis, rule.target.axisNames());
+        pipeline.axisRules.push_back({rule.logicalAxis, rule.target.axisNames()});
       }
     }
     for (const OverrideAST &o : rules.overrides)
@@ -524,6 +509,7 @@ private:
   TypedProgram &program;
   const RulesFileAST &rules;
   DiagnosticEngine &diags;
+  std::vector<AxisRule> axisRules; // rules.rules, as decideDims reads them
   bool layersReported = false;
 };
 

@@ -8,7 +8,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <set>
 
 using namespace shardc;
 
@@ -37,24 +36,48 @@ std::string Sharding::str() const {
   return out + "]";
 }
 
+std::vector<int> shardc::decideDims(
+    const std::vector<Dim> &dims, const std::vector<AxisRule> &rules,
+    llvm::function_ref<bool(size_t rule, size_t dim)> admits,
+    llvm::function_ref<void(size_t rule, size_t dim, const std::string &taken)> skipped) {
+  std::map<std::string, size_t> takenBy; // mesh axis -> the dimension that has it
+  std::vector<int> decided(dims.size(), -1);
+  for (size_t r = 0; r < rules.size(); ++r) {
+    const AxisRule &rule = rules[r];
+    auto dim = llvm::find_if(dims, [&](const Dim &d) { return d.axis == rule.logicalAxis; });
+    if (dim == dims.end())
+      continue;
+    size_t i = dim - dims.begin();
+    if (decided[i] >= 0 || (admits && !admits(r, i)))
+      continue;
+    std::string taken;
+    for (const std::string &axis : rule.meshAxes)
+      if (auto it = takenBy.find(axis); it != takenBy.end())
+        taken += (taken.empty() ? "" : ", ") + axis + " taken by " + dims[it->second].axis;
+    if (!taken.empty()) {
+      if (skipped)
+        skipped(r, i, taken);
+      continue;
+    }
+    decided[i] = int(r);
+    for (const std::string &axis : rule.meshAxes)
+      takenBy.emplace(axis, i);
+  }
+  return decided;
+}
+
 Sharding Pipeline::shardingOf(const TensorType &type, const Mesh &mesh) const {
+  std::vector<int> decided = decideDims(type.dims, axisRules, [&](size_t r, size_t i) {
+    int64_t parts = 1;
+    for (const std::string &axis : axisRules[r].meshAxes)
+      parts *= mesh.size(axis);
+    return type.dims[i].size % parts == 0;
+  });
   Sharding sharding;
   sharding.dims.resize(type.dims.size());
-  std::set<std::string> taken;
-  for (const auto &[logical, meshAxes] : axisRules) {
-    auto dim = llvm::find_if(type.dims, [&](const Dim &d) { return d.axis == logical; });
-    if (dim == type.dims.end())
-      continue;
-    DimSharding &d = sharding.dims[dim - type.dims.begin()];
-    int64_t parts = 1;
-    for (const std::string &axis : meshAxes)
-      parts *= mesh.size(axis);
-    if (!d.meshAxes.empty() || dim->size % parts != 0 ||
-        llvm::any_of(meshAxes, [&](const std::string &a) { return taken.count(a); }))
-      continue;
-    d.meshAxes = meshAxes;
-    taken.insert(meshAxes.begin(), meshAxes.end());
-  }
+  for (auto [d, rule] : llvm::zip_equal(sharding.dims, decided))
+    if (rule >= 0)
+      d.meshAxes = axisRules[rule].meshAxes;
   return sharding;
 }
 

@@ -46,7 +46,7 @@ struct PipelineSchedulePass
   FlatSymbolRefAttr grid;
 
   // train_step's arguments, and where each stage function's come from.
-  std::map<std::pair<std::string, int64_t>, unsigned> paramIndex; // (name, layer) -> param
+  SmallVector<SmallVector<unsigned>> stageParams; // per stage: the train param of each of its own
   unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
   SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
   SmallVector<int64_t> keptBytesPerMicrobatch; // per stage, for the report
@@ -114,6 +114,7 @@ struct PipelineSchedulePass
       if (!backwards.back() || !forwards.back())
         return module.emitError("shardc-pipeline-schedule: stage ") << s << "'s functions are missing";
     }
+    std::map<std::pair<std::string, int64_t>, unsigned> paramIndex; // key -> train param
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
       StringRef role = roleOf(apply, i);
       if (role == shardc::kParameterRole) {
@@ -124,29 +125,29 @@ struct PipelineSchedulePass
         sumTypes.push_back(apply.getArgumentTypes()[i]);
       }
     }
+    for (func::FuncOp backward : backwards) {
+      stageParams.emplace_back();
+      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
+        if (roleOf(backward, i) == shardc::kParameterRole)
+          stageParams.back().push_back(paramIndex.at(key(backward, i)));
+    }
     func::FuncOp last = backwards.back();
     for (unsigned i = 0; i < last.getNumArguments(); ++i)
       numInputs += roleOf(last, i) == shardc::kInputRole;
-    const unsigned numTotals = last.getNumResults() - cotangentResults(last) - sumArgs(last);
+    // The last stage's results: loss and metrics, cotangents, one sum per parameter.
+    const unsigned numTotals =
+        last.getNumResults() - cotangentResults(last) - stageParams.back().size();
     for (unsigned r = 0; r < numTotals; ++r)
       totalTypes.push_back(last.getResultTypes()[r]);
     numMetrics = numTotals - 1;
     return success();
   }
 
+  /// Which parameter an argument is: its path and layer (-1: not a scanned one).
   static std::pair<std::string, int64_t> key(func::FuncOp fn, unsigned arg) {
     auto name = fn.getArgAttrOfType<StringAttr>(arg, shardc::kNameAttr);
     auto layer = fn.getArgAttrOfType<IntegerAttr>(arg, shardc::kLayerAttr);
-    std::string path = name ? name.getValue().str() : "";
-    if (StringRef(path).starts_with("grad/"))
-      path = path.substr(5);
-    return {path, layer ? layer.getInt() : -1};
-  }
-  static unsigned sumArgs(func::FuncOp fn) {
-    unsigned n = 0;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      n += roleOf(fn, i) == shardc::kGradientRole;
-    return n;
+    return {name ? name.getValue().str() : "", layer ? layer.getInt() : -1};
   }
   static unsigned cotangentResults(func::FuncOp fn) {
     unsigned n = 0;
@@ -227,15 +228,13 @@ struct PipelineSchedulePass
 
     // What the backward pass reads of the forward pass's microbatch, each kept
     // in a buffer of slots: the activations received, the residuals.
-    SmallVector<unsigned> stageParams; // train param index of each parameter argument
+    ArrayRef<unsigned> ownParams = stageParams[s];
     SmallVector<Type> keptTypes;
     std::map<int64_t, unsigned> keptActivation;  // transfer -> kept
     llvm::StringMap<unsigned> keptResidual;      // name -> kept
     for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
       StringRef role = roleOf(backward, i);
-      if (role == shardc::kParameterRole)
-        stageParams.push_back(paramIndex.at(key(backward, i)));
-      else if (role == shardc::kActivationRole)
+      if (role == shardc::kActivationRole)
         keptActivation[transferOf(backward.getArgAttrDict(i))] = keptTypes.size();
       else if (role == shardc::kResidualRole)
         keptResidual[key(backward, i).first] = keptTypes.size();
@@ -249,7 +248,7 @@ struct PipelineSchedulePass
     }
     keptBytesPerMicrobatch.push_back(keptBytes);
     Carried state;
-    for (unsigned p : stageParams)
+    for (unsigned p : ownParams)
       state.sums.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
     if (s + 1 == stages)
       for (Type t : totalTypes)
@@ -304,7 +303,7 @@ struct PipelineSchedulePass
       for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
         StringRef role = roleOf(forward, i);
         if (role == shardc::kParameterRole)
-          operands.push_back(params[stageParams[nextParam++]]);
+          operands.push_back(params[ownParams[nextParam++]]);
         else if (role == shardc::kInputRole)
           operands.push_back(microbatchInput(nb, at, forward, i, nextInput++, j));
         else
@@ -328,7 +327,7 @@ struct PipelineSchedulePass
       for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
         StringRef role = roleOf(backward, i);
         if (role == shardc::kParameterRole)
-          operands.push_back(params[stageParams[nextParam++]]);
+          operands.push_back(params[ownParams[nextParam++]]);
         else if (role == shardc::kGradientRole)
           operands.push_back(c.sums[nextSum++]);
         else if (role == shardc::kInputRole)
@@ -383,9 +382,9 @@ struct PipelineSchedulePass
 
     SmallVector<Value> yielded;
     for (unsigned p = 0; p < numParams; ++p) {
-      auto at = llvm::find(stageParams, p);
-      yielded.push_back(at != stageParams.end()
-                            ? state.sums[at - stageParams.begin()]
+      auto at = llvm::find(ownParams, p);
+      yielded.push_back(at != ownParams.end()
+                            ? state.sums[at - ownParams.begin()]
                             : zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
     }
     for (unsigned t = 0; t < totalTypes.size(); ++t)
@@ -463,12 +462,11 @@ struct PipelineSchedulePass
     // own) and over what its stage's function reduced it, then scaled.
     SmallVector<Value> sums, totals;
     std::map<unsigned, std::pair<unsigned, unsigned>> sumSource; // param -> (stage, result)
-    for (int64_t s = 0; s < stages; ++s) {
-      func::FuncOp backward = backwards[s];
-      unsigned firstSum = backward.getNumResults() - sumArgs(backward), n = 0;
-      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
-        if (roleOf(backward, i) == shardc::kParameterRole)
-          sumSource[paramIndex.at(key(backward, i))] = {unsigned(s), firstSum + n++};
+    for (auto [s, own] : llvm::enumerate(stageParams)) {
+      // A backward function's sums are its last results, one per parameter.
+      const unsigned firstSum = backwards[s].getNumResults() - own.size();
+      for (auto [n, p] : llvm::enumerate(own))
+        sumSource[p] = {unsigned(s), firstSum + unsigned(n)};
     }
     auto scaled = [&](Value value, func::FuncOp fn, unsigned r) {
       if (auto factor = fn.getResultAttrOfType<FloatAttr>(r, shardc::kMicrobatchScaleAttr))

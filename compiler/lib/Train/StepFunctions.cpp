@@ -495,28 +495,32 @@ private:
     for (const FunctionValue &v : forward.lossAndMetrics)
       stage[v.node] = last;
     // A parameter outside the scan: the stage that reads it.
-    for (const FunctionValue &p : forward.params) {
-      if (p.layer >= 0)
+    std::vector<const FunctionValue *> outsideScan(sp.graph.nodes.size(), nullptr);
+    for (const FunctionValue &p : forward.params)
+      if (p.layer < 0)
+        outsideScan[p.node] = &p;
+    for (const Node &node : sp.graph.nodes) {
+      if (!needed[node.id])
         continue;
-      const Node *first = nullptr;
-      for (const Node &node : sp.graph.nodes) {
-        if (!needed[node.id] || !llvm::is_contained(node.operands, p.node))
+      for (unsigned operand : node.operands) {
+        const FunctionValue *p = outsideScan[operand];
+        if (!p || stage[operand] == stage[node.id])
           continue;
-        if (!first) {
-          first = &node;
-          stage[p.node] = stage[node.id];
-        } else if (stage[node.id] != stage[p.node]) {
-          diags.error(p.loc, "parameter '" + p.name + "' is read on pipeline stages " +
-                                 std::to_string(stage[p.node]) + " and " +
-                                 std::to_string(stage[node.id]) +
-                                 ", and a parameter lives on one stage (tied weights across "
-                                 "stages are not supported)");
-          diags.note(pipeline.loc, "the stages are made here");
-          return std::nullopt;
+        if (stage[operand] < 0) {
+          stage[operand] = stage[node.id];
+          continue;
         }
+        diags.error(p->loc, "parameter '" + p->name + "' is read on pipeline stages " +
+                                std::to_string(stage[operand]) + " and " +
+                                std::to_string(stage[node.id]) +
+                                ", and a parameter lives on one stage (tied weights across "
+                                "stages are not supported)");
+        diags.note(pipeline.loc, "the stages are made here");
+        return std::nullopt;
       }
-      stage[p.node] = std::max(stage[p.node], 0);
     }
+    for (const FunctionValue &p : forward.params)
+      stage[p.node] = std::max(stage[p.node], 0);
     return stage;
   }
 

@@ -13,6 +13,7 @@
 #include "shardc/AST/AST.h"
 #include "shardc/Sema/Ops.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <deque>
@@ -196,6 +197,23 @@ struct Microbatches {
   SMRange loc;
 };
 
+/// A rule of a rules file as it applies to a tensor: a logical axis onto mesh
+/// axes (none: replicated).
+struct AxisRule {
+  std::string logicalAxis;
+  std::vector<std::string> meshAxes;
+};
+
+/// Flax's _logical_to_mesh_axes over `dims`: the rules in order (not the dims);
+/// each decides the undecided dim with its logical axis unless `admits(rule,
+/// dim)` says no, or a decided dim has taken one of its mesh axes (then
+/// `skipped(rule, dim, taken)` hears of it, `taken` like "data taken by batch").
+/// Returns the rule that decided each dim (-1: none, replicated).
+std::vector<int> decideDims(
+    const std::vector<Dim> &dims, const std::vector<AxisRule> &rules,
+    llvm::function_ref<bool(size_t rule, size_t dim)> admits = nullptr,
+    llvm::function_ref<void(size_t rule, size_t dim, const std::string &taken)> skipped = nullptr);
+
 /// Pipeline parallelism (the rules file's `layer -> stage`): the scanned layers
 /// split in order over the mesh axis `axis`, `stages` = its size; what comes
 /// before the scan runs on the first stage, what follows on the last. The
@@ -206,9 +224,9 @@ struct Pipeline {
   int64_t stages = 1;
   std::string schedule = "1f1b";
   SMRange loc; // the rule
-  /// Each activation's sharding over the other axes, by the rules (logical axis,
-  /// mesh axes, in rule order): what one stage sends, the next receives.
-  std::vector<std::pair<std::string, std::vector<std::string>>> axisRules;
+  /// Each activation's sharding over the other axes, by the rules in order: what
+  /// one stage sends, the next receives.
+  std::vector<AxisRule> axisRules;
   /// `type`'s sharding by axisRules, as sema shards a parameter (a mesh axis
   /// once per tensor); a dimension its axes do not divide stays whole.
   Sharding shardingOf(const TensorType &type, const Mesh &mesh) const;
