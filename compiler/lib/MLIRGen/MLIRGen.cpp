@@ -802,6 +802,8 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
     setAttr(i, kNameAttr, b.getStringAttr(v.name));
     if (v.layer >= 0)
       setAttr(i, kLayerAttr, b.getI64IntegerAttr(v.layer));
+    if (v.stacked)
+      setAttr(i, kStackedAttr, b.getUnitAttr());
     if (v.perExample)
       setAttr(i, kPerExampleAttr, b.getUnitAttr());
     if (v.transfer >= 0)

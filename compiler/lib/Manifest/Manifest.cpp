@@ -101,6 +101,8 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
     json param = describe(v);
     if (v.layer >= 0)
       param[kLayer] = v.layer;
+    if (v.stacked)
+      param[kStacked] = true;
     json initArgs = json::object();
     for (const auto &[key, value] : p.init.args)
       initArgs[key] = value;
@@ -124,7 +126,9 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   }
 
   json inputs = json::array();
-  for (const FunctionValue &v : llvm::drop_begin(steps.eval.args, steps.params.size())) {
+  for (const FunctionValue &v : steps.eval.args) {
+    if (v.role != ArgRole::input)
+      continue;
     const Input &t =
         *llvm::find_if(program.inputs, [&](const Input &t) { return t.path == v.name; });
     json input = describe(v);
@@ -147,10 +151,12 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
     }
     return json{{kResults, list}};
   };
-  if (steps.train)
+  if (steps.train) // after the updated parameters and state: the loss and metrics
     manifest[kTrain] = results(llvm::ArrayRef(steps.train->results)
-                                   .drop_front(steps.params.size() *
-                                               (1 + optimizerState(program.optimizer->kind).size())));
+                                   .drop_front(llvm::count_if(steps.train->args, [](const auto &a) {
+                                     return a.role == ArgRole::parameter ||
+                                            a.role == ArgRole::optimizer_state;
+                                   })));
   manifest[kEval] = results(steps.eval.results);
   manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
                               {kOptimizerState, memory.optimizerState},

@@ -605,8 +605,9 @@ static void printPipeline(const PipelinePlan &plan, llvm::raw_ostream &os) {
   for (int64_t s = 0; s < p; ++s)
     os << (s ? "," : "") << " stage " << s << " " << formatBytes(plan.keptBytes[s]) << " ("
        << plan.slots[s] << (plan.slots[s] == 1 ? " microbatch)" : " microbatches)");
-  os << "\n  every rank holds every layer's parameters and optimizer state, and each gradient "
-        "is summed over the stages ([stage N]: collectives only that stage's ranks run)\n\n";
+  os << "\n  each stage holds its own layers' parameters and optimizer state; the parameters "
+        "outside the scan are on every rank, their gradients summed over the stages ([stage N]: "
+        "collectives only that stage's ranks run)\n\n";
 }
 
 FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,

@@ -265,7 +265,7 @@ private:
     } else {
       applyRules(t);
     }
-    checkSharding(t);
+    checkSharding(t, isParam);
   }
 
   /// Flax's _logical_to_mesh_axes (decideDims), each dimension told which rule
@@ -353,19 +353,21 @@ private:
   }
 
   /// A stacked tensor's `layer` axis on the pipeline's stages: the layers must
-  /// divide into them. Each layer's tensors then stay whole on every rank of
-  /// the stage axis (the stage's ranks hold every layer today).
-  void placeLayers(ShardedTensor &t) {
+  /// divide into them. A stacked parameter (with its optimizer state) is then
+  /// split over the stage axis, each stage holding its own layers; any other
+  /// stacked tensor (a scanned dropout's numbers) stays whole on every rank.
+  void placeLayers(ShardedTensor &t, bool isParam) {
     if (t.sharding.dims.empty() || t.sharding.dims[0].meshAxes.empty() ||
         t.sharding.dims[0].meshAxes.front() != program.pipeline.axis)
       return;
     DimSharding &layer = t.sharding.dims[0];
+    bool divides = t.stacked && t.type.dims[0].size % program.pipeline.stages == 0;
     if (!t.stacked) {
       diags.error(layer.cause, "'" + t.path + "' has a '" + std::string(kLayerAxis) +
                                    "' axis that no scan stacked, so it cannot run in the "
                                    "pipeline's stages (" + layer.reason + ")");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
-    } else if (t.type.dims[0].size % program.pipeline.stages != 0 && !layersReported) {
+    } else if (!divides && !layersReported) {
       layersReported = true; // once: every tensor of the scan has the same layers
       diags.error(layer.cause, "the " + std::to_string(t.type.dims[0].size) + " layers of '" +
                                    t.path + "' do not divide into the " +
@@ -373,14 +375,20 @@ private:
                                    program.pipeline.axis + "' (" + layer.reason + ")");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
     }
-    layer.meshAxes.clear();
+    if (!isParam || !divides)
+      layer.meshAxes.clear();
     layer.reason += ": pipeline stages";
   }
 
-  void checkSharding(ShardedTensor &t) {
-    if (!program.pipeline.axis.empty())
-      placeLayers(t);
-    if (t.stacked && !t.sharding.dims.empty() && !t.sharding.dims[0].meshAxes.empty()) {
+  void checkSharding(ShardedTensor &t, bool isParam) {
+    const bool pipelined = !program.pipeline.axis.empty();
+    if (pipelined)
+      placeLayers(t, isParam);
+    auto onStages = [&](const DimSharding &d) {
+      return pipelined && d.meshAxes == std::vector<std::string>{program.pipeline.axis};
+    };
+    if (t.stacked && !t.sharding.dims.empty() && !t.sharding.dims[0].meshAxes.empty() &&
+        !onStages(t.sharding.dims[0])) {
       const DimSharding &layer = t.sharding.dims[0];
       diags.error(layer.cause, "the '" + std::string(kLayerAxis) + "' axis of '" + t.path +
                                    "', stacked by a scan, cannot be split (" + layer.reason +

@@ -21,6 +21,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
+
 #include <map>
 
 namespace shardc {
@@ -45,8 +49,15 @@ struct PipelineSchedulePass
   func::FuncOp apply;
   FlatSymbolRefAttr grid;
 
-  // train_step's arguments, and where each stage function's come from.
-  SmallVector<SmallVector<unsigned>> stageParams; // per stage: the train param of each of its own
+  // train_step's arguments, and where each stage function's come from: a
+  // parameter, or one layer of a stacked one (dim 0 split over the stages, so
+  // that stage S's layers are its ranks' whole local stack).
+  struct ParamSource {
+    unsigned param = 0;
+    int64_t localLayer = -1; // -1: the whole parameter
+  };
+  SmallVector<SmallVector<ParamSource>> stageParams; // per stage, each of its own
+  SmallVector<bool> stackedParams;                  // per train param
   unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
   SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
   SmallVector<int64_t> keptBytesPerMicrobatch; // per stage, for the report
@@ -58,6 +69,9 @@ struct PipelineSchedulePass
       return;
     if (failed(readModule()))
       return signalPassFailure();
+    for (StringRef name : {shardc::kEvalFunction, shardc::kGradFunction})
+      if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+        takeStackedParams(fn);
     // The deferred reductions of each backward function's results.
     SmallVector<SmallVector<Operation *>> deferred;
     for (func::FuncOp backward : backwards)
@@ -119,17 +133,33 @@ struct PipelineSchedulePass
       StringRef role = roleOf(apply, i);
       if (role == shardc::kParameterRole) {
         paramIndex[key(apply, i)] = numParams++;
+        stackedParams.push_back(bool(apply.getArgAttr(i, shardc::kStackedAttr)));
       } else if (role == shardc::kOptimizerStateRole) {
         ++numState;
       } else if (role == shardc::kGradientRole) {
         sumTypes.push_back(apply.getArgumentTypes()[i]);
       }
     }
-    for (func::FuncOp backward : backwards) {
+    for (auto [s, backward] : llvm::enumerate(backwards)) {
       stageParams.emplace_back();
-      for (unsigned i = 0; i < backward.getNumArguments(); ++i)
-        if (roleOf(backward, i) == shardc::kParameterRole)
-          stageParams.back().push_back(paramIndex.at(key(backward, i)));
+      for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
+        if (roleOf(backward, i) != shardc::kParameterRole)
+          continue;
+        auto [name, layer] = key(backward, i);
+        if (auto whole = paramIndex.find({name, layer}); whole != paramIndex.end()) {
+          stageParams.back().push_back({whole->second});
+          continue;
+        }
+        auto stack = paramIndex.find({name, -1});
+        if (layer < 0 || stack == paramIndex.end() || !stackedParams[stack->second])
+          return backward.emitError("shardc-pipeline-schedule: parameter '")
+                 << name << "' is not an argument of @" << shardc::kApplyFunction;
+        const int64_t layersPerStage = localLayers(stack->second);
+        if (layer / layersPerStage != int64_t(s))
+          return backward.emitError("shardc-pipeline-schedule: layer ")
+                 << layer << " of '" << name << "' is not on stage " << s;
+        stageParams.back().push_back({stack->second, layer % layersPerStage});
+      }
     }
     func::FuncOp last = backwards.back();
     for (unsigned i = 0; i < last.getNumArguments(); ++i)
@@ -141,6 +171,132 @@ struct PipelineSchedulePass
       totalTypes.push_back(last.getResultTypes()[r]);
     numMetrics = numTotals - 1;
     return success();
+  }
+
+  /// eval_step and grad_step, built layer by layer, take a stacked parameter as
+  /// apply_step does (and grad_step returns its gradient so): evaluation runs
+  /// the whole model on every rank, each layer gathered from the stage that
+  /// holds it (an all_gather over the stages of every stage's layer at that
+  /// local index: p layers live, not the whole stack); a gradient's stack is
+  /// this rank's own layers of the whole one.
+  void takeStackedParams(func::FuncOp fn) {
+    llvm::StringMap<unsigned> stackOf; // name -> apply argument
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
+      if (roleOf(apply, i) == shardc::kParameterRole && apply.getArgAttr(i, shardc::kStackedAttr))
+        stackOf[key(apply, i).first] = i;
+    auto stacked = [&](std::pair<std::string, int64_t> k) {
+      return k.second >= 0 && stackOf.count(k.first);
+    };
+    // Each stack's argument goes where its first layer's was.
+    SmallVector<unsigned> at;
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    SmallVector<Location> locs;
+    SmallVector<std::pair<std::string, int64_t>> layerArgs; // of the original arguments
+    llvm::StringSet<> placed;
+    const unsigned original = fn.getNumArguments();
+    for (unsigned i = 0; i < original; ++i) {
+      layerArgs.push_back(key(fn, i));
+      if (roleOf(fn, i) != shardc::kParameterRole || !stacked(layerArgs.back()) ||
+          !placed.insert(layerArgs.back().first).second)
+        continue;
+      unsigned stack = stackOf.at(layerArgs.back().first);
+      at.push_back(i);
+      types.push_back(apply.getArgumentTypes()[stack]);
+      attrs.push_back(apply.getArgAttrDict(stack));
+      locs.push_back(fn.getArgument(i).getLoc());
+    }
+    if (at.empty())
+      return;
+    if (failed(fn.insertArguments(at, types, attrs, locs)))
+      return signalPassFailure();
+    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
+    Location loc = fn.getLoc();
+    llvm::StringMap<Value> stackArgs;
+    for (auto [n, index] : llvm::enumerate(at))
+      stackArgs[key(fn, index + unsigned(n)).first] = fn.getArgument(index + unsigned(n));
+    auto gatherLayer = [&](Value stack, int64_t layer) {
+      auto type = cast<RankedTensorType>(stack.getType());
+      const int64_t local = type.getDimSize(0);
+      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % local));
+      Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = stages;
+      Value everyStage = shard::AllGatherOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), grid,
+          b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
+      return layerOf(b, loc, everyStage, layer / local);
+    };
+    llvm::BitVector erased(fn.getNumArguments());
+    for (unsigned i = 0, inserted = 0; i < original; ++i) {
+      while (inserted < at.size() && at[inserted] <= i)
+        ++inserted;
+      if (!stacked(layerArgs[i]) || roleOf(fn, i + inserted) != shardc::kParameterRole)
+        continue;
+      auto [name, layer] = layerArgs[i];
+      fn.getArgument(i + inserted).replaceAllUsesWith(gatherLayer(stackArgs[name], layer));
+      erased.set(i + inserted);
+    }
+    if (failed(fn.eraseArguments(erased)))
+      return signalPassFailure();
+
+    // grad_step's gradients: this rank's layers of each stack.
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    b.setInsertionPoint(ret);
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
+    llvm::MapVector<StringRef, unsigned> stackResult; // name -> its result
+    for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+      auto name = fn.getResultAttrOfType<StringAttr>(r, shardc::kNameAttr);
+      auto layer = fn.getResultAttrOfType<IntegerAttr>(r, shardc::kLayerAttr);
+      Value value = ret.getOperand(r);
+      if (!name || !layer || !stackOf.count(name.getValue())) {
+        results.push_back(value);
+        resultAttrs.push_back(fn.getResultAttrDict(r));
+        continue;
+      }
+      auto [it, first] = stackResult.try_emplace(name.getValue(), results.size());
+      if (first) {
+        auto stackType = cast<RankedTensorType>(apply.getArgumentTypes()[stackOf.at(name.getValue())]);
+        SmallVector<int64_t> shape(stackType.getShape());
+        shape[0] *= stages;
+        results.push_back(tensor::EmptyOp::create(b, loc, shape, stackType.getElementType()));
+        OpBuilder attrs(fn.getContext());
+        resultAttrs.push_back(attrs.getDictionaryAttr(
+            {attrs.getNamedAttr(shardc::kNameAttr, name),
+             attrs.getNamedAttr(shardc::kStackedAttr, attrs.getUnitAttr())}));
+      }
+      results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
+    }
+    if (!stackResult.empty()) {
+      auto coordinate = shard::ProcessMultiIndexOp::create(
+          b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
+      for (unsigned r : llvm::make_second_range(stackResult.takeVector())) {
+        auto type = cast<RankedTensorType>(results[r].getType());
+        const int64_t local = type.getDimSize(0) / stages;
+        Value offset = arith::MulIOp::create(b, loc, coordinate->getResult(0),
+                                             arith::ConstantIndexOp::create(b, loc, local));
+        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes, strides(
+                                                                                   type.getRank(), b.getIndexAttr(1));
+        offsets[0] = offset;
+        for (int64_t size : type.getShape())
+          sizes.push_back(b.getIndexAttr(size));
+        sizes[0] = b.getIndexAttr(local);
+        results[r] = tensor::ExtractSliceOp::create(b, loc, results[r], offsets, sizes, strides);
+      }
+    }
+    ret->setOperands(results);
+    fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
+    fn.setAllResultAttrs(resultAttrs);
+  }
+
+  /// The layers a stage holds of stacked train param `p` (its local dim 0).
+  int64_t localLayers(unsigned p) {
+    unsigned arg = 0;
+    for (unsigned seen = 0; arg < apply.getNumArguments(); ++arg)
+      if (roleOf(apply, arg) == shardc::kParameterRole && seen++ == p)
+        break;
+    return cast<RankedTensorType>(apply.getArgumentTypes()[arg]).getDimSize(0);
   }
 
   /// Which parameter an argument is: its path and layer (-1: not a scanned one).
@@ -162,6 +318,36 @@ struct PipelineSchedulePass
   static int64_t transferOf(DictionaryAttr attrs) {
     auto t = attrs ? attrs.getAs<IntegerAttr>(shardc::kTransferAttr) : nullptr;
     return t ? t.getInt() : -1;
+  }
+
+  /// The offsets, sizes and strides of layer `layer` (dim 0) of `stack`.
+  using Slice = std::tuple<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>,
+                           SmallVector<OpFoldResult>>;
+  static Slice layerSlice(OpBuilder &b, RankedTensorType stack, OpFoldResult layer) {
+    SmallVector<OpFoldResult> offsets(stack.getRank(), b.getIndexAttr(0)),
+        sizes{b.getIndexAttr(1)}, strides(stack.getRank(), b.getIndexAttr(1));
+    offsets[0] = layer;
+    for (int64_t size : stack.getShape().drop_front())
+      sizes.push_back(b.getIndexAttr(size));
+    return std::make_tuple(offsets, sizes, strides);
+  }
+  /// Layer `layer` of `stack`, without the layer dim.
+  static Value layerOf(OpBuilder &b, Location loc, Value stack, OpFoldResult layer) {
+    auto type = cast<RankedTensorType>(stack.getType());
+    auto [offsets, sizes, strides] = layerSlice(b, type, layer);
+    auto layerType = RankedTensorType::get(type.getShape().drop_front(), type.getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, layerType, stack, offsets, sizes, strides);
+  }
+  static Value layerOf(OpBuilder &b, Location loc, Value stack, int64_t layer) {
+    return layerOf(b, loc, stack, b.getIndexAttr(layer));
+  }
+  /// `stack` with layer `layer` set to `value`.
+  static Value setLayer(OpBuilder &b, Location loc, Value stack, OpFoldResult layer, Value value) {
+    auto [offsets, sizes, strides] = layerSlice(b, cast<RankedTensorType>(stack.getType()), layer);
+    return tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes, strides);
+  }
+  static Value setLayer(OpBuilder &b, Location loc, Value stack, int64_t layer, Value value) {
+    return setLayer(b, loc, stack, b.getIndexAttr(layer), value);
   }
 
   /// The MPI tag of transfer `k`'s activations (even) or cotangents (odd).
@@ -228,7 +414,12 @@ struct PipelineSchedulePass
 
     // What the backward pass reads of the forward pass's microbatch, each kept
     // in a buffer of slots: the activations received, the residuals.
-    ArrayRef<unsigned> ownParams = stageParams[s];
+    ArrayRef<ParamSource> ownSources = stageParams[s];
+    SmallVector<Value> ownParams;
+    for (const ParamSource &source : ownSources)
+      ownParams.push_back(source.localLayer < 0
+                              ? params[source.param]
+                              : layerOf(b, loc, params[source.param], source.localLayer));
     SmallVector<Type> keptTypes;
     std::map<int64_t, unsigned> keptActivation;  // transfer -> kept
     llvm::StringMap<unsigned> keptResidual;      // name -> kept
@@ -248,8 +439,8 @@ struct PipelineSchedulePass
     }
     keptBytesPerMicrobatch.push_back(keptBytes);
     Carried state;
-    for (unsigned p : ownParams)
-      state.sums.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
+    for (Value p : ownParams)
+      state.sums.push_back(zerosOf(b, loc, cast<RankedTensorType>(p.getType())));
     if (s + 1 == stages)
       for (Type t : totalTypes)
         state.totals.push_back(zerosOf(b, loc, cast<RankedTensorType>(t)));
@@ -260,24 +451,11 @@ struct PipelineSchedulePass
       state.buffers.push_back(tensor::EmptyOp::create(b, loc, shape, type.getElementType()));
     }
 
-    auto slotSlice = [&](OpBuilder &nb, Value buffer, Value slot) {
-      auto type = cast<RankedTensorType>(buffer.getType());
-      SmallVector<OpFoldResult> offsets(type.getRank(), nb.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1)}, strides(type.getRank(), nb.getIndexAttr(1));
-      offsets[0] = slot;
-      for (int64_t size : type.getShape().drop_front())
-        sizes.push_back(nb.getIndexAttr(size));
-      return std::make_tuple(offsets, sizes, strides);
-    };
     auto keep = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value value, Value slot) {
-      auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
-      c.buffers[n] =
-          tensor::InsertSliceOp::create(nb, at, value, c.buffers[n], offsets, sizes, strides);
+      c.buffers[n] = setLayer(nb, at, c.buffers[n], slot, value);
     };
-    auto kept = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value slot) -> Value {
-      auto [offsets, sizes, strides] = slotSlice(nb, c.buffers[n], slot);
-      return tensor::ExtractSliceOp::create(nb, at, cast<RankedTensorType>(keptTypes[n]),
-                                            c.buffers[n], offsets, sizes, strides);
+    auto kept = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value slot) {
+      return layerOf(nb, at, c.buffers[n], slot);
     };
     auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i,
                                unsigned n, Value j) -> Value {
@@ -303,7 +481,7 @@ struct PipelineSchedulePass
       for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
         StringRef role = roleOf(forward, i);
         if (role == shardc::kParameterRole)
-          operands.push_back(params[ownParams[nextParam++]]);
+          operands.push_back(ownParams[nextParam++]);
         else if (role == shardc::kInputRole)
           operands.push_back(microbatchInput(nb, at, forward, i, nextInput++, j));
         else
@@ -327,7 +505,7 @@ struct PipelineSchedulePass
       for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
         StringRef role = roleOf(backward, i);
         if (role == shardc::kParameterRole)
-          operands.push_back(params[ownParams[nextParam++]]);
+          operands.push_back(ownParams[nextParam++]);
         else if (role == shardc::kGradientRole)
           operands.push_back(c.sums[nextSum++]);
         else if (role == shardc::kInputRole)
@@ -380,25 +558,31 @@ struct PipelineSchedulePass
       state.assign(forOp.getResults());
     }
 
+    // Other stages' parameters get zeros; a stacked one gets its layers' sums.
     SmallVector<Value> yielded;
-    for (unsigned p = 0; p < numParams; ++p) {
-      auto at = llvm::find(ownParams, p);
-      yielded.push_back(at != ownParams.end()
-                            ? state.sums[at - ownParams.begin()]
-                            : zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
-    }
+    for (unsigned p = 0; p < numParams; ++p)
+      yielded.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
+    for (auto [source, sum] : llvm::zip_equal(ownSources, state.sums))
+      yielded[source.param] = source.localLayer < 0
+                                  ? sum
+                                  : setLayer(b, loc, yielded[source.param], source.localLayer, sum);
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
                                              : state.totals[t]);
     return yielded;
   }
 
-  /// `value` summed over the stages, and over the axes `deferred` (an all_reduce
-  /// taken out of the stage's function, or null) reduced it.
-  Value reduceOverStages(OpBuilder &b, Location loc, Value value, Operation *deferred) {
-    SmallVector<int16_t> axes{axis};
+  /// `value` summed over the stages (with `overStages`), and over the axes
+  /// `deferred` (an all_reduce taken out of the stage's function, or null)
+  /// reduced it.
+  Value reduce(OpBuilder &b, Location loc, Value value, Operation *deferred, bool overStages) {
+    SmallVector<int16_t> axes;
+    if (overStages)
+      axes.push_back(axis);
     if (auto reduce = dyn_cast_or_null<shard::AllReduceOp>(deferred))
       llvm::append_range(axes, reduce.getGridAxes());
+    if (axes.empty())
+      return value;
     llvm::sort(axes);
     auto reduced = shard::AllReduceOp::create(b, loc, value.getType(), grid,
                                               b.getDenseI16ArrayAttr(axes), value,
@@ -459,14 +643,16 @@ struct PipelineSchedulePass
     func::CallOp::create(b, loc, sendsDone, ValueRange());
 
     // Each gradient sum and total reduced over the stages (zeros but on its
-    // own) and over what its stage's function reduced it, then scaled.
+    // own; a stacked parameter's layers are on their own stage's ranks alone)
+    // and over what its stage's function reduced it, then scaled.
     SmallVector<Value> sums, totals;
     std::map<unsigned, std::pair<unsigned, unsigned>> sumSource; // param -> (stage, result)
     for (auto [s, own] : llvm::enumerate(stageParams)) {
-      // A backward function's sums are its last results, one per parameter.
+      // A backward function's sums are its last results, one per parameter;
+      // a stacked parameter's layers are alike (the first stands for them).
       const unsigned firstSum = backwards[s].getNumResults() - own.size();
-      for (auto [n, p] : llvm::enumerate(own))
-        sumSource[p] = {unsigned(s), firstSum + unsigned(n)};
+      for (auto [n, source] : llvm::enumerate(own))
+        sumSource.insert({source.param, {unsigned(s), firstSum + unsigned(n)}});
     }
     auto scaled = [&](Value value, func::FuncOp fn, unsigned r) {
       if (auto factor = fn.getResultAttrOfType<FloatAttr>(r, shardc::kMicrobatchScaleAttr))
@@ -477,15 +663,16 @@ struct PipelineSchedulePass
       Value sum = yielded[p];
       auto source = sumSource.find(p);
       if (source == sumSource.end()) { // read by no stage: a zero gradient
-        sums.push_back(reduceOverStages(b, loc, sum, nullptr));
+        sums.push_back(stackedParams[p] ? sum : reduce(b, loc, sum, nullptr, true));
         continue;
       }
       auto [s, r] = source->second;
-      sums.push_back(reduceOverStages(b, loc, scaled(sum, backwards[s], r), deferred[s][r]));
+      sums.push_back(
+          reduce(b, loc, scaled(sum, backwards[s], r), deferred[s][r], !stackedParams[p]));
     }
     for (unsigned t = 0; t < totalTypes.size(); ++t)
-      totals.push_back(reduceOverStages(b, loc, scaled(yielded[numParams + t], last, t),
-                                        deferred.back()[t]));
+      totals.push_back(
+          reduce(b, loc, scaled(yielded[numParams + t], last, t), deferred.back()[t], true));
 
     SmallVector<Value> applyOperands(args.take_front(updated));
     llvm::append_range(applyOperands, sums);

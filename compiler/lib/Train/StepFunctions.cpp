@@ -394,25 +394,25 @@ private:
   }
 
   /// apply_step: the sums over the microbatches are its arguments.
-  StepFunction buildApply(const Forward &forward) {
+  StepFunction buildApply(const std::vector<FunctionValue> &params, const FunctionValue &total) {
     const Optimizer &optimizer = *program.optimizer;
     StepFunction apply;
     apply.name = "apply_step";
-    apply.args = forward.params;
-    std::vector<std::vector<unsigned>> state = addState(optimizer, forward.params, apply.args);
+    apply.args = params;
+    std::vector<std::vector<unsigned>> state = addState(optimizer, params, apply.args);
     std::vector<unsigned> grads;
-    for (const FunctionValue &param : forward.params) {
+    for (const FunctionValue &param : params) {
       apply.args.push_back(gradientArgument(param));
       grads.push_back(apply.args.back().node);
     }
-    FunctionValue loss = forward.lossAndMetrics.front();
+    FunctionValue loss = total;
     loss.node = addNode(OpKind::input, "loss", sp.graph.nodes[loss.node].type, loss.loc);
     loss.role = ArgRole::loss;
     apply.args.push_back(loss);
     FunctionValue step = stepArgument(optimizer);
     apply.args.push_back(step);
-    UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, loss.node,
-                                                nodesOf(forward.params), grads, state, step.node);
+    UpdateNodes updated = appendOptimizerUpdate(sp.graph, optimizer, loss.node, nodesOf(params),
+                                                grads, state, step.node);
     addUpdateResults(apply, updated);
     apply.results.push_back(like(loss, "loss", updated.loss));
     return apply;
@@ -437,7 +437,7 @@ private:
                     lossAndMetrics->front().microbatchScale, sums);
     llvm::append_range(steps.grads.args, sums);
     llvm::append_range(steps.grads.args, microbatchInputs(*forward, micro));
-    steps.apply = buildApply(*forward);
+    steps.apply = buildApply(forward->params, forward->lossAndMetrics.front());
     sp.microbatches = std::move(steps);
     return true;
   }
@@ -567,6 +567,30 @@ private:
       forward.results.push_back(v);
       backward.args.push_back(v);
     }
+  }
+
+  /// The parameters as the runtime holds them under a pipeline: a scanned one
+  /// stacked, split over the stage axis by sema (each stage its own layers and
+  /// their optimizer state, updated by apply_step where they live); the others
+  /// as `params` has them.
+  std::vector<FunctionValue> stackedParams(const TypedProgram &micro,
+                                           const std::vector<FunctionValue> &params) {
+    std::vector<FunctionValue> values;
+    for (const Parameter &p : micro.params) {
+      if (!p.stacked) {
+        values.push_back(*llvm::find_if(params, [&](const FunctionValue &v) { return v.name == p.path; }));
+        continue;
+      }
+      FunctionValue v;
+      v.name = p.path;
+      v.loc = p.loc;
+      v.sharding = p.sharding;
+      v.role = ArgRole::parameter;
+      v.stacked = true;
+      v.node = addNode(OpKind::param, p.path, p.type, p.loc);
+      values.push_back(v);
+    }
+    return values;
   }
 
   /// The functions each stage runs per microbatch: forward sends the values
@@ -717,8 +741,8 @@ private:
       keepResiduals(st.forward, backward, backwardBegin, *stage, s, micro);
       steps.stages.push_back(std::move(st));
     }
-    // apply_step updates every parameter: each stage's gradients reach every rank.
-    steps.apply = buildApply(*forward);
+    sp.params = stackedParams(micro, forward->params);
+    steps.apply = buildApply(sp.params, forward->lossAndMetrics.front());
     steps.schedule = pipeline.schedule;
     steps.axis = pipeline.axis;
     sp.pipeline = std::move(steps);

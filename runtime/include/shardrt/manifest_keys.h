@@ -33,6 +33,9 @@ inline constexpr const char *kSplit = "split";
 /* A parameter or input that is one layer of a stack. */
 inline constexpr const char *kLayer = "layer";
 inline constexpr const char *kGlobalShape = "global_shape";
+/* A parameter whose dimension 0 stacks a scan's layers (a pipeline's, split over the
+ * stage axis): its initialiser's fans come from one layer. */
+inline constexpr const char *kStacked = "stacked";
 
 /* A parameter's initialiser, an object of kName and kArgs. */
 inline constexpr const char *kInit = "init";

@@ -36,8 +36,9 @@ void fillParam(const Block &block, uint64_t seed) {
   const int64_t count = block.count();
   float *out = block.floats();
   int64_t fanIn = 0, fanOut = 0;
-  if (spec.shape.size() >= 2)
-    shardrt_compute_fans(static_cast<int>(spec.shape.size()), spec.shape.data(), &fanIn, &fanOut);
+  const std::vector<int64_t> layer = spec.layerShape();
+  if (layer.size() >= 2)
+    shardrt_compute_fans(static_cast<int>(layer.size()), layer.data(), &fanIn, &fanOut);
   const int64_t *g = region.global.data(), *l = region.local.data(), *o = region.offset.data();
   switch (spec.init) {
   case InitKind::Zeros:

@@ -207,9 +207,9 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
   if (std::isnan(spec.initArg))
     fail(argsWhere, name + " needs its argument '" + init->arg + "'");
   // Fans come from one layer's shape: a stack's layer dimension is no receptive field.
-  if (init->needsFans && spec.shape.size() < 2)
+  if (init->needsFans && spec.layerShape().size() < 2)
     fail(where, name + " needs a tensor of 2 or more dimensions for its fans, not " +
-                    shapeText(spec.shape));
+                    shapeText(spec.layerShape()));
 }
 
 /// global_shape and layer: the tensor is one layer of a stack, or the whole of itself.
@@ -236,10 +236,17 @@ void readLayer(const json &value, const std::string &named, TensorSpec &spec) {
 TensorSpec readParam(const json &value, const std::string &where, const Manifest &manifest) {
   TensorSpec spec = readTensor(value, where, manifest);
   std::string named = where + " \"" + spec.name + "\"";
-  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kInit});
+  allowKeys(value, named, {kName, kDtype, kShape, kSplit, kGlobalShape, kLayer, kStacked, kInit});
   if (spec.dtype != DType::F32)
     fail(named, "parameters are f32; the initialisers make nothing else");
   readLayer(value, named, spec);
+  if (auto stacked = value.find(kStacked); stacked != value.end()) {
+    if (!stacked->is_boolean())
+      fail(keyOf(named, kStacked), std::string("expected true or false, not ") + stacked->type_name());
+    spec.stacked = stacked->get<bool>();
+    if (spec.stacked && (spec.layer >= 0 || spec.shape.empty()))
+      fail(keyOf(named, kStacked), "a stack of layers has their dimension 0 and is not one `layer`");
+  }
   readInit(member(value, named, kInit), keyOf(named, kInit), spec);
   return spec;
 }

@@ -42,6 +42,11 @@ struct TensorSpec {
   // Parameters and inputs: one layer of a stack, or the whole tensor.
   std::vector<int64_t> globalShape; // = shape, or [layers, shape...] when `layer` is set
   int64_t layer = -1;               // which slice of globalShape's dimension 0, or -1
+  bool stacked = false;             // dimension 0 stacks every layer (a pipeline's parameter)
+  /// One layer's shape: without a stacked dimension 0 (an initialiser's fans).
+  std::vector<int64_t> layerShape() const {
+    return stacked ? std::vector<int64_t>(shape.begin() + 1, shape.end()) : shape;
+  }
 
   // Parameters.
   InitKind init = InitKind::Zeros;

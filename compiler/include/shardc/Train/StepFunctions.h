@@ -37,6 +37,12 @@
 //                     metrics, which its forward made), the cotangents of what
 //                     it received, the sums plus its gradients
 //
+// Under a pipeline the runtime's ABI (StepProgram::params, apply_step) takes a
+// scanned parameter and its state as one stacked tensor split over the stage
+// axis, so that each stage holds its own layers; the pipeline pass slices a
+// stage's layers out of it, and gives eval_step and grad_step (built layer by
+// layer) the same arguments.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SHARDC_TRAIN_STEPFUNCTIONS_H
@@ -65,6 +71,7 @@ struct FunctionValue {
   unsigned node = 0;
   int64_t layer = -1; // a scanned parameter's layer (and its state's, its gradient's),
                       // or a scanned dropout input's
+  bool stacked = false; // every layer of a scanned parameter, along dim 0 (pipelines)
   Sharding sharding;  // no dims: left to propagation (scalars)
   SMRange loc;
   /// A loss or metric that is the mean over the batch, returned unreduced
@@ -121,7 +128,7 @@ struct StepProgram {
   /// its results depend on.
   Graph graph;
   /// One per parameter, a scanned one once per layer (the `params` of the
-  /// functions' arguments).
+  /// functions' arguments), or stacked under a pipeline.
   std::vector<FunctionValue> params;
   std::optional<StepFunction> train; // none without an optimizer
   StepFunction eval, grad;
