@@ -17,6 +17,8 @@
 //                copied into results of the stacked shape: the numbers must be blocks.W's
 //                and blocks.u's bitwise, and blocks.U's (xavier_normal with one layer's
 //                fans) must be stack's normal(stddev = sqrt(2 / (4 + 8))).
+//   stacked:M    the stacks as a pipeline's parameters: `stacked`, split by layer over
+//                `model`, blocks.U xavier_normal with one layer's fans (layers:M's bitwise).
 //   linear:DxM:B:LR
 //                softmax regression on the dataset, trained by hand: logits = image @ W + b
 //                on mesh (data = D, model = M), global batch B split over data, the pixels
@@ -173,22 +175,23 @@ const char *const kStackManifest = R"({
   "mesh": {"axes": ["model"], "sizes": [SIZES]},
   "params": [
     {"name": "blocks.W", "dtype": "f32", "global_shape": [3, 4, 8],
-     "shape": [3, 4, 8], "split": [[], [MODEL], []],
+     "shape": [3, 4, 8], "split": W_SPLIT,STACKED
      "init": {"name": "normal", "args": {"stddev": 0.5}}},
     {"name": "blocks.U", "dtype": "f32", "global_shape": [3, 4, 8],
-     "shape": [3, 4, 8], "split": [[], [], [MODEL]],
-     "init": {"name": "normal", "args": {"stddev": 0.408248290463863}}}
+     "shape": [3, 4, 8], "split": U_SPLIT,STACKED
+     "init": U_INIT}
   ],
   "inputs": [
-    {"name": "blocks.u", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]],
+    {"name": "blocks.u", "dtype": "f32", "shape": [3, 4, 8], "split": U_SPLIT,
      "fill": {"kind": "uniform"}}
   ],
   "eval": {"results": [
-    {"name": "W", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [MODEL], []]},
-    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]},
-    {"name": "u", "dtype": "f32", "shape": [3, 4, 8], "split": [[], [], [MODEL]]}
+    {"name": "W", "dtype": "f32", "shape": [3, 4, 8], "split": W_SPLIT},
+    {"name": "U", "dtype": "f32", "shape": [3, 4, 8], "split": U_SPLIT},
+    {"name": "u", "dtype": "f32", "shape": [3, 4, 8], "split": U_SPLIT}
   ]}
 })";
+
 
 // LAYER_PARAMS and LAYER_INPUTS are replaced by three copies of these, for layers 0, 1, 2.
 const char *const kLayerParams = R"(
@@ -453,9 +456,22 @@ std::string replaceAll(std::string text, const std::string &from, const std::str
   return text;
 }
 
+/// stack:M, or stacked:M: the stacks as a pipeline holds them, `stacked` (blocks.U's
+/// xavier_normal then takes one layer's fans), each split over `model` by layer.
+std::string stackManifest(long long model, bool stacked) {
+  std::string manifest = replaceAll(kStackManifest, "SIZES", std::to_string(model));
+  manifest = replaceAll(manifest, "W_SPLIT", stacked ? "[[MODEL], [], []]" : "[[], [MODEL], []]");
+  manifest = replaceAll(manifest, "U_SPLIT", stacked ? "[[MODEL], [], []]" : "[[], [], [MODEL]]");
+  manifest = replaceAll(manifest, "STACKED", stacked ? " \"stacked\": true," : "");
+  manifest = replaceAll(manifest, "U_INIT",
+                        stacked ? R"({"name": "xavier_normal"})"
+                                : R"({"name": "normal", "args": {"stddev": 0.408248290463863}})");
+  return replaceAll(manifest, "MODEL", "0");
+}
+
 int usage(const char *program) {
   std::fprintf(stderr,
-               "usage: %s matmul:DxM|matmul-ref|stack:M|layers:M|linear:DxM:B:LR|"
+               "usage: %s matmul:DxM|matmul-ref|stack:M|stacked:M|layers:M|linear:DxM:B:LR|"
                "badgrad:DxM:B:LR|synthetic:D|file:PATH|file+train:PATH [driver flags...]\n",
                program);
   return 2;
@@ -501,9 +517,9 @@ int main(int argc, char **argv) {
     manifest = replaceAll(kMatmulManifest, "SIZES", "1, 1");
     manifest = replaceAll(replaceAll(manifest, "DATA", ""), "MODEL", "");
     eval = matmulReference;
-  } else if (std::sscanf(testCase.c_str(), "stack:%lld", &model) == 1) {
-    manifest = replaceAll(kStackManifest, "SIZES", std::to_string(model));
-    manifest = replaceAll(manifest, "MODEL", "0");
+  } else if (std::sscanf(testCase.c_str(), "stack:%lld", &model) == 1 ||
+             std::sscanf(testCase.c_str(), "stacked:%lld", &model) == 1) {
+    manifest = stackManifest(model, testCase[5] == 'e');
     eval = stackEntry;
   } else if (std::sscanf(testCase.c_str(), "layers:%lld", &model) == 1) {
     std::string params, inputs;

@@ -803,7 +803,7 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
     if (v.layer >= 0)
       setAttr(i, kLayerAttr, b.getI64IntegerAttr(v.layer));
     if (v.stacked)
-      setAttr(i, kStackedAttr, b.getUnitAttr());
+      setAttr(i, kStackedAttr, b.getI64IntegerAttr(steps.graph.nodes[v.node].type.dims[0].size));
     if (v.perExample)
       setAttr(i, kPerExampleAttr, b.getUnitAttr());
     if (v.transfer >= 0)

@@ -50,14 +50,24 @@ struct PipelineSchedulePass
   FlatSymbolRefAttr grid;
 
   // train_step's arguments, and where each stage function's come from: a
-  // parameter, or one layer of a stacked one (dim 0 split over the stages, so
-  // that stage S's layers are its ranks' whole local stack).
+  // parameter, or one layer of a stacked one. A stack is split over the stages
+  // (stage S's layers are its ranks' whole local stack) unless an override
+  // keeps it whole on every rank.
+  struct Stack {
+    unsigned applyArg = 0;
+    int64_t layers = 0, local = 0; // every layer, this rank's
+    bool split() const { return local < layers; }
+    int64_t localIndex(int64_t layer) const { return split() ? layer % local : layer; }
+  };
   struct ParamSource {
     unsigned param = 0;
     int64_t localLayer = -1; // -1: the whole parameter
   };
   SmallVector<SmallVector<ParamSource>> stageParams; // per stage, each of its own
-  SmallVector<bool> stackedParams;                  // per train param
+  SmallVector<std::optional<Stack>> stacks;          // per train param
+  // The reductions taken out of each backward function, by result (or null).
+  SmallVector<SmallVector<Operation *>> deferred;
+  llvm::StringMap<unsigned> stackedParam;            // name -> train param
   unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
   SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
   SmallVector<int64_t> keptBytesPerMicrobatch; // per stage, for the report
@@ -72,11 +82,9 @@ struct PipelineSchedulePass
     for (StringRef name : {shardc::kEvalFunction, shardc::kGradFunction})
       if (auto fn = module.lookupSymbol<func::FuncOp>(name))
         takeStackedParams(fn);
-    // The deferred reductions of each backward function's results.
-    SmallVector<SmallVector<Operation *>> deferred;
     for (func::FuncOp backward : backwards)
       deferred.push_back(deferReductions(backward));
-    func::FuncOp train = buildTrainStep(deferred);
+    func::FuncOp train = buildTrainStep();
     for (auto &ops : deferred)
       for (Operation *op : ops)
         if (op && op->use_empty())
@@ -132,8 +140,13 @@ struct PipelineSchedulePass
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
       StringRef role = roleOf(apply, i);
       if (role == shardc::kParameterRole) {
+        stacks.emplace_back();
+        if (auto layers = apply.getArgAttrOfType<IntegerAttr>(i, shardc::kStackedAttr)) {
+          stacks.back() = Stack{i, layers.getInt(),
+                                cast<RankedTensorType>(apply.getArgumentTypes()[i]).getDimSize(0)};
+          stackedParam[key(apply, i).first] = numParams;
+        }
         paramIndex[key(apply, i)] = numParams++;
-        stackedParams.push_back(bool(apply.getArgAttr(i, shardc::kStackedAttr)));
       } else if (role == shardc::kOptimizerStateRole) {
         ++numState;
       } else if (role == shardc::kGradientRole) {
@@ -150,15 +163,15 @@ struct PipelineSchedulePass
           stageParams.back().push_back({whole->second});
           continue;
         }
-        auto stack = paramIndex.find({name, -1});
-        if (layer < 0 || stack == paramIndex.end() || !stackedParams[stack->second])
+        auto stacked = stackedParam.find(name);
+        if (layer < 0 || stacked == stackedParam.end())
           return backward.emitError("shardc-pipeline-schedule: parameter '")
                  << name << "' is not an argument of @" << shardc::kApplyFunction;
-        const int64_t layersPerStage = localLayers(stack->second);
-        if (layer / layersPerStage != int64_t(s))
+        const Stack &stack = *stacks[stacked->second];
+        if (stack.split() && layer / stack.local != int64_t(s))
           return backward.emitError("shardc-pipeline-schedule: layer ")
                  << layer << " of '" << name << "' is not on stage " << s;
-        stageParams.back().push_back({stack->second, layer % layersPerStage});
+        stageParams.back().push_back({stacked->second, stack.localIndex(layer)});
       }
     }
     func::FuncOp last = backwards.back();
@@ -180,12 +193,9 @@ struct PipelineSchedulePass
   /// local index: p layers live, not the whole stack); a gradient's stack is
   /// this rank's own layers of the whole one.
   void takeStackedParams(func::FuncOp fn) {
-    llvm::StringMap<unsigned> stackOf; // name -> apply argument
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
-      if (roleOf(apply, i) == shardc::kParameterRole && apply.getArgAttr(i, shardc::kStackedAttr))
-        stackOf[key(apply, i).first] = i;
+    auto stackOf = [&](StringRef name) -> const Stack & { return *stacks[stackedParam.at(name)]; };
     auto stacked = [&](std::pair<std::string, int64_t> k) {
-      return k.second >= 0 && stackOf.count(k.first);
+      return k.second >= 0 && stackedParam.count(k.first);
     };
     // Each stack's argument goes where its first layer's was.
     SmallVector<unsigned> at;
@@ -200,7 +210,7 @@ struct PipelineSchedulePass
       if (roleOf(fn, i) != shardc::kParameterRole || !stacked(layerArgs.back()) ||
           !placed.insert(layerArgs.back().first).second)
         continue;
-      unsigned stack = stackOf.at(layerArgs.back().first);
+      unsigned stack = stackOf(layerArgs.back().first).applyArg;
       at.push_back(i);
       types.push_back(apply.getArgumentTypes()[stack]);
       attrs.push_back(apply.getArgAttrDict(stack));
@@ -215,9 +225,12 @@ struct PipelineSchedulePass
     llvm::StringMap<Value> stackArgs;
     for (auto [n, index] : llvm::enumerate(at))
       stackArgs[key(fn, index + unsigned(n)).first] = fn.getArgument(index + unsigned(n));
-    auto gatherLayer = [&](Value stack, int64_t layer) {
+    auto layerOfStack = [&](StringRef name, int64_t layer) {
+      Value stack = stackArgs[name];
       auto type = cast<RankedTensorType>(stack.getType());
-      const int64_t local = type.getDimSize(0);
+      const int64_t local = stackOf(name).local;
+      if (!stackOf(name).split())
+        return layerOf(b, loc, stack, layer);
       auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % local));
       Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
       SmallVector<int64_t> shape(type.getShape());
@@ -234,7 +247,7 @@ struct PipelineSchedulePass
       if (!stacked(layerArgs[i]) || roleOf(fn, i + inserted) != shardc::kParameterRole)
         continue;
       auto [name, layer] = layerArgs[i];
-      fn.getArgument(i + inserted).replaceAllUsesWith(gatherLayer(stackArgs[name], layer));
+      fn.getArgument(i + inserted).replaceAllUsesWith(layerOfStack(name, layer));
       erased.set(i + inserted);
     }
     if (failed(fn.eraseArguments(erased)))
@@ -250,30 +263,33 @@ struct PipelineSchedulePass
       auto name = fn.getResultAttrOfType<StringAttr>(r, shardc::kNameAttr);
       auto layer = fn.getResultAttrOfType<IntegerAttr>(r, shardc::kLayerAttr);
       Value value = ret.getOperand(r);
-      if (!name || !layer || !stackOf.count(name.getValue())) {
+      if (!name || !layer || !stackedParam.count(name.getValue())) {
         results.push_back(value);
         resultAttrs.push_back(fn.getResultAttrDict(r));
         continue;
       }
       auto [it, first] = stackResult.try_emplace(name.getValue(), results.size());
       if (first) {
-        auto stackType = cast<RankedTensorType>(apply.getArgumentTypes()[stackOf.at(name.getValue())]);
+        const Stack &stack = stackOf(name.getValue());
+        auto stackType = cast<RankedTensorType>(apply.getArgumentTypes()[stack.applyArg]);
         SmallVector<int64_t> shape(stackType.getShape());
-        shape[0] *= stages;
+        shape[0] = stack.layers;
         results.push_back(tensor::EmptyOp::create(b, loc, shape, stackType.getElementType()));
         OpBuilder attrs(fn.getContext());
         resultAttrs.push_back(attrs.getDictionaryAttr(
             {attrs.getNamedAttr(shardc::kNameAttr, name),
-             attrs.getNamedAttr(shardc::kStackedAttr, attrs.getUnitAttr())}));
+             attrs.getNamedAttr(shardc::kStackedAttr, attrs.getI64IntegerAttr(stack.layers))}));
       }
       results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
     }
     if (!stackResult.empty()) {
       auto coordinate = shard::ProcessMultiIndexOp::create(
           b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
-      for (unsigned r : llvm::make_second_range(stackResult.takeVector())) {
+      for (auto [name, r] : stackResult) {
+        if (!stackOf(name).split())
+          continue;
         auto type = cast<RankedTensorType>(results[r].getType());
-        const int64_t local = type.getDimSize(0) / stages;
+        const int64_t local = stackOf(name).local;
         Value offset = arith::MulIOp::create(b, loc, coordinate->getResult(0),
                                              arith::ConstantIndexOp::create(b, loc, local));
         SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes, strides(
@@ -288,15 +304,6 @@ struct PipelineSchedulePass
     ret->setOperands(results);
     fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
     fn.setAllResultAttrs(resultAttrs);
-  }
-
-  /// The layers a stage holds of stacked train param `p` (its local dim 0).
-  int64_t localLayers(unsigned p) {
-    unsigned arg = 0;
-    for (unsigned seen = 0; arg < apply.getNumArguments(); ++arg)
-      if (roleOf(apply, arg) == shardc::kParameterRole && seen++ == p)
-        break;
-    return cast<RankedTensorType>(apply.getArgumentTypes()[arg]).getDimSize(0);
   }
 
   /// Which parameter an argument is: its path and layer (-1: not a scanned one).
@@ -558,19 +565,30 @@ struct PipelineSchedulePass
       state.assign(forOp.getResults());
     }
 
-    // Other stages' parameters get zeros; a stacked one gets its layers' sums.
+    // Other stages' parameters get zeros; a stacked one gets its layers' sums,
+    // each reduced here as its layer's function reduced it (layers partitioned
+    // apart may differ; a collective in the case meets this stage's ranks alone).
     SmallVector<Value> yielded;
     for (unsigned p = 0; p < numParams; ++p)
       yielded.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
-    for (auto [source, sum] : llvm::zip_equal(ownSources, state.sums))
-      yielded[source.param] = source.localLayer < 0
-                                  ? sum
-                                  : setLayer(b, loc, yielded[source.param], source.localLayer, sum);
+    const unsigned firstSum = backward.getNumResults() - ownSources.size();
+    for (auto [n, source, sum] : llvm::enumerate(ownSources, state.sums)) {
+      if (source.localLayer < 0) {
+        yielded[source.param] = sum;
+        continue;
+      }
+      Value reduced = reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false);
+      yielded[source.param] = setLayer(b, loc, yielded[source.param], source.localLayer, reduced);
+    }
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
                                              : state.totals[t]);
     return yielded;
   }
+
+  /// Whether train param `p` is a stack split over the stages: its gradient sum
+  /// is then its own stage's alone.
+  bool splitOverStages(unsigned p) const { return stacks[p] && stacks[p]->split(); }
 
   /// `value` summed over the stages (with `overStages`), and over the axes
   /// `deferred` (an all_reduce taken out of the stage's function, or null)
@@ -594,7 +612,7 @@ struct PipelineSchedulePass
     return reduced.getResult();
   }
 
-  func::FuncOp buildTrainStep(ArrayRef<SmallVector<Operation *>> deferred) {
+  func::FuncOp buildTrainStep() {
     func::FuncOp last = backwards.back();
     func::FuncOp train = declareTrainStep(apply, last, microbatches, numMetrics);
     Block *entry = &train.getBody().front();
@@ -643,13 +661,14 @@ struct PipelineSchedulePass
     func::CallOp::create(b, loc, sendsDone, ValueRange());
 
     // Each gradient sum and total reduced over the stages (zeros but on its
-    // own; a stacked parameter's layers are on their own stage's ranks alone)
-    // and over what its stage's function reduced it, then scaled.
+    // own stage; a stack split over them is on its own stage's ranks alone) and
+    // over what its stage's function reduced it (a stack's layers were), then
+    // scaled.
     SmallVector<Value> sums, totals;
     std::map<unsigned, std::pair<unsigned, unsigned>> sumSource; // param -> (stage, result)
     for (auto [s, own] : llvm::enumerate(stageParams)) {
-      // A backward function's sums are its last results, one per parameter;
-      // a stacked parameter's layers are alike (the first stands for them).
+      // A backward function's sums are its last results, one per parameter
+      // (a stack's first layer's scale stands for its layers').
       const unsigned firstSum = backwards[s].getNumResults() - own.size();
       for (auto [n, source] : llvm::enumerate(own))
         sumSource.insert({source.param, {unsigned(s), firstSum + unsigned(n)}});
@@ -663,12 +682,12 @@ struct PipelineSchedulePass
       Value sum = yielded[p];
       auto source = sumSource.find(p);
       if (source == sumSource.end()) { // read by no stage: a zero gradient
-        sums.push_back(stackedParams[p] ? sum : reduce(b, loc, sum, nullptr, true));
+        sums.push_back(splitOverStages(p) ? sum : reduce(b, loc, sum, nullptr, true));
         continue;
       }
       auto [s, r] = source->second;
-      sums.push_back(
-          reduce(b, loc, scaled(sum, backwards[s], r), deferred[s][r], !stackedParams[p]));
+      sums.push_back(reduce(b, loc, scaled(sum, backwards[s], r), stacks[p] ? nullptr : deferred[s][r],
+                            !splitOverStages(p)));
     }
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       totals.push_back(

@@ -459,7 +459,7 @@ private:
     const int last = int(pipeline.stages) - 1;
     int64_t layers = 0;
     for (const Node &node : sp.graph.nodes)
-      if (needed[node.id] && node.attrs.count("layer"))
+      if (node.attrs.count("layer"))
         layers = std::max(layers, std::get<int64_t>(node.attrs.at("layer")) + 1);
     unsigned scans = llvm::count_if(micro.graph.nodes, [](const Node &n) { return n.op == OpKind::scan; });
     if (scans != 1 || layers % pipeline.stages != 0) {
@@ -519,8 +519,10 @@ private:
         return std::nullopt;
       }
     }
+    // One the loss does not read: a scanned layer's on its stage (the stage holds
+    // it), any other on the first.
     for (const FunctionValue &p : forward.params)
-      stage[p.node] = std::max(stage[p.node], 0);
+      stage[p.node] = p.layer >= 0 ? stageOf(p.layer) : std::max(stage[p.node], 0);
     return stage;
   }
 

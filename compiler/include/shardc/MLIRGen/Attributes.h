@@ -31,7 +31,7 @@ inline constexpr const char *kNameAttr = "shardc.name";
 /// A layer slice of a scanned parameter (its state, its gradient) or dropout input.
 inline constexpr const char *kLayerAttr = "shardc.layer";
 /// Every layer of a scanned parameter (its state, its gradient), stacked along
-/// dim 0: a pipeline's apply_step, split over the stage axis.
+/// dim 0 (the value: how many): a pipeline's apply_step, split over the stage axis.
 inline constexpr const char *kStackedAttr = "shardc.stacked";
 /// An eval result returned per example.
 inline constexpr const char *kPerExampleAttr = "shardc.per_example";
