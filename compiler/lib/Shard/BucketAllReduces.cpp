@@ -120,7 +120,15 @@ struct BucketAllReducesPass : public shardc::impl::BucketAllReducesPassBase<Buck
     func::FuncOp fn = getOperation();
     if (fn.isExternal() || !fn.getBody().hasOneBlock())
       return;
-    Block &body = fn.getBody().front();
+    // Each block's own: the body's, and a pipeline stage's case (its layers'
+    // gradients summed over the other axes after its schedule).
+    SmallVector<Block *> blocks;
+    fn.walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks)
+      bucketBlock(*block);
+  }
+
+  void bucketBlock(Block &body) {
     const int64_t limit = bucketBytes;
     SmallVector<Bucket> open, done;
     // A bucket is emitted where its last member is: it closes when a member's

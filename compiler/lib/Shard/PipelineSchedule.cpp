@@ -571,15 +571,18 @@ struct PipelineSchedulePass
     SmallVector<Value> yielded;
     for (unsigned p = 0; p < numParams; ++p)
       yielded.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
+    // (Every reduction before the first insertion: shardc-bucket-all-reduces
+    // then gathers them.)
     const unsigned firstSum = backward.getNumResults() - ownSources.size();
-    for (auto [n, source, sum] : llvm::enumerate(ownSources, state.sums)) {
-      if (source.localLayer < 0) {
-        yielded[source.param] = sum;
-        continue;
-      }
-      Value reduced = reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false);
-      yielded[source.param] = setLayer(b, loc, yielded[source.param], source.localLayer, reduced);
-    }
+    SmallVector<Value> reduced;
+    for (auto [n, source, sum] : llvm::enumerate(ownSources, state.sums))
+      reduced.push_back(source.localLayer < 0
+                            ? sum
+                            : reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false));
+    for (auto [source, sum] : llvm::zip_equal(ownSources, reduced))
+      yielded[source.param] = source.localLayer < 0
+                                  ? sum
+                                  : setLayer(b, loc, yielded[source.param], source.localLayer, sum);
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
                                              : state.totals[t]);

@@ -240,7 +240,8 @@ def BucketAllReducesPass
     buckets of at most `bucket-bytes`: a bucket closes when the next
     all_reduce it could take comes after an op that reads one of its
     results, or when it would overflow; an all_reduce larger than a bucket
-    stays alone. The default, 256 KiB, is measured (bench/runtime, 2 ranks):
+    stays alone. Each block buckets its own (a pipeline stage's case sums its
+    layers' gradients there). The default, 256 KiB, is measured (bench/runtime, 2 ranks):
     gathering costs a copy, and the runtime all-reduces 4 x 64 KiB in 124 us
     one by one against 92 us gathered, but 4 x 1 MiB in 1.13 ms against
     2.2 ms gathered. Each bucket of two or more becomes one
