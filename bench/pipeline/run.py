@@ -5,7 +5,8 @@ W4 (examples/gpt at its own size: batch 32, 4 blocks) on 2 local ranks: data par
 over both (no stages), then 2 pipeline stages with 8 microbatches under GPipe and
 under 1F1B (PipeDream-Flush), and 1F1B with every block recomputed (`remat "blocks" :
 nothing`). For each: what the report says a stage keeps for its backward pass and the
-rank's total, the largest rank's peak resident memory over a few synthetic steps, and
+rank's total (and its parameters and optimizer state: a stage holds its own layers'),
+the largest rank's peak resident memory over a few synthetic steps, and
 the median seconds per step over the rounds (the layouts interleaved, round by round,
 on this noisy machine), with its ratio to data parallel. A pipeline on one host has
 nothing to win in time (the stages idle (p - 1)/(m + p - 1) of the step, the bubble);
@@ -75,6 +76,10 @@ def main():
             pipeline = report.get("pipeline") or {}
             cases[name] = {"rules": text, "compile_seconds": round(seconds, 1),
                            "report_total_mib": mib(report["memory_per_rank"]["total"]),
+                           # A stage holds its own layers' parameters and Adam state.
+                           "report_parameters_and_state_mib": mib(
+                               report["memory_per_rank"]["parameters"] +
+                               report["memory_per_rank"]["optimizer_state"]),
                            "report_train_arena_mib": mib(report["memory_per_rank"].get("train_arena", 0)),
                            "report_kept_mib_per_stage": [mib(b) for b in pipeline.get("kept_activation_bytes_per_stage", [])],
                            "bubble_fraction": pipeline.get("bubble_fraction"),

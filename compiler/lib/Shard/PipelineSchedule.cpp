@@ -65,6 +65,11 @@ struct PipelineSchedulePass
   };
   SmallVector<SmallVector<ParamSource>> stageParams; // per stage, each of its own
   SmallVector<std::optional<Stack>> stacks;          // per train param
+  SmallVector<unsigned> readingStages;               // per train param: how many take it
+  /// Whether train param `p`'s gradient is reduced inside each stage's case as
+  /// the stage's function reduced it: a stack's layers, and a parameter that
+  /// several stages read (tied weights), come from functions partitioned apart.
+  bool reducedInCase(unsigned p) const { return stacks[p] || readingStages[p] > 1; }
   // The reductions taken out of each backward function, by result (or null).
   SmallVector<SmallVector<Operation *>> deferred;
   llvm::StringMap<unsigned> stackedParam;            // name -> train param
@@ -173,6 +178,13 @@ struct PipelineSchedulePass
                  << layer << " of '" << name << "' is not on stage " << s;
         stageParams.back().push_back({stacked->second, stack.localIndex(layer)});
       }
+    }
+    readingStages.assign(numParams, 0);
+    for (const auto &own : stageParams) {
+      llvm::SmallDenseSet<unsigned> taken; // a stack's layers once
+      for (const ParamSource &source : own)
+        if (taken.insert(source.param).second)
+          ++readingStages[source.param];
     }
     func::FuncOp last = backwards.back();
     for (unsigned i = 0; i < last.getNumArguments(); ++i)
@@ -565,9 +577,9 @@ struct PipelineSchedulePass
       state.assign(forOp.getResults());
     }
 
-    // Other stages' parameters get zeros; a stacked one gets its layers' sums,
-    // each reduced here as its layer's function reduced it (layers partitioned
-    // apart may differ; a collective in the case meets this stage's ranks alone).
+    // Other stages' parameters get zeros; a stacked one gets its layers' sums.
+    // Those reducedInCase are reduced here as this stage's function reduced
+    // them (a collective in the case meets this stage's ranks alone).
     SmallVector<Value> yielded;
     for (unsigned p = 0; p < numParams; ++p)
       yielded.push_back(zerosOf(b, loc, cast<RankedTensorType>(sumTypes[p])));
@@ -576,9 +588,9 @@ struct PipelineSchedulePass
     const unsigned firstSum = backward.getNumResults() - ownSources.size();
     SmallVector<Value> reduced;
     for (auto [n, source, sum] : llvm::enumerate(ownSources, state.sums))
-      reduced.push_back(source.localLayer < 0
-                            ? sum
-                            : reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false));
+      reduced.push_back(reducedInCase(source.param)
+                            ? reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false)
+                            : sum);
     for (auto [source, sum] : llvm::zip_equal(ownSources, reduced))
       yielded[source.param] = source.localLayer < 0
                                   ? sum
@@ -689,8 +701,8 @@ struct PipelineSchedulePass
         continue;
       }
       auto [s, r] = source->second;
-      sums.push_back(reduce(b, loc, scaled(sum, backwards[s], r), stacks[p] ? nullptr : deferred[s][r],
-                            !splitOverStages(p)));
+      sums.push_back(reduce(b, loc, scaled(sum, backwards[s], r),
+                            reducedInCase(p) ? nullptr : deferred[s][r], !splitOverStages(p)));
     }
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       totals.push_back(

@@ -2,6 +2,7 @@
 
 #include "shardc/Train/StepFunctions.h"
 
+#include <map>
 #include <set>
 
 using namespace shardc;
@@ -452,9 +453,14 @@ private:
   /// its operands (the first if none has one), and a parameter outside the
   /// scan on the stage of the nodes that read it; the loss and the metrics are
   /// the last stage's. What crosses between stages is then what flows from one
-  /// layer to the next.
+  /// layer to the next. A parameter outside the scan read on several stages
+  /// (tied weights: an embedding's table as the head) is on each of them, as
+  /// Megatron-LM keeps the tied embedding on the first and the last stage:
+  /// its stage is kEveryReader, `shared` says which.
+  static constexpr int kEveryReader = -2;
   std::optional<std::vector<int>> assignStages(const TypedProgram &micro, const Forward &forward,
-                                               const std::vector<bool> &needed) {
+                                               const std::vector<bool> &needed,
+                                               std::map<unsigned, std::set<int>> &shared) {
     const Pipeline &pipeline = micro.pipeline;
     const int last = int(pipeline.stages) - 1;
     int64_t layers = 0;
@@ -494,35 +500,25 @@ private:
     }
     for (const FunctionValue &v : forward.lossAndMetrics)
       stage[v.node] = last;
-    // A parameter outside the scan: the stage that reads it.
-    std::vector<const FunctionValue *> outsideScan(sp.graph.nodes.size(), nullptr);
-    for (const FunctionValue &p : forward.params)
-      if (p.layer < 0)
-        outsideScan[p.node] = &p;
-    for (const Node &node : sp.graph.nodes) {
-      if (!needed[node.id])
-        continue;
-      for (unsigned operand : node.operands) {
-        const FunctionValue *p = outsideScan[operand];
-        if (!p || stage[operand] == stage[node.id])
-          continue;
-        if (stage[operand] < 0) {
-          stage[operand] = stage[node.id];
-          continue;
-        }
-        diags.error(p->loc, "parameter '" + p->name + "' is read on pipeline stages " +
-                                std::to_string(stage[operand]) + " and " +
-                                std::to_string(stage[node.id]) +
-                                ", and a parameter lives on one stage (tied weights across "
-                                "stages are not supported)");
-        diags.note(pipeline.loc, "the stages are made here");
-        return std::nullopt;
-      }
-    }
+    // A parameter outside the scan: the stages that read it.
+    std::vector<std::set<int>> readers(sp.graph.nodes.size());
+    for (const Node &node : sp.graph.nodes)
+      if (needed[node.id])
+        for (unsigned operand : node.operands)
+          readers[operand].insert(stage[node.id]);
     // One the loss does not read: a scanned layer's on its stage (the stage holds
     // it), any other on the first.
-    for (const FunctionValue &p : forward.params)
-      stage[p.node] = p.layer >= 0 ? stageOf(p.layer) : std::max(stage[p.node], 0);
+    for (const FunctionValue &p : forward.params) {
+      const std::set<int> &read = readers[p.node];
+      if (p.layer >= 0) {
+        stage[p.node] = stageOf(p.layer);
+      } else if (read.size() > 1) {
+        stage[p.node] = kEveryReader;
+        shared[p.node] = read;
+      } else {
+        stage[p.node] = read.empty() ? 0 : *read.begin();
+      }
+    }
     return stage;
   }
 
@@ -620,7 +616,8 @@ private:
       if (needed[id])
         for (unsigned operand : sp.graph.nodes[id].operands)
           needed[operand] = true;
-    std::optional<std::vector<int>> stage = assignStages(micro, *forward, needed);
+    std::map<unsigned, std::set<int>> shared;
+    std::optional<std::vector<int>> stage = assignStages(micro, *forward, needed, shared);
     if (!stage)
       return false;
 
@@ -664,7 +661,7 @@ private:
       PipelineStage st;
       std::vector<FunctionValue> params;
       for (const FunctionValue &p : forward->params)
-        if ((*stage)[p.node] == s)
+        if ((*stage)[p.node] == s || (shared.count(p.node) && shared.at(p.node).count(s)))
           params.push_back(p);
       std::vector<FunctionValue> received;
       std::vector<size_t> sent;
