@@ -12,7 +12,8 @@ Models: W2 (examples/cnn), W4 (examples/gpt) and W7's GPT-2 small shape
 (examples/gpt2/gpt2-small.shard), under data parallel, FSDP and tensor parallel rules
 where the example has them, and GPT-2 small under FSDP with every block recomputed
 (examples/gpt2/fsdp-remat.rules) and under tensor parallelism with 4 microbatches
-(examples/gpt2/tp-microbatches.rules).
+(examples/gpt2/tp-microbatches.rules) and in 4 pipeline stages x data 2
+(examples/gpt2/pp.rules).
 
     bench/memory/run.py            # every case (about 18 minutes on 2 cores)
     bench/memory/run.py --quick    # W2 and W4 only
@@ -46,7 +47,8 @@ CASES = [
     ("GPT-2 small", f"{EX}/gpt2/gpt2-small.shard",
      dict({l: f"{EX}/gpt/{l}.rules" for l in ("dp", "fsdp", "tp")},
           **{"fsdp+remat": f"{EX}/gpt2/fsdp-remat.rules",
-             "tp+microbatches": f"{EX}/gpt2/tp-microbatches.rules"}), 2),
+             "tp+microbatches": f"{EX}/gpt2/tp-microbatches.rules",
+             "pp+dp": f"{EX}/gpt2/pp.rules"}), 2),
 ]
 RANKS = 8
 
