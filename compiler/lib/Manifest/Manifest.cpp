@@ -126,9 +126,7 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   }
 
   json inputs = json::array();
-  for (const FunctionValue &v : steps.eval.args) {
-    if (v.role != ArgRole::input)
-      continue;
+  for (const FunctionValue &v : steps.inputs) {
     const Input &t =
         *llvm::find_if(program.inputs, [&](const Input &t) { return t.path == v.name; });
     json input = describe(v);

@@ -265,7 +265,7 @@ private:
     } else {
       applyRules(t);
     }
-    checkSharding(t, isParam);
+    checkSharding(t);
   }
 
   /// Flax's _logical_to_mesh_axes (decideDims), each dimension told which rule
@@ -353,10 +353,10 @@ private:
   }
 
   /// A stacked tensor's `layer` axis on the pipeline's stages: the layers must
-  /// divide into them. A stacked parameter (with its optimizer state) is then
-  /// split over the stage axis, each stage holding its own layers; any other
-  /// stacked tensor (a scanned dropout's numbers) stays whole on every rank.
-  void placeLayers(ShardedTensor &t, bool isParam) {
+  /// divide into them. A stacked parameter (with its optimizer state) or
+  /// scanned dropout's numbers are then split over the stage axis, each stage
+  /// holding its own layers'.
+  void placeLayers(ShardedTensor &t) {
     if (t.sharding.dims.empty() || t.sharding.dims[0].meshAxes.empty() ||
         t.sharding.dims[0].meshAxes.front() != program.pipeline.axis)
       return;
@@ -375,15 +375,15 @@ private:
                                    program.pipeline.axis + "' (" + layer.reason + ")");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
     }
-    if (!isParam || !divides)
+    if (!divides)
       layer.meshAxes.clear();
     layer.reason += ": pipeline stages";
   }
 
-  void checkSharding(ShardedTensor &t, bool isParam) {
+  void checkSharding(ShardedTensor &t) {
     const bool pipelined = !program.pipeline.axis.empty();
     if (pipelined)
-      placeLayers(t, isParam);
+      placeLayers(t);
     auto onStages = [&](const DimSharding &d) {
       return pipelined && d.meshAxes == std::vector<std::string>{program.pipeline.axis};
     };

@@ -66,6 +66,14 @@ struct PipelineSchedulePass
   SmallVector<SmallVector<ParamSource>> stageParams; // per stage, each of its own
   SmallVector<std::optional<Stack>> stacks;          // per train param
   SmallVector<unsigned> readingStages;               // per train param: how many take it
+  // Where each input argument of a stage function comes from: a train input,
+  // or one layer of a stacked one (a scanned dropout's numbers, split over the
+  // stages like the parameters' stacks: `stage` is the one that holds it).
+  struct InputSource {
+    unsigned input = 0;
+    int64_t localLayer = -1, stage = -1;
+  };
+  SmallVector<InputSource> inputSources;
   /// Whether train param `p`'s gradient is reduced inside each stage's case as
   /// the stage's function reduced it: a stack's layers, and a parameter that
   /// several stages read (tied weights), come from functions partitioned apart.
@@ -86,7 +94,7 @@ struct PipelineSchedulePass
       return signalPassFailure();
     for (StringRef name : {shardc::kEvalFunction, shardc::kGradFunction})
       if (auto fn = module.lookupSymbol<func::FuncOp>(name))
-        takeStackedParams(fn);
+        takeStacks(fn);
     for (func::FuncOp backward : backwards)
       deferred.push_back(deferReductions(backward));
     func::FuncOp train = buildTrainStep();
@@ -187,8 +195,21 @@ struct PipelineSchedulePass
           ++readingStages[source.param];
     }
     func::FuncOp last = backwards.back();
-    for (unsigned i = 0; i < last.getNumArguments(); ++i)
-      numInputs += roleOf(last, i) == shardc::kInputRole;
+    llvm::StringMap<int64_t> layersOf = inputLayers(last);
+    llvm::StringMap<unsigned> stackIndex;
+    for (unsigned i = 0; i < last.getNumArguments(); ++i) {
+      if (roleOf(last, i) != shardc::kInputRole)
+        continue;
+      auto [name, layer] = key(last, i);
+      if (layer < 0) {
+        inputSources.push_back({numInputs++});
+        continue;
+      }
+      auto [it, first] = stackIndex.try_emplace(name, numInputs);
+      numInputs += first;
+      const int64_t local = layersOf.at(name) / stages;
+      inputSources.push_back({it->second, layer % local, layer / local});
+    }
     // The last stage's results: loss and metrics, cotangents, one sum per parameter.
     const unsigned numTotals =
         last.getNumResults() - cotangentResults(last) - stageParams.back().size();
@@ -198,71 +219,117 @@ struct PipelineSchedulePass
     return success();
   }
 
-  /// eval_step and grad_step, built layer by layer, take a stacked parameter as
-  /// apply_step does (and grad_step returns its gradient so): evaluation runs
-  /// the whole model on every rank, each layer gathered from the stage that
-  /// holds it (an all_gather over the stages of every stage's layer at that
-  /// local index: p layers live, not the whole stack); a gradient's stack is
-  /// this rank's own layers of the whole one.
-  void takeStackedParams(func::FuncOp fn) {
-    auto stackOf = [&](StringRef name) -> const Stack & { return *stacks[stackedParam.at(name)]; };
-    auto stacked = [&](std::pair<std::string, int64_t> k) {
-      return k.second >= 0 && stackedParam.count(k.first);
-    };
-    // Each stack's argument goes where its first layer's was.
+  /// How many layers each scanned input (a dropout's numbers) of `fn` has.
+  static llvm::StringMap<int64_t> inputLayers(func::FuncOp fn) {
+    llvm::StringMap<int64_t> layers;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (roleOf(fn, i) == shardc::kInputRole && key(fn, i).second >= 0)
+        ++layers[key(fn, i).first];
+    return layers;
+  }
+
+  /// A stacked argument that replaces per-layer ones: its type and attributes,
+  /// the layers it stacks and those a rank holds.
+  struct StackedArg {
+    Type type;
+    DictionaryAttr attrs;
+    int64_t layers = 0, local = 0;
+    bool split() const { return local < layers; }
+  };
+
+  /// The stack of scanned input `name` of `layers` layers, one of them `layerType`:
+  /// split over the stages.
+  StackedArg inputStack(StringRef name, int64_t layers, Type layerType) {
+    auto type = cast<RankedTensorType>(layerType);
+    SmallVector<int64_t> shape{layers / stages};
+    llvm::append_range(shape, type.getShape());
+    OpBuilder b(module.getContext());
+    return {type.clone(shape),
+            b.getDictionaryAttr({b.getNamedAttr(shardc::kNameAttr, b.getStringAttr(name)),
+                                 b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
+                                 b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
+            layers, layers / stages};
+  }
+
+  /// Replaces each per-layer argument of `fn` that `stackOf(role, name, layer
+  /// type)` stacks by one argument per stack, where its first layer's was;
+  /// `replace(argument, name, layer, stack)` takes each one's uses first.
+  LogicalResult stackArguments(
+      func::FuncOp fn,
+      function_ref<std::optional<StackedArg>(StringRef, StringRef, Type)> stackOf,
+      function_ref<void(Value, StringRef, int64_t, Value, const StackedArg &)> replace) {
     SmallVector<unsigned> at;
     SmallVector<Type> types;
     SmallVector<DictionaryAttr> attrs;
     SmallVector<Location> locs;
-    SmallVector<std::pair<std::string, int64_t>> layerArgs; // of the original arguments
-    llvm::StringSet<> placed;
+    SmallVector<std::optional<StackedArg>> stacked; // per original argument
+    llvm::StringMap<unsigned> placed;               // name -> inserted
     const unsigned original = fn.getNumArguments();
     for (unsigned i = 0; i < original; ++i) {
-      layerArgs.push_back(key(fn, i));
-      if (roleOf(fn, i) != shardc::kParameterRole || !stacked(layerArgs.back()) ||
-          !placed.insert(layerArgs.back().first).second)
+      auto [name, layer] = key(fn, i);
+      stacked.push_back(layer < 0 ? std::nullopt
+                                  : stackOf(roleOf(fn, i), name, fn.getArgumentTypes()[i]));
+      if (!stacked.back() || !placed.try_emplace(name, at.size()).second)
         continue;
-      unsigned stack = stackOf(layerArgs.back().first).applyArg;
       at.push_back(i);
-      types.push_back(apply.getArgumentTypes()[stack]);
-      attrs.push_back(apply.getArgAttrDict(stack));
+      types.push_back(stacked.back()->type);
+      attrs.push_back(stacked.back()->attrs);
       locs.push_back(fn.getArgument(i).getLoc());
     }
     if (at.empty())
-      return;
+      return success();
     if (failed(fn.insertArguments(at, types, attrs, locs)))
-      return signalPassFailure();
+      return failure();
+    llvm::BitVector erased(fn.getNumArguments());
+    for (unsigned i = 0, inserted = 0; i < original; ++i) {
+      while (inserted < at.size() && at[inserted] <= i)
+        ++inserted;
+      if (!stacked[i])
+        continue;
+      auto [name, layer] = key(fn, i + inserted);
+      const unsigned k = placed.at(name);
+      replace(fn.getArgument(i + inserted), name, layer, fn.getArgument(at[k] + k), *stacked[i]);
+      erased.set(i + inserted);
+    }
+    return fn.eraseArguments(erased);
+  }
+
+  /// eval_step and grad_step, built layer by layer, take a stacked parameter
+  /// (and a scanned dropout's numbers) as train_step does, and grad_step
+  /// returns a stacked parameter's gradient so: evaluation runs the whole
+  /// model on every rank, each layer gathered from the stage that holds it (an
+  /// all_gather over the stages of every stage's layer at that local index: p
+  /// layers live, not the whole stack); a gradient's stack is this rank's own
+  /// layers of the whole one.
+  void takeStacks(func::FuncOp fn) {
+    auto stackOf = [&](StringRef name) -> const Stack & { return *stacks[stackedParam.at(name)]; };
+    llvm::StringMap<int64_t> inputs = inputLayers(fn);
     OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
     Location loc = fn.getLoc();
-    llvm::StringMap<Value> stackArgs;
-    for (auto [n, index] : llvm::enumerate(at))
-      stackArgs[key(fn, index + unsigned(n)).first] = fn.getArgument(index + unsigned(n));
-    auto layerOfStack = [&](StringRef name, int64_t layer) {
-      Value stack = stackArgs[name];
+    auto stackArg = [&](StringRef role, StringRef name, Type layerType) -> std::optional<StackedArg> {
+      if (role == shardc::kInputRole)
+        return inputStack(name, inputs.lookup(name), layerType);
+      if (role != shardc::kParameterRole || !stackedParam.count(name))
+        return std::nullopt;
+      const Stack &stack = stackOf(name);
+      return StackedArg{apply.getArgumentTypes()[stack.applyArg],
+                        apply.getArgAttrDict(stack.applyArg), stack.layers, stack.local};
+    };
+    auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
+                           const StackedArg &stacked) {
       auto type = cast<RankedTensorType>(stack.getType());
-      const int64_t local = stackOf(name).local;
-      if (!stackOf(name).split())
-        return layerOf(b, loc, stack, layer);
-      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % local));
+      if (!stacked.split())
+        return old.replaceAllUsesWith(layerOf(b, loc, stack, layer));
+      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % stacked.local));
       Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = stages;
       Value everyStage = shard::AllGatherOp::create(
           b, loc, RankedTensorType::get(shape, type.getElementType()), grid,
           b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
-      return layerOf(b, loc, everyStage, layer / local);
+      old.replaceAllUsesWith(layerOf(b, loc, everyStage, layer / stacked.local));
     };
-    llvm::BitVector erased(fn.getNumArguments());
-    for (unsigned i = 0, inserted = 0; i < original; ++i) {
-      while (inserted < at.size() && at[inserted] <= i)
-        ++inserted;
-      if (!stacked(layerArgs[i]) || roleOf(fn, i + inserted) != shardc::kParameterRole)
-        continue;
-      auto [name, layer] = layerArgs[i];
-      fn.getArgument(i + inserted).replaceAllUsesWith(layerOfStack(name, layer));
-      erased.set(i + inserted);
-    }
-    if (failed(fn.eraseArguments(erased)))
+    if (failed(stackArguments(fn, stackArg, gatherLayer)))
       return signalPassFailure();
 
     // grad_step's gradients: this rank's layers of each stack.
@@ -476,12 +543,27 @@ struct PipelineSchedulePass
     auto kept = [&](OpBuilder &nb, Location at, Carried &c, unsigned n, Value slot) {
       return layerOf(nb, at, c.buffers[n], slot);
     };
+    // Input `n` of the stage's functions (argument `i` of `fn`): microbatch j's
+    // slice, of its layer's when it is a scanned dropout's numbers (a function
+    // reads only its own stage's layers' of them).
     auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i,
                                unsigned n, Value j) -> Value {
+      const InputSource &source = inputSources[n];
+      auto type = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      Value input = inputs[source.input];
+      if (source.localLayer >= 0) {
+        if (source.stage != s) {
+          if (!fn.getArgument(i).use_empty()) {
+            fn.emitError("shardc-pipeline-schedule: stage ")
+                << s << " reads another stage's layer of input '" << key(fn, i).first << "'";
+            signalPassFailure();
+          }
+          return tensor::EmptyOp::create(nb, at, type.getShape(), type.getElementType());
+        }
+        input = layerOf(nb, at, input, source.localLayer);
+      }
       auto dim = fn.getArgAttrOfType<IntegerAttr>(i, shardc::kMicrobatchDimAttr);
-      return dim ? sliceMicrobatch(nb, at, inputs[n],
-                                   cast<RankedTensorType>(fn.getArgumentTypes()[i]), dim.getInt(), j)
-                 : inputs[n];
+      return dim ? sliceMicrobatch(nb, at, input, type, dim.getInt(), j) : input;
     };
     auto slotOf = [&](OpBuilder &nb, Location at, Value j) -> Value {
       return arith::RemUIOp::create(nb, at, j, arith::ConstantIndexOp::create(nb, at, slots));
@@ -630,6 +712,16 @@ struct PipelineSchedulePass
   func::FuncOp buildTrainStep() {
     func::FuncOp last = backwards.back();
     func::FuncOp train = declareTrainStep(apply, last, microbatches, numMetrics);
+    // A scanned dropout's numbers come as one stack, split over the stages.
+    llvm::StringMap<int64_t> scanned = inputLayers(train);
+    auto inputsOnly = [&](StringRef role, StringRef name, Type layerType) -> std::optional<StackedArg> {
+      if (role != shardc::kInputRole)
+        return std::nullopt;
+      return inputStack(name, scanned.lookup(name), layerType);
+    };
+    if (failed(stackArguments(train, inputsOnly,
+                              [](Value, StringRef, int64_t, Value, const StackedArg &) {})))
+      signalPassFailure();
     Block *entry = &train.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = apply.getLoc();

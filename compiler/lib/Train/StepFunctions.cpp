@@ -19,6 +19,7 @@ public:
     if (!forward)
       return std::nullopt;
     sp.params = forward->params;
+    sp.inputs = forward->inputs;
 
     sp.grad.name = "grad_step";
     sp.grad.args = sp.params;
@@ -591,6 +592,27 @@ private:
     return values;
   }
 
+  /// The inputs as the runtime holds them under a pipeline: a scanned dropout's
+  /// numbers stacked, split over the stage axis by sema (each stage draws its
+  /// own layers'); the others as `sp.inputs` has them.
+  std::vector<FunctionValue> stackedInputs() {
+    std::vector<FunctionValue> values;
+    for (const Input &t : program.inputs) {
+      if (!t.stacked) {
+        values.push_back(*llvm::find_if(sp.inputs, [&](const FunctionValue &v) { return v.name == t.path; }));
+        continue;
+      }
+      FunctionValue v;
+      v.name = t.path;
+      v.loc = t.loc;
+      v.sharding = t.sharding;
+      v.stacked = true;
+      v.node = addNode(OpKind::input, t.path, t.type, t.loc);
+      values.push_back(v);
+    }
+    return values;
+  }
+
   /// The functions each stage runs per microbatch: forward sends the values
   /// later stages read and returns what its backward pass reads
   /// (keepResiduals: on the last stage also the loss and metrics); backward
@@ -741,6 +763,7 @@ private:
       steps.stages.push_back(std::move(st));
     }
     sp.params = stackedParams(micro, forward->params);
+    sp.inputs = stackedInputs();
     steps.apply = buildApply(sp.params, forward->lossAndMetrics.front());
     steps.schedule = pipeline.schedule;
     steps.axis = pipeline.axis;

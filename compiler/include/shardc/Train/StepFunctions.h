@@ -130,6 +130,9 @@ struct StepProgram {
   /// One per parameter, a scanned one once per layer (the `params` of the
   /// functions' arguments), or stacked under a pipeline.
   std::vector<FunctionValue> params;
+  /// Likewise the inputs (a scanned dropout's numbers once per layer, or stacked
+  /// under a pipeline).
+  std::vector<FunctionValue> inputs;
   std::optional<StepFunction> train; // none without an optimizer
   StepFunction eval, grad;
   /// With microbatches: `train` stays the runtime's ABI, and MLIRGen emits these
