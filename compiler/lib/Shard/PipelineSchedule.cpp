@@ -50,11 +50,12 @@ struct PipelineSchedulePass
   FlatSymbolRefAttr grid;
 
   // train_step's arguments, and where each stage function's come from: a
-  // parameter, or one layer of a stacked one. A stack is split over the stages
-  // (stage S's layers are its ranks' whole local stack) unless an override
-  // keeps it whole on every rank.
+  // parameter, or one layer of a stacked one. A stack (its type and attributes
+  // as an argument) is split over the stages (stage S's layers are its ranks'
+  // whole local stack) unless an override keeps it whole on every rank.
   struct Stack {
-    unsigned applyArg = 0;
+    Type type;
+    DictionaryAttr attrs;
     int64_t layers = 0, local = 0; // every layer, this rank's
     bool split() const { return local < layers; }
     int64_t localIndex(int64_t layer) const { return split() ? layer % local : layer; }
@@ -155,8 +156,8 @@ struct PipelineSchedulePass
       if (role == shardc::kParameterRole) {
         stacks.emplace_back();
         if (auto layers = apply.getArgAttrOfType<IntegerAttr>(i, shardc::kStackedAttr)) {
-          stacks.back() = Stack{i, layers.getInt(),
-                                cast<RankedTensorType>(apply.getArgumentTypes()[i]).getDimSize(0)};
+          auto type = cast<RankedTensorType>(apply.getArgumentTypes()[i]);
+          stacks.back() = Stack{type, apply.getArgAttrDict(i), layers.getInt(), type.getDimSize(0)};
           stackedParam[key(apply, i).first] = numParams;
         }
         paramIndex[key(apply, i)] = numParams++;
@@ -228,18 +229,9 @@ struct PipelineSchedulePass
     return layers;
   }
 
-  /// A stacked argument that replaces per-layer ones: its type and attributes,
-  /// the layers it stacks and those a rank holds.
-  struct StackedArg {
-    Type type;
-    DictionaryAttr attrs;
-    int64_t layers = 0, local = 0;
-    bool split() const { return local < layers; }
-  };
-
   /// The stack of scanned input `name` of `layers` layers, one of them `layerType`:
   /// split over the stages.
-  StackedArg inputStack(StringRef name, int64_t layers, Type layerType) {
+  Stack inputStack(StringRef name, int64_t layers, Type layerType) {
     auto type = cast<RankedTensorType>(layerType);
     SmallVector<int64_t> shape{layers / stages};
     llvm::append_range(shape, type.getShape());
@@ -256,13 +248,13 @@ struct PipelineSchedulePass
   /// `replace(argument, name, layer, stack)` takes each one's uses first.
   LogicalResult stackArguments(
       func::FuncOp fn,
-      function_ref<std::optional<StackedArg>(StringRef, StringRef, Type)> stackOf,
-      function_ref<void(Value, StringRef, int64_t, Value, const StackedArg &)> replace) {
+      function_ref<std::optional<Stack>(StringRef, StringRef, Type)> stackOf,
+      function_ref<void(Value, StringRef, int64_t, Value, const Stack &)> replace) {
     SmallVector<unsigned> at;
     SmallVector<Type> types;
     SmallVector<DictionaryAttr> attrs;
     SmallVector<Location> locs;
-    SmallVector<std::optional<StackedArg>> stacked; // per original argument
+    SmallVector<std::optional<Stack>> stacked; // per original argument
     llvm::StringMap<unsigned> placed;               // name -> inserted
     const unsigned original = fn.getNumArguments();
     for (unsigned i = 0; i < original; ++i) {
@@ -302,21 +294,18 @@ struct PipelineSchedulePass
   /// layers live, not the whole stack); a gradient's stack is this rank's own
   /// layers of the whole one.
   void takeStacks(func::FuncOp fn) {
-    auto stackOf = [&](StringRef name) -> const Stack & { return *stacks[stackedParam.at(name)]; };
     llvm::StringMap<int64_t> inputs = inputLayers(fn);
     OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
     Location loc = fn.getLoc();
-    auto stackArg = [&](StringRef role, StringRef name, Type layerType) -> std::optional<StackedArg> {
+    auto stackArg = [&](StringRef role, StringRef name, Type layerType) -> std::optional<Stack> {
       if (role == shardc::kInputRole)
         return inputStack(name, inputs.lookup(name), layerType);
       if (role != shardc::kParameterRole || !stackedParam.count(name))
         return std::nullopt;
-      const Stack &stack = stackOf(name);
-      return StackedArg{apply.getArgumentTypes()[stack.applyArg],
-                        apply.getArgAttrDict(stack.applyArg), stack.layers, stack.local};
+      return paramStack(name);
     };
     auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
-                           const StackedArg &stacked) {
+                           const Stack &stacked) {
       auto type = cast<RankedTensorType>(stack.getType());
       if (!stacked.split())
         return old.replaceAllUsesWith(layerOf(b, loc, stack, layer));
@@ -331,10 +320,14 @@ struct PipelineSchedulePass
     };
     if (failed(stackArguments(fn, stackArg, gatherLayer)))
       return signalPassFailure();
+    stackGradients(fn);
+  }
 
-    // grad_step's gradients: this rank's layers of each stack.
+  /// grad_step's gradients of a stacked parameter: this rank's layers of the stack.
+  void stackGradients(func::FuncOp fn) {
     auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
-    b.setInsertionPoint(ret);
+    OpBuilder b(ret);
+    Location loc = fn.getLoc();
     SmallVector<Value> results;
     SmallVector<DictionaryAttr> resultAttrs;
     llvm::MapVector<StringRef, unsigned> stackResult; // name -> its result
@@ -349,8 +342,8 @@ struct PipelineSchedulePass
       }
       auto [it, first] = stackResult.try_emplace(name.getValue(), results.size());
       if (first) {
-        const Stack &stack = stackOf(name.getValue());
-        auto stackType = cast<RankedTensorType>(apply.getArgumentTypes()[stack.applyArg]);
+        const Stack &stack = paramStack(name.getValue());
+        auto stackType = cast<RankedTensorType>(stack.type);
         SmallVector<int64_t> shape(stackType.getShape());
         shape[0] = stack.layers;
         results.push_back(tensor::EmptyOp::create(b, loc, shape, stackType.getElementType()));
@@ -365,18 +358,13 @@ struct PipelineSchedulePass
       auto coordinate = shard::ProcessMultiIndexOp::create(
           b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
       for (auto [name, r] : stackResult) {
-        if (!stackOf(name).split())
+        if (!paramStack(name).split())
           continue;
-        auto type = cast<RankedTensorType>(results[r].getType());
-        const int64_t local = stackOf(name).local;
-        Value offset = arith::MulIOp::create(b, loc, coordinate->getResult(0),
-                                             arith::ConstantIndexOp::create(b, loc, local));
-        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes, strides(
-                                                                                   type.getRank(), b.getIndexAttr(1));
-        offsets[0] = offset;
-        for (int64_t size : type.getShape())
-          sizes.push_back(b.getIndexAttr(size));
-        sizes[0] = b.getIndexAttr(local);
+        const int64_t local = paramStack(name).local;
+        Value first = arith::MulIOp::create(b, loc, coordinate->getResult(0),
+                                            arith::ConstantIndexOp::create(b, loc, local));
+        auto [offsets, sizes, strides] =
+            layerSlice(b, cast<RankedTensorType>(results[r].getType()), first, local);
         results[r] = tensor::ExtractSliceOp::create(b, loc, results[r], offsets, sizes, strides);
       }
     }
@@ -406,12 +394,13 @@ struct PipelineSchedulePass
     return t ? t.getInt() : -1;
   }
 
-  /// The offsets, sizes and strides of layer `layer` (dim 0) of `stack`.
+  /// The offsets, sizes and strides of `layers` layers (dim 0) of `stack` from `layer`.
   using Slice = std::tuple<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>,
                            SmallVector<OpFoldResult>>;
-  static Slice layerSlice(OpBuilder &b, RankedTensorType stack, OpFoldResult layer) {
+  static Slice layerSlice(OpBuilder &b, RankedTensorType stack, OpFoldResult layer,
+                          int64_t layers = 1) {
     SmallVector<OpFoldResult> offsets(stack.getRank(), b.getIndexAttr(0)),
-        sizes{b.getIndexAttr(1)}, strides(stack.getRank(), b.getIndexAttr(1));
+        sizes{b.getIndexAttr(layers)}, strides(stack.getRank(), b.getIndexAttr(1));
     offsets[0] = layer;
     for (int64_t size : stack.getShape().drop_front())
       sizes.push_back(b.getIndexAttr(size));
@@ -683,6 +672,9 @@ struct PipelineSchedulePass
     return yielded;
   }
 
+  /// The stack of stacked parameter `name`.
+  const Stack &paramStack(StringRef name) const { return *stacks[stackedParam.at(name)]; }
+
   /// Whether train param `p` is a stack split over the stages: its gradient sum
   /// is then its own stage's alone.
   bool splitOverStages(unsigned p) const { return stacks[p] && stacks[p]->split(); }
@@ -714,13 +706,13 @@ struct PipelineSchedulePass
     func::FuncOp train = declareTrainStep(apply, last, microbatches, numMetrics);
     // A scanned dropout's numbers come as one stack, split over the stages.
     llvm::StringMap<int64_t> scanned = inputLayers(train);
-    auto inputsOnly = [&](StringRef role, StringRef name, Type layerType) -> std::optional<StackedArg> {
+    auto inputsOnly = [&](StringRef role, StringRef name, Type layerType) -> std::optional<Stack> {
       if (role != shardc::kInputRole)
         return std::nullopt;
       return inputStack(name, scanned.lookup(name), layerType);
     };
     if (failed(stackArguments(train, inputsOnly,
-                              [](Value, StringRef, int64_t, Value, const StackedArg &) {})))
+                              [](Value, StringRef, int64_t, Value, const Stack &) {})))
       signalPassFailure();
     Block *entry = &train.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
