@@ -289,14 +289,18 @@ struct PipelineSchedulePass
   /// eval_step and grad_step, built layer by layer, take a stacked parameter
   /// (and a scanned dropout's numbers) as train_step does, and grad_step
   /// returns a stacked parameter's gradient so: evaluation runs the whole
-  /// model on every rank, each layer gathered from the stage that holds it (an
-  /// all_gather over the stages of every stage's layer at that local index: p
-  /// layers live, not the whole stack); a gradient's stack is this rank's own
-  /// layers of the whole one.
+  /// model on every rank, each layer gathered from the stage that holds it
+  /// where it is read (an all_gather over the stages of every stage's layer at
+  /// that local index, kept apart from cse as shardc-regather-parameters keeps
+  /// its copies: p layers live at a time, not the whole model, for p times
+  /// the model's bytes sent); a gradient's stack is this rank's own layers of
+  /// the whole one.
   void takeStacks(func::FuncOp fn) {
     llvm::StringMap<int64_t> inputs = inputLayers(fn);
-    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
+    Block &body = fn.getBody().front();
+    OpBuilder b(fn.getContext());
     Location loc = fn.getLoc();
+    int64_t gathers = 0;
     auto stackArg = [&](StringRef role, StringRef name, Type layerType) -> std::optional<Stack> {
       if (role == shardc::kInputRole)
         return inputStack(name, inputs.lookup(name), layerType);
@@ -304,19 +308,26 @@ struct PipelineSchedulePass
         return std::nullopt;
       return paramStack(name);
     };
-    auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
-                           const Stack &stacked) {
+    auto layerFor = [&](Value stack, int64_t layer, const Stack &stacked) -> Value {
       auto type = cast<RankedTensorType>(stack.getType());
       if (!stacked.split())
-        return old.replaceAllUsesWith(layerOf(b, loc, stack, layer));
+        return layerOf(b, loc, stack, layer);
       auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % stacked.local));
       Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = stages;
-      Value everyStage = shard::AllGatherOp::create(
+      auto everyStage = shard::AllGatherOp::create(
           b, loc, RankedTensorType::get(shape, type.getElementType()), grid,
           b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
-      old.replaceAllUsesWith(layerOf(b, loc, everyStage, layer / stacked.local));
+      everyStage->setAttr(shardc::kRegatherAttr, b.getI64IntegerAttr(gathers++));
+      return layerOf(b, loc, everyStage, layer / stacked.local);
+    };
+    auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
+                           const Stack &stacked) {
+      for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
+        b.setInsertionPoint(body.findAncestorOpInBlock(*use.getOwner()));
+        use.set(layerFor(stack, layer, stacked));
+      }
     };
     if (failed(stackArguments(fn, stackArg, gatherLayer)))
       return signalPassFailure();
