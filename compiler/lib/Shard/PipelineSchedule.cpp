@@ -23,7 +23,6 @@
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -255,7 +254,7 @@ struct PipelineSchedulePass
     SmallVector<DictionaryAttr> attrs;
     SmallVector<Location> locs;
     SmallVector<std::optional<Stack>> stacked; // per original argument
-    llvm::StringMap<unsigned> placed;               // name -> inserted
+    llvm::StringMap<unsigned> placed;          // name -> inserted
     const unsigned original = fn.getNumArguments();
     for (unsigned i = 0; i < original; ++i) {
       auto [name, layer] = key(fn, i);
