@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LayerStacks.h"
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Passes.h"
@@ -21,7 +22,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
-#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <map>
@@ -32,6 +32,7 @@ namespace shardc {
 } // namespace shardc
 
 using namespace mlir;
+using namespace shardc::layer_stacks;
 using namespace shardc::microbatch_loops;
 
 namespace {
@@ -49,16 +50,7 @@ struct PipelineSchedulePass
   FlatSymbolRefAttr grid;
 
   // train_step's arguments, and where each stage function's come from: a
-  // parameter, or one layer of a stacked one. A stack (its type and attributes
-  // as an argument) is split over the stages (stage S's layers are its ranks'
-  // whole local stack) unless an override keeps it whole on every rank.
-  struct Stack {
-    Type type;
-    DictionaryAttr attrs;
-    int64_t layers = 0, local = 0; // every layer, this rank's
-    bool split() const { return local < layers; }
-    int64_t localIndex(int64_t layer) const { return split() ? layer % local : layer; }
-  };
+  // parameter, or one layer of a stacked one.
   struct ParamSource {
     unsigned param = 0;
     int64_t localLayer = -1; // -1: the whole parameter
@@ -157,9 +149,9 @@ struct PipelineSchedulePass
         if (auto layers = apply.getArgAttrOfType<IntegerAttr>(i, shardc::kStackedAttr)) {
           auto type = cast<RankedTensorType>(apply.getArgumentTypes()[i]);
           stacks.back() = Stack{type, apply.getArgAttrDict(i), layers.getInt(), type.getDimSize(0)};
-          stackedParam[key(apply, i).first] = numParams;
+          stackedParam[nameAndLayer(apply, i).first] = numParams;
         }
-        paramIndex[key(apply, i)] = numParams++;
+        paramIndex[nameAndLayer(apply, i)] = numParams++;
       } else if (role == shardc::kOptimizerStateRole) {
         ++numState;
       } else if (role == shardc::kGradientRole) {
@@ -171,7 +163,7 @@ struct PipelineSchedulePass
       for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
         if (roleOf(backward, i) != shardc::kParameterRole)
           continue;
-        auto [name, layer] = key(backward, i);
+        auto [name, layer] = nameAndLayer(backward, i);
         if (auto whole = paramIndex.find({name, layer}); whole != paramIndex.end()) {
           stageParams.back().push_back({whole->second});
           continue;
@@ -200,7 +192,7 @@ struct PipelineSchedulePass
     for (unsigned i = 0; i < last.getNumArguments(); ++i) {
       if (roleOf(last, i) != shardc::kInputRole)
         continue;
-      auto [name, layer] = key(last, i);
+      auto [name, layer] = nameAndLayer(last, i);
       if (layer < 0) {
         inputSources.push_back({numInputs++});
         continue;
@@ -219,15 +211,6 @@ struct PipelineSchedulePass
     return success();
   }
 
-  /// How many layers each scanned input (a dropout's numbers) of `fn` has.
-  static llvm::StringMap<int64_t> inputLayers(func::FuncOp fn) {
-    llvm::StringMap<int64_t> layers;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (roleOf(fn, i) == shardc::kInputRole && key(fn, i).second >= 0)
-        ++layers[key(fn, i).first];
-    return layers;
-  }
-
   /// The stack of scanned input `name` of `layers` layers, one of them `layerType`:
   /// split over the stages.
   Stack inputStack(StringRef name, int64_t layers, Type layerType) {
@@ -240,49 +223,6 @@ struct PipelineSchedulePass
                                  b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
                                  b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
             layers, layers / stages};
-  }
-
-  /// Replaces each per-layer argument of `fn` that `stackOf(role, name, layer
-  /// type)` stacks by one argument per stack, where its first layer's was;
-  /// `replace(argument, name, layer, stack)` takes each one's uses first.
-  LogicalResult stackArguments(
-      func::FuncOp fn,
-      function_ref<std::optional<Stack>(StringRef, StringRef, Type)> stackOf,
-      function_ref<void(Value, StringRef, int64_t, Value, const Stack &)> replace) {
-    SmallVector<unsigned> at;
-    SmallVector<Type> types;
-    SmallVector<DictionaryAttr> attrs;
-    SmallVector<Location> locs;
-    SmallVector<std::optional<Stack>> stacked; // per original argument
-    llvm::StringMap<unsigned> placed;          // name -> inserted
-    const unsigned original = fn.getNumArguments();
-    for (unsigned i = 0; i < original; ++i) {
-      auto [name, layer] = key(fn, i);
-      stacked.push_back(layer < 0 ? std::nullopt
-                                  : stackOf(roleOf(fn, i), name, fn.getArgumentTypes()[i]));
-      if (!stacked.back() || !placed.try_emplace(name, at.size()).second)
-        continue;
-      at.push_back(i);
-      types.push_back(stacked.back()->type);
-      attrs.push_back(stacked.back()->attrs);
-      locs.push_back(fn.getArgument(i).getLoc());
-    }
-    if (at.empty())
-      return success();
-    if (failed(fn.insertArguments(at, types, attrs, locs)))
-      return failure();
-    llvm::BitVector erased(fn.getNumArguments());
-    for (unsigned i = 0, inserted = 0; i < original; ++i) {
-      while (inserted < at.size() && at[inserted] <= i)
-        ++inserted;
-      if (!stacked[i])
-        continue;
-      auto [name, layer] = key(fn, i + inserted);
-      const unsigned k = placed.at(name);
-      replace(fn.getArgument(i + inserted), name, layer, fn.getArgument(at[k] + k), *stacked[i]);
-      erased.set(i + inserted);
-    }
-    return fn.eraseArguments(erased);
   }
 
   /// eval_step and grad_step, built layer by layer, take a stacked parameter
@@ -383,12 +323,6 @@ struct PipelineSchedulePass
     fn.setAllResultAttrs(resultAttrs);
   }
 
-  /// Which parameter an argument is: its path and layer (-1: not a scanned one).
-  static std::pair<std::string, int64_t> key(func::FuncOp fn, unsigned arg) {
-    auto name = fn.getArgAttrOfType<StringAttr>(arg, shardc::kNameAttr);
-    auto layer = fn.getArgAttrOfType<IntegerAttr>(arg, shardc::kLayerAttr);
-    return {name ? name.getValue().str() : "", layer ? layer.getInt() : -1};
-  }
   static unsigned cotangentResults(func::FuncOp fn) {
     unsigned n = 0;
     for (unsigned r = 0; r < fn.getNumResults(); ++r)
@@ -402,37 +336,6 @@ struct PipelineSchedulePass
   static int64_t transferOf(DictionaryAttr attrs) {
     auto t = attrs ? attrs.getAs<IntegerAttr>(shardc::kTransferAttr) : nullptr;
     return t ? t.getInt() : -1;
-  }
-
-  /// The offsets, sizes and strides of `layers` layers (dim 0) of `stack` from `layer`.
-  using Slice = std::tuple<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>,
-                           SmallVector<OpFoldResult>>;
-  static Slice layerSlice(OpBuilder &b, RankedTensorType stack, OpFoldResult layer,
-                          int64_t layers = 1) {
-    SmallVector<OpFoldResult> offsets(stack.getRank(), b.getIndexAttr(0)),
-        sizes{b.getIndexAttr(layers)}, strides(stack.getRank(), b.getIndexAttr(1));
-    offsets[0] = layer;
-    for (int64_t size : stack.getShape().drop_front())
-      sizes.push_back(b.getIndexAttr(size));
-    return std::make_tuple(offsets, sizes, strides);
-  }
-  /// Layer `layer` of `stack`, without the layer dim.
-  static Value layerOf(OpBuilder &b, Location loc, Value stack, OpFoldResult layer) {
-    auto type = cast<RankedTensorType>(stack.getType());
-    auto [offsets, sizes, strides] = layerSlice(b, type, layer);
-    auto layerType = RankedTensorType::get(type.getShape().drop_front(), type.getElementType());
-    return tensor::ExtractSliceOp::create(b, loc, layerType, stack, offsets, sizes, strides);
-  }
-  static Value layerOf(OpBuilder &b, Location loc, Value stack, int64_t layer) {
-    return layerOf(b, loc, stack, b.getIndexAttr(layer));
-  }
-  /// `stack` with layer `layer` set to `value`.
-  static Value setLayer(OpBuilder &b, Location loc, Value stack, OpFoldResult layer, Value value) {
-    auto [offsets, sizes, strides] = layerSlice(b, cast<RankedTensorType>(stack.getType()), layer);
-    return tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes, strides);
-  }
-  static Value setLayer(OpBuilder &b, Location loc, Value stack, int64_t layer, Value value) {
-    return setLayer(b, loc, stack, b.getIndexAttr(layer), value);
   }
 
   /// The MPI tag of transfer `k`'s activations (even) or cotangents (odd).
@@ -513,7 +416,7 @@ struct PipelineSchedulePass
       if (role == shardc::kActivationRole)
         keptActivation[transferOf(backward.getArgAttrDict(i))] = keptTypes.size();
       else if (role == shardc::kResidualRole)
-        keptResidual[key(backward, i).first] = keptTypes.size();
+        keptResidual[nameAndLayer(backward, i).first] = keptTypes.size();
       if (role == shardc::kActivationRole || role == shardc::kResidualRole)
         keptTypes.push_back(backward.getArgumentTypes()[i]);
     }
@@ -554,7 +457,7 @@ struct PipelineSchedulePass
         if (source.stage != s) {
           if (!fn.getArgument(i).use_empty()) {
             fn.emitError("shardc-pipeline-schedule: stage ")
-                << s << " reads another stage's layer of input '" << key(fn, i).first << "'";
+                << s << " reads another stage's layer of input '" << nameAndLayer(fn, i).first << "'";
             signalPassFailure();
           }
           return tensor::EmptyOp::create(nb, at, type.getShape(), type.getElementType());
@@ -614,7 +517,7 @@ struct PipelineSchedulePass
           operands.push_back(
               kept(nb, at, c, keptActivation.at(transferOf(backward.getArgAttrDict(i))), slot));
         else if (role == shardc::kResidualRole)
-          operands.push_back(kept(nb, at, c, keptResidual.at(key(backward, i).first), slot));
+          operands.push_back(kept(nb, at, c, keptResidual.at(nameAndLayer(backward, i).first), slot));
         else
           operands.push_back(receive(nb, at, backward.getArgumentTypes()[i],
                                      transferOf(backward.getArgAttrDict(i)), /*cotangent=*/true));

@@ -568,49 +568,30 @@ private:
     }
   }
 
-  /// The parameters as the runtime holds them under a pipeline: a scanned one
-  /// stacked, split over the stage axis by sema (each stage its own layers and
-  /// their optimizer state, updated by apply_step where they live); the others
-  /// as `params` has them.
-  std::vector<FunctionValue> stackedParams(const TypedProgram &micro,
-                                           const std::vector<FunctionValue> &params) {
-    std::vector<FunctionValue> values;
-    for (const Parameter &p : micro.params) {
-      if (!p.stacked) {
-        values.push_back(*llvm::find_if(params, [&](const FunctionValue &v) { return v.name == p.path; }));
-        continue;
-      }
-      FunctionValue v;
-      v.name = p.path;
-      v.loc = p.loc;
-      v.sharding = p.sharding;
-      v.role = ArgRole::parameter;
-      v.stacked = true;
-      v.node = addNode(OpKind::param, p.path, p.type, p.loc);
-      values.push_back(v);
-    }
-    return values;
-  }
-
-  /// The inputs as the runtime holds them under a pipeline: a scanned dropout's
-  /// numbers stacked, split over the stage axis by sema (each stage draws its
-  /// own layers'); the others as `sp.inputs` has them.
-  std::vector<FunctionValue> stackedInputs() {
-    std::vector<FunctionValue> values;
-    for (const Input &t : program.inputs) {
+  /// `values` (a scanned tensor's once per layer) as the runtime holds `tensors`
+  /// under a pipeline: a scanned one stacked in one argument (`op`'s node), split
+  /// over the stage axis by sema, so that each stage holds its own layers'
+  /// parameters and optimizer state (updated by apply_step where they live) and
+  /// draws its own layers' dropout numbers; the others as `values` has them.
+  template <typename Tensor>
+  std::vector<FunctionValue> stackLayers(const std::vector<Tensor> &tensors,
+                                         const std::vector<FunctionValue> &values, OpKind op) {
+    std::vector<FunctionValue> stacked;
+    for (const Tensor &t : tensors) {
       if (!t.stacked) {
-        values.push_back(*llvm::find_if(sp.inputs, [&](const FunctionValue &v) { return v.name == t.path; }));
+        stacked.push_back(*llvm::find_if(values, [&](const FunctionValue &v) { return v.name == t.path; }));
         continue;
       }
       FunctionValue v;
       v.name = t.path;
       v.loc = t.loc;
       v.sharding = t.sharding;
+      v.role = op == OpKind::param ? ArgRole::parameter : ArgRole::input;
       v.stacked = true;
-      v.node = addNode(OpKind::input, t.path, t.type, t.loc);
-      values.push_back(v);
+      v.node = addNode(op, t.path, t.type, t.loc);
+      stacked.push_back(v);
     }
-    return values;
+    return stacked;
   }
 
   /// The functions each stage runs per microbatch: forward sends the values
@@ -762,8 +743,8 @@ private:
       keepResiduals(st.forward, backward, backwardBegin, *stage, s, micro);
       steps.stages.push_back(std::move(st));
     }
-    sp.params = stackedParams(micro, forward->params);
-    sp.inputs = stackedInputs();
+    sp.params = stackLayers(program.params, forward->params, OpKind::param);
+    sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
     steps.apply = buildApply(sp.params, forward->lossAndMetrics.front());
     steps.schedule = pipeline.schedule;
     steps.axis = pipeline.axis;
