@@ -19,8 +19,9 @@
  *   eval   params[P], inputs[I], then eval results[E]
  *   grad   params[P], inputs[I], then the loss (f32 scalar), grads[P]
  *
- * P counts the manifest's params (one per layer of a scanned parameter); state is
- * state-kind major (all parameters' adam mu, then all their nu), each state tensor of its
+ * P counts the manifest's params (one per layer of a scanned parameter, or one stacked
+ * entry under a pipeline); state is state-kind major (all parameters' adam mu, then all
+ * their nu), each state tensor of its
  * parameter's shape and split, zero at the start; `step` is one float, the 1-based
  * number of the update being made. Every buffer is this rank's block of its tensor,
  * dense and row-major (float for f32, int32_t for i32), aligned to 64 bytes. Argument
