@@ -489,9 +489,25 @@ private:
     else if (!program.optimizer)
       diags.error(first.range, "microbatches split the training step's batch, and model '" +
                                    program.modelName + "' has no optimizer to train with");
-    else if (program.microbatchAxis.empty()) // not the microbatch's own program
+    else if (program.microbatchAxis.empty()) { // not the microbatch's own program
       checkMicrobatchRows(first);
+      warnIdleStages(first);
+    }
     program.microbatches = {first.count, first.range};
+  }
+
+  /// Fewer microbatches than stages trains right, but no stage ever reaches the
+  /// steady state (1F1B's one forward and one backward at a time).
+  void warnIdleStages(const MicrobatchesAST &microbatches) {
+    const int64_t m = microbatches.count, p = program.pipeline.stages;
+    if (program.pipeline.axis.empty() || m >= p)
+      return;
+    diags.warning(microbatches.countRange,
+                  std::to_string(m) + " microbatches through " + std::to_string(p) +
+                      " pipeline stages: each stage idles " +
+                      std::to_string((100 * (p - 1) + (m + p - 1) / 2) / (m + p - 1)) +
+                      " % of the step, the bubble (p - 1) / (m + p - 1); with " +
+                      std::to_string(p) + " or more every stage has a steady state");
   }
 
   /// Each rank's rows of the batch (the first input's first dim) divide into the
