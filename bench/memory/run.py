@@ -57,13 +57,6 @@ def log(*a):
     print("[bench/memory]", *a, file=sys.stderr, flush=True)
 
 
-def setup():
-    if not os.path.exists(SHARDC):
-        log("building shardc (scripts/build.sh)")
-        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
-                       stdout=sys.stderr, stderr=sys.stderr)
-
-
 def report(model, rules):
     r = subprocess.run([SHARDC, model, "--rules", rules, "--report=json"], capture_output=True,
                        text=True, cwd=REPO, check=True)
@@ -81,7 +74,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="W2 and W4 only")
     args = parser.parse_args()
-    setup()
+    tb.build_shardc(SHARDC)
     mib = lambda b: round(b / 2**20, 1)
     results = []
     with tempfile.TemporaryDirectory() as workdir:

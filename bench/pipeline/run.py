@@ -57,10 +57,7 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    if not os.path.exists(SHARDC):
-        log("building shardc (scripts/build.sh)")
-        subprocess.run(["bash", os.path.join(REPO, "scripts", "build.sh")], check=True,
-                       stdout=sys.stderr, stderr=sys.stderr)
+    tb.build_shardc(SHARDC)
     mib = lambda b: round(b / 2**20, 1)
     cases = {}
     with tempfile.TemporaryDirectory() as workdir:

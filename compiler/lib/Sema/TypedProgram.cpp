@@ -8,7 +8,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-
 using namespace shardc;
 
 int64_t TensorType::numElements() const {

@@ -28,6 +28,8 @@ struct Stack {
   int64_t layers = 0, local = 0;
   bool split() const { return local < layers; }
   int64_t localIndex(int64_t layer) const { return split() ? layer % local : layer; }
+  /// The stage that holds `layer` of a split stack (0 of a whole one).
+  int64_t stageOf(int64_t layer) const { return split() ? layer / local : 0; }
 };
 
 /// An argument's `shardc.name` and `shardc.layer` (-1: none).

@@ -49,23 +49,19 @@ struct PipelineSchedulePass
   func::FuncOp apply;
   FlatSymbolRefAttr grid;
 
-  // train_step's arguments, and where each stage function's come from: a
-  // parameter, or one layer of a stacked one.
-  struct ParamSource {
-    unsigned param = 0;
-    int64_t localLayer = -1; // -1: the whole parameter
+  // Where a parameter or input argument of a stage function comes from:
+  // train_step's parameter or input `index`, or one layer of it stacked
+  // (`localLayer` of this rank's stack, which stage `stage` holds). A stage
+  // function reads only its own stage's layers; an input argument of another
+  // stage's layer (a scanned dropout's numbers) is unused.
+  struct Source {
+    unsigned index = 0;
+    int64_t localLayer = -1, stage = -1; // -1: the whole argument
   };
-  SmallVector<SmallVector<ParamSource>> stageParams; // per stage, each of its own
-  SmallVector<std::optional<Stack>> stacks;          // per train param
-  SmallVector<unsigned> readingStages;               // per train param: how many take it
-  // Where each input argument of a stage function comes from: a train input,
-  // or one layer of a stacked one (a scanned dropout's numbers, split over the
-  // stages like the parameters' stacks: `stage` is the one that holds it).
-  struct InputSource {
-    unsigned input = 0;
-    int64_t localLayer = -1, stage = -1;
-  };
-  SmallVector<InputSource> inputSources;
+  SmallVector<SmallVector<Source>> stageParams; // per stage, each of its own
+  SmallVector<Source> inputSources;             // the stage functions' inputs
+  SmallVector<std::optional<Stack>> stacks;     // per train param
+  SmallVector<unsigned> readingStages;          // per train param: how many take it
   /// Whether train param `p`'s gradient is reduced inside each stage's case as
   /// the stage's function reduced it: a stack's layers, and a parameter that
   /// several stages read (tied weights), come from functions partitioned apart.
@@ -173,18 +169,18 @@ struct PipelineSchedulePass
           return backward.emitError("shardc-pipeline-schedule: parameter '")
                  << name << "' is not an argument of @" << shardc::kApplyFunction;
         const Stack &stack = *stacks[stacked->second];
-        if (stack.split() && layer / stack.local != int64_t(s))
+        if (stack.split() && stack.stageOf(layer) != int64_t(s))
           return backward.emitError("shardc-pipeline-schedule: layer ")
                  << layer << " of '" << name << "' is not on stage " << s;
-        stageParams.back().push_back({stacked->second, stack.localIndex(layer)});
+        stageParams.back().push_back({stacked->second, stack.localIndex(layer), int64_t(s)});
       }
     }
     readingStages.assign(numParams, 0);
     for (const auto &own : stageParams) {
       llvm::SmallDenseSet<unsigned> taken; // a stack's layers once
-      for (const ParamSource &source : own)
-        if (taken.insert(source.param).second)
-          ++readingStages[source.param];
+      for (const Source &source : own)
+        if (taken.insert(source.index).second)
+          ++readingStages[source.index];
     }
     func::FuncOp last = backwards.back();
     llvm::StringMap<int64_t> layersOf = inputLayers(last);
@@ -199,8 +195,8 @@ struct PipelineSchedulePass
       }
       auto [it, first] = stackIndex.try_emplace(name, numInputs);
       numInputs += first;
-      const int64_t local = layersOf.at(name) / stages;
-      inputSources.push_back({it->second, layer % local, layer / local});
+      Stack stack = inputStack(name, layersOf.at(name), last.getArgumentTypes()[i]);
+      inputSources.push_back({it->second, stack.localIndex(layer), stack.stageOf(layer)});
     }
     // The last stage's results: loss and metrics, cotangents, one sum per parameter.
     const unsigned numTotals =
@@ -251,7 +247,7 @@ struct PipelineSchedulePass
       auto type = cast<RankedTensorType>(stack.getType());
       if (!stacked.split())
         return layerOf(b, loc, stack, layer);
-      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(layer % stacked.local));
+      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(stacked.localIndex(layer)));
       Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = stages;
@@ -259,7 +255,7 @@ struct PipelineSchedulePass
           b, loc, RankedTensorType::get(shape, type.getElementType()), grid,
           b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
       everyStage->setAttr(shardc::kRegatherAttr, b.getI64IntegerAttr(gathers++));
-      return layerOf(b, loc, everyStage, layer / stacked.local);
+      return layerOf(b, loc, everyStage, stacked.stageOf(layer));
     };
     auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
                            const Stack &stacked) {
@@ -297,10 +293,9 @@ struct PipelineSchedulePass
         SmallVector<int64_t> shape(stackType.getShape());
         shape[0] = stack.layers;
         results.push_back(tensor::EmptyOp::create(b, loc, shape, stackType.getElementType()));
-        OpBuilder attrs(fn.getContext());
-        resultAttrs.push_back(attrs.getDictionaryAttr(
-            {attrs.getNamedAttr(shardc::kNameAttr, name),
-             attrs.getNamedAttr(shardc::kStackedAttr, attrs.getI64IntegerAttr(stack.layers))}));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr(shardc::kNameAttr, name),
+             b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(stack.layers))}));
       }
       results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
     }
@@ -400,14 +395,14 @@ struct PipelineSchedulePass
     ValueRange inputs = trainArgs.slice(numParams + numState, numInputs);
     const int64_t slots = shardc::pipelineSlots(schedule, s, stages, microbatches);
 
+    ArrayRef<Source> ownSources = stageParams[s];
+    SmallVector<Value> ownParams;
+    for (const Source &source : ownSources)
+      ownParams.push_back(source.localLayer < 0
+                              ? params[source.index]
+                              : layerOf(b, loc, params[source.index], source.localLayer));
     // What the backward pass reads of the forward pass's microbatch, each kept
     // in a buffer of slots: the activations received, the residuals.
-    ArrayRef<ParamSource> ownSources = stageParams[s];
-    SmallVector<Value> ownParams;
-    for (const ParamSource &source : ownSources)
-      ownParams.push_back(source.localLayer < 0
-                              ? params[source.param]
-                              : layerOf(b, loc, params[source.param], source.localLayer));
     SmallVector<Type> keptTypes;
     std::map<int64_t, unsigned> keptActivation;  // transfer -> kept
     llvm::StringMap<unsigned> keptResidual;      // name -> kept
@@ -450,9 +445,9 @@ struct PipelineSchedulePass
     // reads only its own stage's layers' of them).
     auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i,
                                unsigned n, Value j) -> Value {
-      const InputSource &source = inputSources[n];
+      const Source &source = inputSources[n];
       auto type = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      Value input = inputs[source.input];
+      Value input = inputs[source.index];
       if (source.localLayer >= 0) {
         if (source.stage != s) {
           if (!fn.getArgument(i).use_empty()) {
@@ -572,13 +567,13 @@ struct PipelineSchedulePass
     const unsigned firstSum = backward.getNumResults() - ownSources.size();
     SmallVector<Value> reduced;
     for (auto [n, source, sum] : llvm::enumerate(ownSources, state.sums))
-      reduced.push_back(reducedInCase(source.param)
+      reduced.push_back(reducedInCase(source.index)
                             ? reduce(b, loc, sum, deferred[s][firstSum + n], /*overStages=*/false)
                             : sum);
     for (auto [source, sum] : llvm::zip_equal(ownSources, reduced))
-      yielded[source.param] = source.localLayer < 0
+      yielded[source.index] = source.localLayer < 0
                                   ? sum
-                                  : setLayer(b, loc, yielded[source.param], source.localLayer, sum);
+                                  : setLayer(b, loc, yielded[source.index], source.localLayer, sum);
     for (unsigned t = 0; t < totalTypes.size(); ++t)
       yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
                                              : state.totals[t]);
@@ -683,7 +678,7 @@ struct PipelineSchedulePass
       // (a stack's first layer's scale stands for its layers').
       const unsigned firstSum = backwards[s].getNumResults() - own.size();
       for (auto [n, source] : llvm::enumerate(own))
-        sumSource.insert({source.param, {unsigned(s), firstSum + unsigned(n)}});
+        sumSource.insert({source.index, {unsigned(s), firstSum + unsigned(n)}});
     }
     auto scaled = [&](Value value, func::FuncOp fn, unsigned r) {
       if (auto factor = fn.getResultAttrOfType<FloatAttr>(r, shardc::kMicrobatchScaleAttr))
@@ -693,8 +688,8 @@ struct PipelineSchedulePass
     for (unsigned p = 0; p < numParams; ++p) {
       Value sum = yielded[p];
       auto source = sumSource.find(p);
-      if (source == sumSource.end()) { // read by no stage: a zero gradient
-        sums.push_back(splitOverStages(p) ? sum : reduce(b, loc, sum, nullptr, true));
+      if (source == sumSource.end()) { // read by no stage: zeros on every rank
+        sums.push_back(sum);
         continue;
       }
       auto [s, r] = source->second;

@@ -502,15 +502,16 @@ private:
     for (const FunctionValue &v : forward.lossAndMetrics)
       stage[v.node] = last;
     // A parameter outside the scan: the stages that read it.
-    std::vector<std::set<int>> readers(sp.graph.nodes.size());
+    std::map<unsigned, std::set<int>> readers;
     for (const Node &node : sp.graph.nodes)
       if (needed[node.id])
         for (unsigned operand : node.operands)
-          readers[operand].insert(stage[node.id]);
+          if (isParam[operand])
+            readers[operand].insert(stage[node.id]);
     // One the loss does not read: a scanned layer's on its stage (the stage holds
     // it), any other on the first.
     for (const FunctionValue &p : forward.params) {
-      const std::set<int> &read = readers[p.node];
+      const std::set<int> &read = readers[p.node]; // none: the loss does not read it
       if (p.layer >= 0) {
         stage[p.node] = stageOf(p.layer);
       } else if (read.size() > 1) {

@@ -158,15 +158,13 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
     MPI_Iallreduce(MPI_IN_PLACE, memory, 5, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
   });
   // A pipeline's waits in its receives: the most and the least of any rank (the
-  // bubble is where a stage waits).
-  double waits[2] = {pipelineReceiveSeconds(), -pipelineReceiveSeconds()};
-  int64_t receives = pipelineReceives();
+  // bubble is where a stage waits), and whether any rank received at all.
+  double waits[3] = {pipelineReceiveSeconds(), -pipelineReceiveSeconds(),
+                     double(pipelineReceives())};
   watchedWorld("all_reduce of the pipeline's waits", [&](MPI_Request *request) {
-    MPI_Iallreduce(MPI_IN_PLACE, waits, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, request);
+    MPI_Iallreduce(MPI_IN_PLACE, waits, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, request);
   });
-  watchedWorld("all_reduce of the pipeline's receives", [&](MPI_Request *request) {
-    MPI_Iallreduce(MPI_IN_PLACE, &receives, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
-  });
+  const bool received = waits[2] > 0;
   if (!active_)
     return;
   endProgressLine();
@@ -214,7 +212,7 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   summary.add("resume_from", checkpointer.newest().empty() ? "null"
                                                            : jsonString(checkpointer.newest()));
   summary.add("prefetch_wait_seconds", ifData(jsonNumber(prefetchWait)));
-  if (receives) {
+  if (received) {
     JsonObject pipelineWaits;
     pipelineWaits.add("max", jsonNumber(waits[0])).add("min", jsonNumber(-waits[1]));
     summary.add("pipeline_receive_wait_seconds", pipelineWaits.str());
