@@ -12,6 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -23,9 +25,9 @@ bool inBf16 = false;
 struct Dnnl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  // m, n, k, transA, transB, ldc, accumulate, the batch's sizes and c's strides.
-  using Product = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, bool, int64_t,
-                             int64_t, int64_t, int64_t>;
+  // m, n, k, transA, transB, accumulate, the batch's sizes, then the leading
+  // dimension and the batch's strides of a's and b's bf16 copies and of c.
+  using Product = std::array<int64_t, 17>;
   std::map<Product, dnnl::matmul> products;
   // rows, cols, ld, the batch's sizes and the operand's strides.
   using Conversion = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
@@ -53,6 +55,26 @@ dnnl::memory::desc matrices(const Batch &batch, const int64_t outer[2], int64_t 
 void denseStrides(const Batch &batch, int64_t rows, int64_t cols, int64_t out[2]) {
   out[1] = rows * cols;
   out[0] = batch.sizes[1] * out[1];
+}
+
+/// Whether the [rows, cols] matrices of `batch` (rows `ld` apart, products `strides`
+/// apart) are exactly the first rows * cols * products elements: a dense tensor with
+/// its dimensions in some order (attention's [batch, seq, heads, head_dim] read per
+/// batch and head). Such an operand converts as one flat run and keeps its strides.
+bool fillsItsSpan(const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
+                  int64_t ld) {
+  std::array<std::pair<int64_t, int64_t>, 4> dims = { // (stride, size)
+      {{1, cols}, {ld, rows}, {strides[1], batch.sizes[1]}, {strides[0], batch.sizes[0]}}};
+  std::sort(dims.begin(), dims.end());
+  int64_t dense = 1;
+  for (auto [stride, size] : dims) {
+    if (size == 1)
+      continue;
+    if (stride != dense)
+      return false;
+    dense *= size;
+  }
+  return true;
 }
 
 /// `rows` rows of `cols` floats, `ld` apart, of each product of the batch (`strides`
@@ -93,19 +115,34 @@ void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, in
     fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
           "for their operands",
           (long long)products, (long long)m, (long long)n, (long long)k);
-  convert(state, batch, batch.a, a, aRows, aCols, lda, a16);
-  convert(state, batch, batch.b, b, bRows, bCols, ldb, b16);
+  // Each operand's bf16 copy: its leading dimension and the batch's strides in it.
+  auto convertOperand = [&](const float *in, const int64_t strides[2], int64_t rows,
+                            int64_t cols, int64_t ld, std::byte *out, int64_t &outLd,
+                            int64_t outStrides[2]) {
+    if (fillsItsSpan(batch, strides, rows, cols, ld)) {
+      const int64_t none[2] = {0, 0}, count = products * rows * cols;
+      convert(state, Batch{}, none, in, 1, count, count, out);
+      outLd = ld;
+      outStrides[0] = strides[0];
+      outStrides[1] = strides[1];
+      return;
+    }
+    convert(state, batch, strides, in, rows, cols, ld, out);
+    outLd = cols;
+    denseStrides(batch, rows, cols, outStrides);
+  };
+  int64_t aLd, bLd, aOuter[2], bOuter[2];
+  convertOperand(a, batch.a, aRows, aCols, lda, a16, aLd, aOuter);
+  convertOperand(b, batch.b, bRows, bCols, ldb, b16, bLd, bOuter);
 
-  int64_t aDense[2], bDense[2];
-  denseStrides(batch, aRows, aCols, aDense);
-  denseStrides(batch, bRows, bCols, bDense);
-  memory::desc aDesc = matrices(batch, aDense, m, k, transA ? memory::dims{1, m} : memory::dims{k, 1},
+  memory::desc aDesc = matrices(batch, aOuter, m, k, transA ? memory::dims{1, aLd} : memory::dims{aLd, 1},
                                 memory::data_type::bf16);
-  memory::desc bDesc = matrices(batch, bDense, k, n, transB ? memory::dims{1, k} : memory::dims{n, 1},
+  memory::desc bDesc = matrices(batch, bOuter, k, n, transB ? memory::dims{1, bLd} : memory::dims{bLd, 1},
                                 memory::data_type::bf16);
   memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
-  const Dnnl::Product shape{m, n, k, transA, transB, ldc, accumulate, batch.sizes[0],
-                            batch.sizes[1], batch.c[0], batch.c[1]};
+  const Dnnl::Product shape{m,         n,         k,         transA,    transB,   accumulate,
+                            batch.sizes[0], batch.sizes[1], aLd,  aOuter[0], aOuter[1], bLd,
+                            bOuter[0], bOuter[1], ldc,       batch.c[0], batch.c[1]};
   auto found = state.products.find(shape);
   if (found == state.products.end()) {
     dnnl::primitive_attr attr;
