@@ -49,7 +49,7 @@ void restartWithOneBlasThread() {
   for (std::string &argument : arguments)
     argv.push_back(argument.data());
   argv.push_back(nullptr);
-  // oneDNN's bfloat16 matmul (bf16_matmul.h) takes its threads from OpenMP: one too.
+  // oneDNN's bfloat16 matmul (dnnl_matmul.h) takes its threads from OpenMP: one too.
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   setenv("OMP_NUM_THREADS", "1", 1);
   execv("/proc/self/exe", argv.data());

@@ -1,6 +1,7 @@
 // Dense f32 kernels for linalg ops that lower-to-kernels (compiler/lib/Conversion)
-// replaces: matmul and the three 2-D convolutions of a training step, all on OpenBLAS
-// (or, with `--matmul-precision bf16`, on oneDNN's bfloat16 matmul: bf16_matmul.h).
+// replaces: matmul and the three 2-D convolutions of a training step, on OpenBLAS and
+// oneDNN (dnnl_matmul.h: the matmuls' wide products in f32, and with
+// `--matmul-precision bf16` every product in bfloat16).
 //
 // A convolution is sgemm on an im2col matrix: row (n, oh, ow) holds the input
 // window that output position reads, laid out (kh, kw, c) like the kernel's leading
@@ -13,7 +14,7 @@
 // it back from cache rather than memory; the matrices live in the runtime's scratch
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
-#include "bf16_matmul.h"
+#include "dnnl_matmul.h"
 #include "collectives.h"
 #include "mesh.h"
 #include "scratch.h"
@@ -72,10 +73,18 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
           (long long)n, (long long)k, int(status));
 }
 
+/// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
+/// instead of OpenBLAS: 1.07-1.42x OpenBLAS's speed at W4's and W1 batch 256's shapes
+/// on a Zen 4, one thread (bench/kernels), and a batch of products (attention's) one
+/// primitive instead of a call per product. W2's class layer (n = 10) stays on OpenBLAS
+/// (0.4x there), and so do the convolutions' im2col products, chunked as measured.
+constexpr int64_t kWideSide = 32;
+
 /// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
 /// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
-void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
-           int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+/// `im2col`: a convolution's product.
+void sgemm(const char *caller, bool im2col, bool accumulate, bool transA, bool transB, int64_t m,
+           int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const Batch &batch = {}) {
   for (int64_t v : {m, n, k, lda, ldb, ldc, batch.sizes[0], batch.sizes[1]})
     if (v < 0 || v > INT_MAX)
@@ -85,6 +94,8 @@ void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_
   progressGradients();
   if (k > 0 && matmulInBf16())
     return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
+  if (k > 0 && !im2col && std::min({m, n, k}) >= kWideSide)
+    return dnnlGemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
   for (int64_t i = 0; i < batch.sizes[0]; ++i)
     for (int64_t j = 0; j < batch.sizes[1]; ++j) {
       float *out = c + i * batch.c[0] + j * batch.c[1];
@@ -101,10 +112,11 @@ void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_
     }
 }
 
-/// sgemm on dense matrices.
-void sgemm(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
-           int64_t k, const float *a, const float *b, float *c) {
-  sgemm(caller, accumulate, transA, transB, m, n, k, a, transA ? m : k, b, transB ? k : n, c, n);
+/// A convolution's sgemm on dense matrices.
+void im2colProduct(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
+                   int64_t n, int64_t k, const float *a, const float *b, float *c) {
+  sgemm(caller, /*im2col=*/true, accumulate, transA, transB, m, n, k, a, transA ? m : k, b,
+        transB ? k : n, c, n);
 }
 
 /// Copies `n` floats. A window row of a few channels (conv1's 3 pixels of 1
@@ -220,7 +232,7 @@ extern "C" {
 void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c) {
-  sgemm("shardrt_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  sgemm("shardrt_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
@@ -233,7 +245,7 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                     {a_stride0, a_stride1},
                     {b_stride0, b_stride1},
                     {c_stride0, c_stride1}};
-  sgemm("shardrt_batched_matmul_f32", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
         ldc, batch);
 }
 
@@ -244,7 +256,7 @@ void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int
   const Padding padding{h, w, pad_h, pad_w};
   const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, dh, dw}, padding);
   Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
+    im2colProduct("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
           g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
   });
 }
@@ -260,7 +272,7 @@ void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, in
   if (!accumulate && n == 0)
     std::memset(dw, 0, g.rowLength() * f * sizeof(float));
   Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false, g.rowLength(), f,
+    im2colProduct("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false, g.rowLength(), f,
           images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
   });
 }
@@ -282,7 +294,7 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
           flipped[((i * kw + j) * f + fi) * c + ci] =
               k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
   chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
-    sgemm("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
+    im2colProduct("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
           g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
   });
 }

@@ -19,7 +19,7 @@
 #include "driver_modes.h"
 #include "driver_page.h"
 #include "driver_output.h"
-#include "../bf16_matmul.h"
+#include "../dnnl_matmul.h"
 #include "../host.h"
 #include "../mesh.h"
 #include "../watchdog.h"

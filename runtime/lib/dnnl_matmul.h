@@ -1,11 +1,12 @@
-// Matrix products in bfloat16: every sgemm of the dense kernels (kernels.cpp) when the
-// run asks for it (`--matmul-precision bf16`), as JAX's
+// Matrix products on oneDNN's matmul: the matmul kernels' wide f32 products
+// (kernels.cpp), and in bfloat16 every sgemm of the dense kernels when the run asks
+// for it (`--matmul-precision bf16`), as JAX's
 // jax_default_matmul_precision='bfloat16' and PyTorch's bf16 autocast of matmuls do:
 // each operand's elements rounded to bfloat16 (to nearest, ties to even), the products
 // accumulated in f32 into an f32 output, by oneDNN's matmul. Tensors stay f32 in
 // memory; only the products lose precision.
-#ifndef SHARDRT_LIB_BF16_MATMUL_H
-#define SHARDRT_LIB_BF16_MATMUL_H
+#ifndef SHARDRT_LIB_DNNL_MATMUL_H
+#define SHARDRT_LIB_DNNL_MATMUL_H
 
 #include <cstdint>
 
@@ -33,6 +34,11 @@ void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, i
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch = {});
 
+/// The same in f32 on oneDNN's matmul, read in place: one primitive for the batch.
+void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+              const Batch &batch = {});
+
 } // namespace shardrt
 
-#endif // SHARDRT_LIB_BF16_MATMUL_H
+#endif // SHARDRT_LIB_DNNL_MATMUL_H

@@ -1,10 +1,10 @@
-// bfloat16 matrix products on oneDNN (bf16_matmul.h). The operands are converted into
-// two buffers of their own (not the scratch buffer, which a convolution's im2col
+// Matrix products on oneDNN's matmul (dnnl_matmul.h). In f32 it reads the operands in
+// place. In bfloat16 they are converted into two buffers of their own (not the scratch buffer, which a convolution's im2col
 // matrix occupies while it calls sgemm), each keeping its orientation: oneDNN reads a
 // transposed operand through its strides. A batch of products (attention's, over
 // batch and heads) is one 4-d primitive of each kind. A primitive (a conversion, a
 // product) is made once per shape.
-#include "bf16_matmul.h"
+#include "dnnl_matmul.h"
 #include "mesh.h"
 #include "scratch.h"
 
@@ -22,12 +22,15 @@ namespace {
 
 bool inBf16 = false;
 
+using memory_type = dnnl::memory::data_type;
+
 struct Dnnl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  // m, n, k, transA, transB, accumulate, the batch's sizes, then the leading
-  // dimension and the batch's strides of a's and b's bf16 copies and of c.
-  using Product = std::array<int64_t, 17>;
+  // The operands' type, m, n, k, transA, transB, accumulate, the batch's sizes, then
+  // the leading dimension and the batch's strides of a, b (as the product reads them)
+  // and c.
+  using Product = std::array<int64_t, 18>;
   std::map<Product, dnnl::matmul> products;
   // rows, cols, ld, the batch's sizes and the operand's strides.
   using Conversion = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
@@ -100,10 +103,44 @@ void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const fl
   found->second.execute(state.stream, fromMem, toMem);
 }
 
-void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-             const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+/// One oneDNN matmul of `precision` (its operands' type; f32 accumulation into an f32
+/// c) for the whole batch, made once per shape and layout.
+void product(memory_type precision, bool accumulate, bool transA, bool transB, int64_t m,
+             int64_t n, int64_t k, const void *a, int64_t lda, const int64_t aOuter[2],
+             const void *b, int64_t ldb, const int64_t bOuter[2], float *c, int64_t ldc,
              const Batch &batch) {
   using dnnl::memory;
+  Dnnl &state = dnnlState();
+  memory::desc aDesc =
+      matrices(batch, aOuter, m, k, transA ? memory::dims{1, lda} : memory::dims{lda, 1}, precision);
+  memory::desc bDesc =
+      matrices(batch, bOuter, k, n, transB ? memory::dims{1, ldb} : memory::dims{ldb, 1}, precision);
+  memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
+  const Dnnl::Product shape{int64_t(precision), m, n, k, transA, transB, accumulate,
+                            batch.sizes[0], batch.sizes[1], lda, aOuter[0], aOuter[1],
+                            ldb, bOuter[0], bOuter[1], ldc, batch.c[0], batch.c[1]};
+  auto found = state.products.find(shape);
+  if (found == state.products.end()) {
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      attr.set_post_ops(sum);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aDesc, bDesc, cDesc), attr, state.engine);
+    found = state.products.emplace(shape, dnnl::matmul(pd)).first;
+  }
+  memory aMem(aDesc, state.engine, const_cast<void *>(a)),
+      bMem(bDesc, state.engine, const_cast<void *>(b)), cMem(cDesc, state.engine, c);
+  found->second.execute(state.stream,
+                        {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
+  state.stream.wait();
+}
+
+/// The product in bfloat16: each operand converted into a buffer of its own first.
+void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                 const Batch &batch) {
   Dnnl &state = dnnlState();
   // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
   const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
@@ -134,31 +171,23 @@ void product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, in
   int64_t aLd, bLd, aOuter[2], bOuter[2];
   convertOperand(a, batch.a, aRows, aCols, lda, a16, aLd, aOuter);
   convertOperand(b, batch.b, bRows, bCols, ldb, b16, bLd, bOuter);
+  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aLd, aOuter, b16, bLd,
+          bOuter, c, ldc, batch);
+}
 
-  memory::desc aDesc = matrices(batch, aOuter, m, k, transA ? memory::dims{1, aLd} : memory::dims{aLd, 1},
-                                memory::data_type::bf16);
-  memory::desc bDesc = matrices(batch, bOuter, k, n, transB ? memory::dims{1, bLd} : memory::dims{bLd, 1},
-                                memory::data_type::bf16);
-  memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
-  const Dnnl::Product shape{m,         n,         k,         transA,    transB,   accumulate,
-                            batch.sizes[0], batch.sizes[1], aLd,  aOuter[0], aOuter[1], bLd,
-                            bOuter[0], bOuter[1], ldc,       batch.c[0], batch.c[1]};
-  auto found = state.products.find(shape);
-  if (found == state.products.end()) {
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops sum;
-      sum.append_sum(1.0f);
-      attr.set_post_ops(sum);
-    }
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aDesc, bDesc, cDesc), attr, state.engine);
-    found = state.products.emplace(shape, dnnl::matmul(pd)).first;
+/// Runs `compute`, reporting oneDNN's failures (exceptions, which must not cross the
+/// generated code that called the kernel) as the runtime's.
+template <typename Compute>
+void reportingFailures(const char *precision, int64_t m, int64_t n, int64_t k,
+                       const Batch &batch, Compute compute) {
+  try {
+    compute();
+  } catch (const dnnl::error &error) {
+    fatal("oneDNN failed on %lld x %lld %s matrix products of %lld x %lld x %lld: %s "
+          "(status %d)",
+          (long long)batch.sizes[0], (long long)batch.sizes[1], precision, (long long)m,
+          (long long)n, (long long)k, error.what(), int(error.status));
   }
-  memory aMem(aDesc, state.engine, a16), bMem(bDesc, state.engine, b16),
-      cMem(cDesc, state.engine, c);
-  found->second.execute(state.stream,
-                        {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
-  state.stream.wait();
 }
 
 } // namespace
@@ -170,16 +199,18 @@ bool matmulInBf16() { return inBf16; }
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch) {
-  // oneDNN reports failures as exceptions, which must not cross the generated code
-  // that called the kernel.
-  try {
-    product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
-  } catch (const dnnl::error &error) {
-    fatal("oneDNN failed on %lld x %lld bfloat16 matrix products of %lld x %lld x %lld: %s "
-          "(status %d)",
-          (long long)batch.sizes[0], (long long)batch.sizes[1], (long long)m, (long long)n,
-          (long long)k, error.what(), int(error.status));
-  }
+  reportingFailures("bfloat16", m, n, k, batch, [&] {
+    bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
+  });
+}
+
+void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+              const Batch &batch) {
+  reportingFailures("f32", m, n, k, batch, [&] {
+    product(memory_type::f32, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
+            batch.b, c, ldc, batch);
+  });
 }
 
 } // namespace shardrt
