@@ -607,6 +607,32 @@ func.func @overwrite_zero_init(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %seen: 
 
 // -----
 
+// A function's output argument (a layer function's result, in its caller's
+// buffer) zero-filled before other ops: the fill goes and the kernel overwrites.
+// One that an op reads between the fill and the kernel keeps it.
+
+// CHECK-LABEL: func.func @overwrite_zero_filled_argument
+// CHECK-NOT:     linalg.fill {{.*}} outs(%arg2
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%arg3
+// CHECK:         %[[OVERWRITE:.*]] = arith.constant 0 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[OVERWRITE]],
+// CHECK:         memref.copy %arg3
+// CHECK:         %[[ADD:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[ADD]],
+func.func @overwrite_zero_filled_argument(%a: memref<4x3xf32>, %b: memref<3x5xf32>,
+                                          %out: memref<4x5xf32>, %read: memref<4x5xf32>,
+                                          %seen: memref<4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<4x5xf32>)
+  linalg.fill ins(%zero : f32) outs(%read : memref<4x5xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%out : memref<4x5xf32>)
+  memref.copy %read, %seen : memref<4x5xf32> to memref<4x5xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%read : memref<4x5xf32>)
+  return
+}
+
+// -----
+
 // A convolution's zero-filled output is overwritten too.
 
 // CHECK-LABEL: func.func @conv_overwrite

@@ -54,7 +54,9 @@
 //     copy and the last reader (W2: 12 MB of zeros and copies a step).
 //     Then replace each match with the call: first the accumulate flag, 0 when
 //     the output is a fresh buffer whose only earlier write is a linalg.fill
-//     with +0.0 (then erased), then sizes as i64 constants (flags as
+//     with +0.0, or a function's argument whose last use before the kernel is
+//     such a fill (a layer function's result: W4's query, key and value
+//     projections), the fill then erased, then sizes as i64 constants (flags as
 //     i32; one constant per value), buffers as pointers to their first
 //     element (advanced inside the batch loops). Runtime functions are declared on first use as
 //     private func.func, like shardc-shard-to-runtime's.
@@ -438,8 +440,24 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
 }
 
 /// The fill with +0.0 that is the only write of `op`'s freshly allocated
-/// `output` before `op`: the kernel can overwrite the buffer instead.
+/// `output` before `op`, or the last use before `op` of a function's `output`
+/// argument (a layer function's result, written into its caller's buffer): the
+/// kernel can overwrite the buffer instead.
 linalg::FillOp zeroInitOf(Operation *op, Value output) {
+  if (auto arg = dyn_cast<BlockArgument>(output)) {
+    if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return {};
+    for (Operation *before = op->getPrevNode(); before; before = before->getPrevNode()) {
+      bool uses = llvm::any_of(arg.getUsers(), [&](Operation *user) { return before->isAncestor(user); });
+      if (!uses)
+        continue;
+      auto fill = dyn_cast<linalg::FillOp>(before);
+      if (fill && fill.getOutputs()[0] == arg && matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+        return fill;
+      return {};
+    }
+    return {};
+  }
   auto alloc = output.getDefiningOp<memref::AllocOp>();
   if (!alloc)
     return {};

@@ -100,7 +100,8 @@ def LowerToKernelsPass : Pass<"shardc-lower-to-kernels", "::mlir::ModuleOp"> {
     convolutions, laid out densely row-major, any offset). The others stay
     linalg ops. A kernel accumulates into its output (the op's init) unless
     the output is a fresh buffer whose only earlier write is a zero
-    linalg.fill: then the fill goes and the kernel overwrites (the first
+    linalg.fill, or a function's argument whose last use before the kernel
+    is such a fill: then the fill goes and the kernel overwrites (the first
     argument, `accumulate`, is 0). A convolution whose input is a padded
     copy (a fresh buffer of zeros with a tensor copied into its middle, as
     tensor.pad bufferizes) reads the tensor in place with the pads instead,
