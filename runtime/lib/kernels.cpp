@@ -1,7 +1,8 @@
 // Dense f32 kernels for linalg ops that lower-to-kernels (compiler/lib/Conversion)
 // replaces: matmul and the three 2-D convolutions of a training step, on OpenBLAS and
 // oneDNN (dnnl_matmul.h: the matmuls' wide products in f32, and with
-// `--matmul-precision bf16` every product in bfloat16).
+// `--matmul-precision bf16` every product in bfloat16; dnnl_conv.h: forward
+// convolutions of many input channels in f32).
 //
 // A convolution is sgemm on an im2col matrix: row (n, oh, ow) holds the input
 // window that output position reads, laid out (kh, kw, c) like the kernel's leading
@@ -14,6 +15,7 @@
 // it back from cache rather than memory; the matrices live in the runtime's scratch
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
+#include "dnnl_conv.h"
 #include "dnnl_matmul.h"
 #include "collectives.h"
 #include "mesh.h"
@@ -72,6 +74,12 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
     fatal("%s: oneDNN's sgemm failed on %lld x %lld x %lld (status %d)", caller, (long long)m,
           (long long)n, (long long)k, int(status));
 }
+
+/// The fewest input channels of a forward convolution that oneDNN's convolution
+/// computes instead of im2col + OpenBLAS (measured on W2, one core of a Zen 4: conv2's
+/// 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3 against
+/// 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
+constexpr int64_t kDnnlConvChannels = 16;
 
 /// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
 /// instead of OpenBLAS: 1.07-1.42x OpenBLAS's speed at W4's and W1 batch 256's shapes
@@ -253,6 +261,10 @@ void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int
                         int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
                         int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
                         const float *k, float *y) {
+  if (n > 0 && c >= kDnnlConvChannels && !matmulInBf16() &&
+      dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
+                      k, y))
+    return;
   const Padding padding{h, w, pad_h, pad_w};
   const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, dh, dw}, padding);
   Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {

@@ -420,6 +420,8 @@ void checkProducts() {
                         {1, 6, 6, 2, 1, 1, 3, 1, 1, 1, 1},   // 1x1
                         {2, 30, 30, 1, 3, 3, 32, 1, 1, 1, 1}, // W2's conv1, 2 images
                         {8, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1},  // 2 uneven im2col chunks
+                        {2, 9, 9, 16, 3, 3, 8, 1, 1, 1, 1},   // 16 channels: oneDNN's forward
+                        {2, 11, 10, 24, 3, 2, 6, 2, 1, 1, 1}, // ... strided, non-square
                         {0, 5, 5, 2, 3, 3, 2, 1, 1, 1, 1}};   // empty batch
   for (const Conv &p : convs) {
     for (bool accumulate : {true, false}) {
@@ -431,13 +433,16 @@ void checkProducts() {
       checkInputGradIsAdjoint(p);
   }
   checkConv({2, 9, 10, 3, 3, 2, 4, 1, 2, 2, 3}); // dilated
+  for (bool accumulate : {true, false})
+    checkConv({2, 12, 13, 16, 3, 3, 4, 1, 2, 2, 3}, accumulate); // dilated, oneDNN's
   std::printf("kernels: conv2d, filter grad, input grad checked (strides 1 and 2, C=1, "
-              "non-square, chunked, empty; accumulating and overwriting)\n");
+              "non-square, chunked, empty, oneDNN's forward; accumulating and overwriting)\n");
   checkImplicitPadding({2, 30, 30, 1, 3, 3, 32, 1, 1, 1, 1}, 1, 1, 1, 1); // W2's conv1, SAME
   checkImplicitPadding({2, 16, 16, 32, 3, 3, 8, 1, 1, 1, 1}, 1, 1, 1, 1); // W2's conv2
   checkImplicitPadding({3, 12, 11, 2, 3, 2, 4, 2, 1, 1, 1}, 2, 0, 1, 1);  // uneven, strided
   checkImplicitPadding({2, 10, 12, 3, 3, 3, 4, 1, 2, 2, 2}, 2, 3, 2, 3);  // dilated
   checkImplicitPadding({2, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1}, 1, 2, 1, 0);  // chunked
+  checkImplicitPadding({2, 13, 12, 16, 3, 3, 4, 2, 1, 1, 1}, 2, 0, 1, 1); // oneDNN's, uneven
   std::printf("kernels: conv2d, filter grad, input grad read an unpadded input with pads "
               "(bitwise the same as on the input padded beforehand)\n");
 }
