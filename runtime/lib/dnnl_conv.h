@@ -1,6 +1,7 @@
-// Convolutions on oneDNN's convolution primitive: the f32 forward pass of the dense
-// kernels' 2-D convolutions (kernels.cpp), NHWC input and output and HWCF filters as
-// the compiled program holds them.
+// Convolutions on oneDNN's convolution primitive: the f32 forward correlations of the
+// dense kernels (kernels.cpp: a convolution, and an input gradient as the correlation of
+// the output's gradient with the flipped filters), NHWC input and output and HWCF
+// filters as the compiled program holds them.
 #ifndef SHARDRT_LIB_DNNL_CONV_H
 #define SHARDRT_LIB_DNNL_CONV_H
 

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 namespace shardrt {
 namespace {
@@ -75,7 +76,8 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
           (long long)n, (long long)k, int(status));
 }
 
-/// The fewest input channels of a forward convolution that oneDNN's convolution
+/// The fewest input channels of a forward convolution (or output channels of an input
+/// gradient, a forward convolution of the output's gradient) that oneDNN's convolution
 /// computes instead of im2col + OpenBLAS (measured on W2, one core of a Zen 4: conv2's
 /// 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3 against
 /// 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
@@ -295,16 +297,27 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
                                    float *dx) {
   // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (dy [N, dy_h, dy_w, F] at
   // (pad_h, pad_w), zeros around it) with the flipped kernel.
+  auto flip = [&](float *flipped) {
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t fi = 0; fi < f; ++fi)
+            flipped[((i * kw + j) * f + fi) * c + ci] =
+                k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
+  };
+  if (n > 0 && f >= kDnnlConvChannels && !matmulInBf16()) {
+    static thread_local std::vector<float> flipped;
+    flipped.resize(kh * kw * f * c);
+    flip(flipped.data());
+    if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
+                        dy, flipped.data(), dx))
+      return;
+  }
   const Padding padding{dy_h, dy_w, pad_h, pad_w};
   const Windows g = paddedWindows({dy_h, dy_w, f, kh, kw, h, w, 1, 1, 1, 1}, padding);
   Im2colChunks chunks(g, padding, n, g.rowLength() * c * sizeof(float));
   float *flipped = chunks.extra;
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j)
-      for (int64_t ci = 0; ci < c; ++ci)
-        for (int64_t fi = 0; fi < f; ++fi)
-          flipped[((i * kw + j) * f + fi) * c + ci] =
-              k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
+  flip(flipped);
   chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
     im2colProduct("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
           g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
