@@ -1,20 +1,19 @@
 // Matrix products on oneDNN's matmul (dnnl_matmul.h). In f32 it reads the operands in
-// place. In bfloat16 they are converted into two buffers of their own (not the scratch buffer, which a convolution's im2col
-// matrix occupies while it calls sgemm), each keeping its orientation: oneDNN reads a
-// transposed operand through its strides. A batch of products (attention's, over
-// batch and heads) is one 4-d primitive of each kind. A primitive (a conversion, a
-// product) is made once per shape.
+// place. In bfloat16 they are converted into two buffers of their own (not the scratch
+// buffer, which a convolution's im2col matrix occupies while it calls sgemm), each
+// keeping its orientation: oneDNN reads a transposed operand through its strides. A
+// batch of products (attention's, over batch and heads) is one 4-d primitive of each
+// kind. A primitive (a conversion, a product) is made once per shape.
 #include "dnnl_matmul.h"
-#include "mesh.h"
+#include "dnnl_context.h"
 #include "scratch.h"
 
 #include "shardrt/shardrt.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <array>
 #include <map>
+#include <string>
 #include <tuple>
 
 namespace shardrt {
@@ -24,9 +23,10 @@ bool inBf16 = false;
 
 using memory_type = dnnl::memory::data_type;
 
+/// The primitives made and the operands' bf16 buffers; made after the engine they use,
+/// so destroyed before it.
 struct Dnnl {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
+  DnnlContext &context = dnnlContext();
   // The operands' type, m, n, k, transA, transB, accumulate, the batch's sizes, then
   // the leading dimension and the batch's strides of a, b (as the product reads them)
   // and c.
@@ -97,10 +97,11 @@ void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const fl
   if (found == state.conversions.end())
     found = state.conversions
                 .emplace(shape, dnnl::reorder(dnnl::reorder::primitive_desc(
-                                    state.engine, from, state.engine, to)))
+                                    state.context.engine, from, state.context.engine, to)))
                 .first;
-  memory fromMem(from, state.engine, const_cast<float *>(in)), toMem(to, state.engine, out);
-  found->second.execute(state.stream, fromMem, toMem);
+  memory fromMem(from, state.context.engine, const_cast<float *>(in)),
+      toMem(to, state.context.engine, out);
+  found->second.execute(state.context.stream, fromMem, toMem);
 }
 
 /// One oneDNN matmul of `precision` (its operands' type; f32 accumulation into an f32
@@ -111,30 +112,28 @@ void product(memory_type precision, bool accumulate, bool transA, bool transB, i
              const Batch &batch) {
   using dnnl::memory;
   Dnnl &state = dnnlState();
-  memory::desc aDesc =
-      matrices(batch, aOuter, m, k, transA ? memory::dims{1, lda} : memory::dims{lda, 1}, precision);
-  memory::desc bDesc =
-      matrices(batch, bOuter, k, n, transB ? memory::dims{1, ldb} : memory::dims{ldb, 1}, precision);
+  // A row's and a column's strides of an operand stored with leading dimension `ld`.
+  auto inner = [](bool transposed, int64_t ld) {
+    return transposed ? memory::dims{1, ld} : memory::dims{ld, 1};
+  };
+  memory::desc aDesc = matrices(batch, aOuter, m, k, inner(transA, lda), precision);
+  memory::desc bDesc = matrices(batch, bOuter, k, n, inner(transB, ldb), precision);
   memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
   const Dnnl::Product shape{int64_t(precision), m, n, k, transA, transB, accumulate,
                             batch.sizes[0], batch.sizes[1], lda, aOuter[0], aOuter[1],
                             ldb, bOuter[0], bOuter[1], ldc, batch.c[0], batch.c[1]};
   auto found = state.products.find(shape);
+  const dnnl::engine &engine = state.context.engine;
   if (found == state.products.end()) {
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops sum;
-      sum.append_sum(1.0f);
-      attr.set_post_ops(sum);
-    }
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aDesc, bDesc, cDesc), attr, state.engine);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aDesc, bDesc, cDesc),
+                                    addingToOutput(accumulate), engine);
     found = state.products.emplace(shape, dnnl::matmul(pd)).first;
   }
-  memory aMem(aDesc, state.engine, const_cast<void *>(a)),
-      bMem(bDesc, state.engine, const_cast<void *>(b)), cMem(cDesc, state.engine, c);
-  found->second.execute(state.stream,
+  memory aMem(aDesc, engine, const_cast<void *>(a)), bMem(bDesc, engine, const_cast<void *>(b)),
+      cMem(cDesc, engine, c);
+  found->second.execute(state.context.stream,
                         {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
-  state.stream.wait();
+  state.context.stream.wait();
 }
 
 /// The product in bfloat16: each operand converted into a buffer of its own first.
@@ -175,19 +174,11 @@ void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n
           bOuter, c, ldc, batch);
 }
 
-/// Runs `compute`, reporting oneDNN's failures (exceptions, which must not cross the
-/// generated code that called the kernel) as the runtime's.
-template <typename Compute>
-void reportingFailures(const char *precision, int64_t m, int64_t n, int64_t k,
-                       const Batch &batch, Compute compute) {
-  try {
-    compute();
-  } catch (const dnnl::error &error) {
-    fatal("oneDNN failed on %lld x %lld %s matrix products of %lld x %lld x %lld: %s "
-          "(status %d)",
-          (long long)batch.sizes[0], (long long)batch.sizes[1], precision, (long long)m,
-          (long long)n, (long long)k, error.what(), int(error.status));
-  }
+/// What a failure names: the batch of products and their shape.
+std::string products(const char *precision, int64_t m, int64_t n, int64_t k, const Batch &batch) {
+  return std::to_string(batch.sizes[0]) + " x " + std::to_string(batch.sizes[1]) + " " +
+         precision + " matrix products of " + std::to_string(m) + " x " + std::to_string(n) +
+         " x " + std::to_string(k);
 }
 
 } // namespace
@@ -199,18 +190,20 @@ bool matmulInBf16() { return inBf16; }
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch) {
-  reportingFailures("bfloat16", m, n, k, batch, [&] {
-    bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
-  });
+  reportingFailures(
+      [&] { bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch); },
+      [&] { return products("bfloat16", m, n, k, batch); });
 }
 
 void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch) {
-  reportingFailures("f32", m, n, k, batch, [&] {
-    product(memory_type::f32, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
-            batch.b, c, ldc, batch);
-  });
+  reportingFailures(
+      [&] {
+        product(memory_type::f32, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
+                batch.b, c, ldc, batch);
+      },
+      [&] { return products("f32", m, n, k, batch); });
 }
 
 } // namespace shardrt

@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <vector>
 
 namespace shardrt {
 namespace {
@@ -82,6 +81,11 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
 /// 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3 against
 /// 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
 constexpr int64_t kDnnlConvChannels = 16;
+
+/// Whether an f32 correlation of `n` images of `channels` channels goes to oneDNN.
+bool onDnnlConvolution(int64_t n, int64_t channels) {
+  return n > 0 && channels >= kDnnlConvChannels && !matmulInBf16();
+}
 
 /// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
 /// instead of OpenBLAS: 1.07-1.42x OpenBLAS's speed at W4's and W1 batch 256's shapes
@@ -242,7 +246,8 @@ extern "C" {
 void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c) {
-  sgemm("shardrt_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  sgemm("shardrt_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b,
+        ldb, c, ldc);
 }
 
 void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
@@ -255,15 +260,15 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                     {a_stride0, a_stride1},
                     {b_stride0, b_stride1},
                     {c_stride0, c_stride1}};
-  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
-        ldc, batch);
+  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a,
+        lda, b, ldb, c, ldc, batch);
 }
 
 void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
                         int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
                         int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
                         const float *k, float *y) {
-  if (n > 0 && c >= kDnnlConvChannels && !matmulInBf16() &&
+  if (onDnnlConvolution(n, c) &&
       dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
                       k, y))
     return;
@@ -271,7 +276,7 @@ void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int
   const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, dh, dw}, padding);
   Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     im2colProduct("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
-          g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
+                  g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
   });
 }
 
@@ -286,8 +291,9 @@ void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, in
   if (!accumulate && n == 0)
     std::memset(dw, 0, g.rowLength() * f * sizeof(float));
   Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false, g.rowLength(), f,
-          images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
+    im2colProduct("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false,
+                  g.rowLength(), f, images * g.rowsPerImage(), cols,
+                  dy + first * g.rowsPerImage() * f, dw);
   });
 }
 
@@ -305,12 +311,12 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
             flipped[((i * kw + j) * f + fi) * c + ci] =
                 k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
   };
-  if (n > 0 && f >= kDnnlConvChannels && !matmulInBf16()) {
-    static thread_local std::vector<float> flipped;
-    flipped.resize(kh * kw * f * c);
-    flip(flipped.data());
+  if (onDnnlConvolution(n, f)) {
+    auto [region] = scratch().regions<1>({size_t(kh * kw * f * c) * sizeof(float)});
+    float *flipped = reinterpret_cast<float *>(region);
+    flip(flipped);
     if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
-                        dy, flipped.data(), dx))
+                        dy, flipped, dx))
       return;
   }
   const Padding padding{dy_h, dy_w, pad_h, pad_w};
@@ -319,8 +325,9 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
   float *flipped = chunks.extra;
   flip(flipped);
   chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct("shardrt_conv2d_input_grad_f32", accumulate, false, false, images * g.rowsPerImage(), c,
-          g.rowLength(), cols, flipped, dx + first * g.rowsPerImage() * c);
+    im2colProduct("shardrt_conv2d_input_grad_f32", accumulate, false, false,
+                  images * g.rowsPerImage(), c, g.rowLength(), cols, flipped,
+                  dx + first * g.rowsPerImage() * c);
   });
 }
 

@@ -77,6 +77,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -440,22 +441,27 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
 }
 
 /// The fill with +0.0 that is the only write of `op`'s freshly allocated
-/// `output` before `op`, or the last use before `op` of a function's `output`
-/// argument (a layer function's result, written into its caller's buffer): the
-/// kernel can overwrite the buffer instead.
+/// `output` before `op`, or the last use before `op` (in its block) of a
+/// function's `output` argument (a layer function's result, written into its
+/// caller's buffer) with no view of it made before `op` (a write through one
+/// would go unseen): the kernel can overwrite the buffer instead.
 linalg::FillOp zeroInitOf(Operation *op, Value output) {
   if (auto arg = dyn_cast<BlockArgument>(output)) {
     if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))
       return {};
-    for (Operation *before = op->getPrevNode(); before; before = before->getPrevNode()) {
-      bool uses = llvm::any_of(arg.getUsers(), [&](Operation *user) { return before->isAncestor(user); });
-      if (!uses)
+    Operation *last = nullptr;
+    for (Operation *user : arg.getUsers()) {
+      Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
+      if (!inBlock || !inBlock->isBeforeInBlock(op))
         continue;
-      auto fill = dyn_cast<linalg::FillOp>(before);
-      if (fill && fill.getOutputs()[0] == arg && matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
-        return fill;
-      return {};
+      if (isa<ViewLikeOpInterface>(user))
+        return {};
+      if (!last || last->isBeforeInBlock(inBlock))
+        last = inBlock;
     }
+    auto fill = dyn_cast_or_null<linalg::FillOp>(last);
+    if (fill && fill.getOutputs()[0] == arg && matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+      return fill;
     return {};
   }
   auto alloc = output.getDefiningOp<memref::AllocOp>();
