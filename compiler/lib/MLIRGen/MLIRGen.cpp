@@ -113,15 +113,19 @@ ArrayAttr MLIRGenImpl::axisRules() {
   return b.getArrayAttr(rules);
 }
 
+ArrayAttr MLIRGenImpl::transfersAttr(const std::vector<PipelineTransfer> &transfers) {
+  SmallVector<mlir::Attribute> fromTo;
+  for (const PipelineTransfer &t : transfers)
+    fromTo.push_back(b.getDenseI64ArrayAttr({t.from, t.to}));
+  return b.getArrayAttr(fromTo);
+}
+
 DictionaryAttr MLIRGenImpl::pipelineAttr(const PipelineSteps &pipeline) {
-  SmallVector<mlir::Attribute> transfers;
-  for (const PipelineTransfer &t : pipeline.transfers)
-    transfers.push_back(b.getDenseI64ArrayAttr({t.from, t.to}));
   return b.getDictionaryAttr(
       {b.getNamedAttr("axis", b.getI64IntegerAttr(program.mesh.indexOf(pipeline.axis))),
        b.getNamedAttr("stages", b.getI64IntegerAttr(int64_t(pipeline.stages.size()))),
        b.getNamedAttr("schedule", b.getStringAttr(pipeline.schedule)),
-       b.getNamedAttr("transfers", b.getArrayAttr(transfers))});
+       b.getNamedAttr("transfers", transfersAttr(pipeline.transfers))});
 }
 
 /// A sharding constraint holds for the value itself, so every user reads the
@@ -922,6 +926,16 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
       if (!emitFunction(*module, stage.forward) || !emitFunction(*module, stage.backward))
         return nullptr;
     if (!emitFunction(*module, steps.pipeline->apply))
+      return nullptr;
+  } else if (steps.loop) {
+    (*module)->setAttr(
+        kLayerLoopAttr,
+        b.getDictionaryAttr({b.getNamedAttr("layers", b.getI64IntegerAttr(steps.loop->layers)),
+                             b.getNamedAttr("transfers", transfersAttr(steps.loop->transfers))}));
+    for (const PipelineStage &part : steps.loop->parts)
+      if (!emitFunction(*module, part.forward) || !emitFunction(*module, part.backward))
+        return nullptr;
+    if (!emitFunction(*module, steps.loop->apply))
       return nullptr;
   } else if (steps.microbatches) {
     (*module)->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(program.microbatches.count));

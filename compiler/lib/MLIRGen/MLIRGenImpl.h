@@ -50,6 +50,7 @@ private:
 
   mlir::Value annotate(mlir::Value value, const Sharding &sharding, mlir::Location at);
   mlir::ArrayAttr axisRules();
+  mlir::ArrayAttr transfersAttr(const std::vector<PipelineTransfer> &transfers);
   mlir::DictionaryAttr pipelineAttr(const PipelineSteps &pipeline);
   mlir::Value constrain(mlir::Value value, const Sharding &sharding, mlir::Location at);
 

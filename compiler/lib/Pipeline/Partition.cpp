@@ -53,6 +53,9 @@ LogicalResult shardc::partition(ModuleOp module) {
   return runPipeline(module, buildPartitionPipeline);
 }
 
-LogicalResult shardc::accumulateMicrobatches(ModuleOp module) {
-  return runPipeline(module, [](OpPassManager &pm) { pm.addPass(createAccumulateMicrobatchesPass()); });
+LogicalResult shardc::buildReferenceTrainStep(ModuleOp module) {
+  return runPipeline(module, [](OpPassManager &pm) {
+    pm.addPass(createAccumulateMicrobatchesPass());
+    pm.addPass(createLayerLoopPass());
+  });
 }

@@ -72,6 +72,7 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
   function.addPass(createMarkGradientSyncsPass());
   pm.addPass(createAccumulateMicrobatchesPass());
   pm.addPass(createPipelineSchedulePass());
+  pm.addPass(createLayerLoopPass());
   OpPassManager &after = pm.nest<func::FuncOp>();
   after.addPass(createBucketAllReducesPass());
   after.addPass(createRegatherParametersPass());

@@ -297,6 +297,10 @@ private:
       if (rule.logicalAxis == kLayerAxis && !rule.target.axes.empty() && !layerRule)
         layerRule = &rule;
     if (!layerRule) {
+      // The layer loop's activations between its functions.
+      for (const RuleAST &rule : rules.rules)
+        if (rule.logicalAxis != kLayerAxis)
+          program.pipeline.axisRules.push_back({rule.logicalAxis, rule.target.axisNames()});
       for (const ScheduleAST &schedule : rules.schedules)
         diags.error(schedule.range, "a schedule orders a pipeline's stages, and these rules "
                                     "make none: write `layer -> AXIS` to run the scanned "

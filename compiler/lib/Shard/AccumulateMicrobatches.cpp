@@ -36,7 +36,8 @@ struct AccumulateMicrobatchesPass
     auto micro = module.lookupSymbol<func::FuncOp>(shardc::kMicrobatchFunction);
     auto apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
     auto count = module->getAttrOfType<IntegerAttr>(shardc::kMicrobatchesAttr);
-    if ((!micro && !apply) || module->hasAttr(shardc::kPipelineAttr))
+    if ((!micro && !apply) || module->hasAttr(shardc::kPipelineAttr) ||
+        module->hasAttr(shardc::kLayerLoopAttr))
       return;
     if (!micro || !apply || !count || module.lookupSymbol(shardc::kTrainFunction)) {
       module.emitError("shardc-accumulate-microbatches needs @")

@@ -14,7 +14,7 @@ public:
   StepProgramBuilder(const TypedProgram &program, DiagnosticEngine &diags)
       : program(program), diags(diags) {}
 
-  std::optional<StepProgram> run(const TypedProgram *microbatch) {
+  std::optional<StepProgram> run(const TypedProgram *microbatch, bool loopScans) {
     std::optional<Forward> forward = differentiate(program);
     if (!forward)
       return std::nullopt;
@@ -37,6 +37,8 @@ public:
       buildTrain(*program.optimizer, forward->inputs, forward->grads, forward->lossAndMetrics);
     if (microbatch && !(microbatch->pipeline.axis.empty() ? buildMicrobatches(*microbatch)
                                                           : buildPipeline(*microbatch)))
+      return std::nullopt;
+    if (!microbatch && loopScans && !buildLayerLoop())
       return std::nullopt;
     return std::move(sp);
   }
@@ -450,35 +452,19 @@ private:
 
   /// The stage of each node the loss and the metrics need (-1: a value any
   /// stage computes for itself, from inputs and constants alone). A scanned
-  /// layer's nodes are its stage's; any other node is on the latest stage of
-  /// its operands (the first if none has one), and a parameter outside the
-  /// scan on the stage of the nodes that read it; the loss and the metrics are
-  /// the last stage's. What crosses between stages is then what flows from one
-  /// layer to the next. A parameter outside the scan read on several stages
-  /// (tied weights: an embedding's table as the head) is on each of them, as
-  /// Megatron-LM keeps the tied embedding on the first and the last stage:
-  /// its stage is kEveryReader, `shared` says which.
+  /// layer's nodes are its stage's (`stageOf`); any other node is on the latest
+  /// stage of its operands (the first if none has one), or on `epilogue` (>= 0)
+  /// where that is a layer's, and a parameter outside the scan on the stage of
+  /// the nodes that read it; the loss and the metrics are on `last`. What
+  /// crosses between stages is then what flows from one layer to the next. A
+  /// parameter outside the scan read on several stages (tied weights: an
+  /// embedding's table as the head) is on each of them, as Megatron-LM keeps
+  /// the tied embedding on the first and the last stage: its stage is
+  /// kEveryReader, `shared` says which.
   static constexpr int kEveryReader = -2;
-  std::optional<std::vector<int>> assignStages(const TypedProgram &micro, const Forward &forward,
-                                               const std::vector<bool> &needed,
-                                               std::map<unsigned, std::set<int>> &shared) {
-    const Pipeline &pipeline = micro.pipeline;
-    const int last = int(pipeline.stages) - 1;
-    int64_t layers = 0;
-    for (const Node &node : sp.graph.nodes)
-      if (node.attrs.count("layer"))
-        layers = std::max(layers, std::get<int64_t>(node.attrs.at("layer")) + 1);
-    unsigned scans = llvm::count_if(micro.graph.nodes, [](const Node &n) { return n.op == OpKind::scan; });
-    if (scans != 1 || layers % pipeline.stages != 0) {
-      diags.error(pipeline.loc, scans != 1 ? "a pipeline's stages split one scan's layers, and "
-                                             "model '" + program.modelName + "' has " +
-                                                 std::to_string(scans) + " scans"
-                                           : "the " + std::to_string(layers) +
-                                                 " layers do not divide into " +
-                                                 std::to_string(pipeline.stages) + " stages");
-      return std::nullopt;
-    }
-    auto stageOf = [&](int64_t layer) { return int(layer * pipeline.stages / layers); };
+  std::vector<int> assignStages(const Forward &forward, const std::vector<bool> &needed,
+                                llvm::function_ref<int(int64_t)> stageOf, int epilogue, int last,
+                                std::map<unsigned, std::set<int>> &shared) {
     std::vector<int> stage(sp.graph.nodes.size(), -1);
     std::vector<bool> isParam(sp.graph.nodes.size(), false);
     for (const FunctionValue &p : forward.params)
@@ -496,8 +482,14 @@ private:
         stage[node.id] = std::max(stage[node.id], stage[operand]);
         computed = computed || isParam[operand] || stage[operand] >= 0;
       }
-      if (computed)
-        stage[node.id] = std::max(stage[node.id], node.layer >= 0 ? stageOf(node.layer) : 0);
+      if (!computed)
+        continue;
+      if (node.layer >= 0)
+        stage[node.id] = std::max(stage[node.id], stageOf(node.layer));
+      else if (epilogue >= 0 && stage[node.id] > 0)
+        stage[node.id] = epilogue;
+      else
+        stage[node.id] = std::max(stage[node.id], 0);
     }
     for (const FunctionValue &v : forward.lossAndMetrics)
       stage[v.node] = last;
@@ -524,6 +516,19 @@ private:
     return stage;
   }
 
+  static unsigned countScans(const TypedProgram &p) {
+    return llvm::count_if(p.graph.nodes, [](const Node &n) { return n.op == OpKind::scan; });
+  }
+
+  /// How many layers the flat graph's scans have.
+  int64_t flatLayers() const {
+    int64_t layers = 0;
+    for (const Node &node : sp.graph.nodes)
+      if (auto layer = node.attrs.find("layer"); layer != node.attrs.end())
+        layers = std::max(layers, std::get<int64_t>(layer->second) + 1);
+    return layers;
+  }
+
   /// What `backward` reads of its stage's forward values (nodes before
   /// `backwardBegin` on stage `s`) becomes a result of `forward` and an argument
   /// of `backward` (ArgRole::residual): kept from the forward pass, each
@@ -531,7 +536,7 @@ private:
   /// `remat` policy the gradient reads its own recomputed copies instead, and
   /// the stage keeps what the policy keeps.
   void keepResiduals(StepFunction &forward, StepFunction &backward, unsigned backwardBegin,
-                     const std::vector<int> &stage, int s, const TypedProgram &micro) {
+                     const std::vector<int> &stage, int s, const TypedProgram &p) {
     std::vector<bool> given(sp.graph.nodes.size(), false), needed(sp.graph.nodes.size(), false);
     for (const FunctionValue &a : backward.args)
       given[a.node] = true;
@@ -561,7 +566,7 @@ private:
       FunctionValue v;
       v.name = "residual/" + std::to_string(forward.results.size());
       v.node = node;
-      v.sharding = micro.pipeline.shardingOf(sp.graph.nodes[node].type, micro.mesh);
+      v.sharding = p.pipeline.shardingOf(sp.graph.nodes[node].type, p.mesh);
       v.loc = sp.graph.nodes[node].loc;
       v.role = ArgRole::residual;
       forward.results.push_back(v);
@@ -595,45 +600,32 @@ private:
     return stacked;
   }
 
-  /// The functions each stage runs per microbatch: forward sends the values
-  /// later stages read and returns what its backward pass reads
-  /// (keepResiduals: on the last stage also the loss and metrics); backward
-  /// differentiates the pseudo-loss sum(sent * its cotangent), or the loss on
-  /// the last stage, and returns the cotangents of what the stage received.
-  bool buildPipeline(const TypedProgram &micro) {
-    if (!checkMicrobatchProgram(micro))
-      return false;
-    std::optional<Forward> forward = flatten(micro);
-    if (!forward)
-      return false;
-    auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);
-    if (!lossAndMetrics)
-      return false;
-    const double lossScale = lossAndMetrics->front().microbatchScale;
-    const Pipeline &pipeline = micro.pipeline;
-    const int last = int(pipeline.stages) - 1;
+  /// A program split into stages (a pipeline's, or the layer loop's): the nodes
+  /// of each, and what crosses from one to a later one (once per reading stage).
+  struct Stages {
+    std::vector<int> of;
+    std::map<unsigned, std::set<int>> shared;
+    std::vector<PipelineTransfer> transfers;
+  };
 
+  Stages splitStages(const TypedProgram &p, const Forward &forward,
+                     llvm::function_ref<int(int64_t)> stageOf, int epilogue, int last) {
     std::vector<bool> needed(sp.graph.nodes.size(), false);
-    for (const FunctionValue &v : forward->lossAndMetrics)
+    for (const FunctionValue &v : forward.lossAndMetrics)
       needed[v.node] = true;
     for (size_t id = needed.size(); id-- > 0;)
       if (needed[id])
         for (unsigned operand : sp.graph.nodes[id].operands)
           needed[operand] = true;
-    std::map<unsigned, std::set<int>> shared;
-    std::optional<std::vector<int>> stage = assignStages(micro, *forward, needed, shared);
-    if (!stage)
-      return false;
-
-    // What crosses from one stage to a later one, once per reading stage.
-    PipelineSteps steps;
+    Stages stages;
+    stages.of = assignStages(forward, needed, stageOf, epilogue, last, stages.shared);
     std::set<std::pair<unsigned, int>> seen;
     for (const Node &node : sp.graph.nodes) {
       if (!needed[node.id])
         continue;
       for (unsigned operand : node.operands) {
         const Node &value = sp.graph.nodes[operand];
-        int from = (*stage)[operand], to = (*stage)[node.id];
+        int from = stages.of[operand], to = stages.of[node.id];
         if (from < 0 || from >= to || value.op == OpKind::param ||
             !seen.insert({operand, to}).second)
           continue;
@@ -641,12 +633,27 @@ private:
         transfer.node = operand;
         transfer.from = from;
         transfer.to = to;
-        transfer.sharding = pipeline.shardingOf(value.type, micro.mesh);
-        steps.transfers.push_back(transfer);
+        transfer.sharding = p.pipeline.shardingOf(value.type, p.mesh);
+        stages.transfers.push_back(transfer);
       }
     }
+    return stages;
+  }
+
+  /// Stage `s`'s functions: forward sends the values later stages read and
+  /// returns what its backward pass reads (keepResiduals: on the last stage also
+  /// the loss and metrics); backward differentiates the pseudo-loss sum(sent *
+  /// its cotangent), or the loss on the last stage, and returns the cotangents of
+  /// what the stage received. `inputs` are those the stage's functions take.
+  std::optional<PipelineStage> buildStage(const TypedProgram &p, const Forward &forward,
+                                          const Stages &stages, int s, int last,
+                                          const std::vector<FunctionValue> &lossAndMetrics,
+                                          const std::vector<FunctionValue> &inputs,
+                                          const std::string &forwardName,
+                                          const std::string &backwardName) {
+    const double lossScale = lossAndMetrics.front().microbatchScale;
     auto transferValue = [&](size_t k, ArgRole role, unsigned node) {
-      const PipelineTransfer &t = steps.transfers[k];
+      const PipelineTransfer &t = stages.transfers[k];
       FunctionValue v;
       v.name = (role == ArgRole::cotangent ? "cotangent/" : "activation/") + std::to_string(k);
       v.node = node;
@@ -657,93 +664,130 @@ private:
       return v;
     };
     auto differentiable = [&](size_t k) {
-      return sp.graph.nodes[steps.transfers[k].node].type.dtype == DType::F32;
+      return sp.graph.nodes[stages.transfers[k].node].type.dtype == DType::F32;
     };
+    PipelineStage st;
+    std::vector<FunctionValue> params;
+    for (const FunctionValue &param : forward.params)
+      if (stages.of[param.node] == s ||
+          (stages.shared.count(param.node) && stages.shared.at(param.node).count(s)))
+        params.push_back(param);
+    std::vector<FunctionValue> received;
+    std::vector<size_t> sent;
+    for (size_t k = 0; k < stages.transfers.size(); ++k) {
+      if (stages.transfers[k].to == s)
+        received.push_back(transferValue(k, ArgRole::activation, stages.transfers[k].node));
+      if (stages.transfers[k].from == s)
+        sent.push_back(k);
+    }
+    StepFunction &forwardFn = st.forward;
+    forwardFn.name = forwardName;
+    forwardFn.args = params;
+    llvm::append_range(forwardFn.args, inputs);
+    llvm::append_range(forwardFn.args, received);
+    for (size_t k : sent)
+      forwardFn.results.push_back(transferValue(k, ArgRole::activation, stages.transfers[k].node));
 
+    StepFunction &backward = st.backward;
+    backward.name = backwardName;
+    const unsigned backwardBegin = sp.graph.nodes.size();
+    unsigned loss = lossAndMetrics.front().node;
+    std::vector<FunctionValue> cotangents;
+    if (s < last) {
+      // sum over the sent values of sum(value * cotangent)
+      std::optional<unsigned> total;
+      for (size_t k : sent) {
+        if (!differentiable(k))
+          continue;
+        const Node &value = sp.graph.nodes[stages.transfers[k].node];
+        std::string name = "cotangent/" + std::to_string(k);
+        cotangents.push_back(transferValue(k, ArgRole::cotangent,
+                                           addNode(OpKind::input, name, value.type, value.loc)));
+        std::vector<std::string> all;
+        for (const Dim &d : value.type.dims)
+          all.push_back(d.axis);
+        unsigned product = appendNode(sp.graph, OpKind::mul, {value.id, cotangents.back().node},
+                                      value.type, value.loc);
+        unsigned sum = appendNode(sp.graph, OpKind::sum, {product}, TensorType{DType::F32, {}},
+                                  value.loc, {{"over", all}});
+        total = total ? appendNode(sp.graph, OpKind::add, {*total, sum},
+                                   TensorType{DType::F32, {}}, value.loc)
+                      : sum;
+      }
+      // A stage whose values no later stage reads (a loss that does not depend on
+      // them) gets zero gradients.
+      loss = total ? *total
+                   : appendNode(sp.graph, OpKind::constant, {}, TensorType{DType::F32, {}},
+                                sp.graph.nodes[loss].loc, {{"value", 0.0}});
+    }
+    std::vector<unsigned> wrt = nodesOf(params);
+    std::vector<FunctionValue> receivedF32;
+    for (const FunctionValue &r : received)
+      if (differentiable(size_t(r.transfer))) {
+        wrt.push_back(r.node);
+        receivedF32.push_back(r);
+      }
+    std::vector<bool> within(stages.of.size());
+    for (size_t id = 0; id < within.size(); ++id)
+      within[id] = stages.of[id] == s || stages.of[id] < 0;
+    auto grads = appendGradient(sp.graph, loss, wrt, forward.remat, diags, &within);
+    if (!grads)
+      return std::nullopt;
+    backward.args = params;
+    std::vector<FunctionValue> sums;
+    if (s == last)
+      backward.results = lossAndMetrics;
+    for (auto [r, grad] : llvm::zip(receivedF32, llvm::drop_begin(*grads, params.size())))
+      backward.results.push_back(transferValue(size_t(r.transfer), ArgRole::cotangent, grad));
+    addGradientSums(backward, params,
+                    std::vector<unsigned>(grads->begin(), grads->begin() + params.size()),
+                    lossScale, sums);
+    llvm::append_range(backward.args, sums);
+    llvm::append_range(backward.args, inputs);
+    llvm::append_range(backward.args, received);
+    llvm::append_range(backward.args, cotangents);
+    keepResiduals(st.forward, backward, backwardBegin, stages.of, s, p);
+    return st;
+  }
+
+  /// The functions each stage runs per microbatch (buildStage), the layers
+  /// split in order over the pipeline's stages.
+  bool buildPipeline(const TypedProgram &micro) {
+    if (!checkMicrobatchProgram(micro))
+      return false;
+    std::optional<Forward> forward = flatten(micro);
+    if (!forward)
+      return false;
+    auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);
+    if (!lossAndMetrics)
+      return false;
+    const Pipeline &pipeline = micro.pipeline;
+    const int last = int(pipeline.stages) - 1;
+    const int64_t layers = flatLayers();
+    const unsigned scans = countScans(micro);
+    if (scans != 1 || layers % pipeline.stages != 0) {
+      diags.error(pipeline.loc, scans != 1 ? "a pipeline's stages split one scan's layers, and "
+                                             "model '" + program.modelName + "' has " +
+                                                 std::to_string(scans) + " scans"
+                                           : "the " + std::to_string(layers) +
+                                                 " layers do not divide into " +
+                                                 std::to_string(pipeline.stages) + " stages");
+      return false;
+    }
+    auto stageOf = [&](int64_t layer) { return int(layer * pipeline.stages / layers); };
+    Stages stages = splitStages(micro, *forward, stageOf, /*epilogue=*/-1, last);
+
+    PipelineSteps steps;
     const std::vector<FunctionValue> inputs = microbatchInputs(*forward, micro);
     for (int s = 0; s <= last; ++s) {
-      PipelineStage st;
-      std::vector<FunctionValue> params;
-      for (const FunctionValue &p : forward->params)
-        if ((*stage)[p.node] == s || (shared.count(p.node) && shared.at(p.node).count(s)))
-          params.push_back(p);
-      std::vector<FunctionValue> received;
-      std::vector<size_t> sent;
-      for (size_t k = 0; k < steps.transfers.size(); ++k) {
-        if (steps.transfers[k].to == s)
-          received.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
-        if (steps.transfers[k].from == s)
-          sent.push_back(k);
-      }
-      StepFunction &forwardFn = st.forward;
-      forwardFn.name = "stage_forward_" + std::to_string(s);
-      forwardFn.args = params;
-      llvm::append_range(forwardFn.args, inputs);
-      llvm::append_range(forwardFn.args, received);
-      for (size_t k : sent)
-        forwardFn.results.push_back(transferValue(k, ArgRole::activation, steps.transfers[k].node));
-
-      StepFunction &backward = st.backward;
-      backward.name = "stage_backward_" + std::to_string(s);
-      const unsigned backwardBegin = sp.graph.nodes.size();
-      unsigned loss = lossAndMetrics->front().node;
-      std::vector<FunctionValue> cotangents;
-      if (s < last) {
-        // sum over the sent values of sum(value * cotangent)
-        std::optional<unsigned> total;
-        for (size_t k : sent) {
-          if (!differentiable(k))
-            continue;
-          const Node &value = sp.graph.nodes[steps.transfers[k].node];
-          std::string name = "cotangent/" + std::to_string(k);
-          cotangents.push_back(transferValue(k, ArgRole::cotangent,
-                                             addNode(OpKind::input, name, value.type, value.loc)));
-          std::vector<std::string> all;
-          for (const Dim &d : value.type.dims)
-            all.push_back(d.axis);
-          unsigned product = appendNode(sp.graph, OpKind::mul, {value.id, cotangents.back().node},
-                                        value.type, value.loc);
-          unsigned sum = appendNode(sp.graph, OpKind::sum, {product}, TensorType{DType::F32, {}},
-                                    value.loc, {{"over", all}});
-          total = total ? appendNode(sp.graph, OpKind::add, {*total, sum},
-                                     TensorType{DType::F32, {}}, value.loc)
-                        : sum;
-        }
-        // A stage whose values no later stage reads (a loss that does not depend on
-        // them) gets zero gradients.
-        loss = total ? *total
-                     : appendNode(sp.graph, OpKind::constant, {}, TensorType{DType::F32, {}},
-                                  pipeline.loc, {{"value", 0.0}});
-      }
-      std::vector<unsigned> wrt = nodesOf(params);
-      std::vector<FunctionValue> receivedF32;
-      for (const FunctionValue &r : received)
-        if (differentiable(size_t(r.transfer))) {
-          wrt.push_back(r.node);
-          receivedF32.push_back(r);
-        }
-      std::vector<bool> within(stage->size());
-      for (size_t id = 0; id < within.size(); ++id)
-        within[id] = (*stage)[id] == s || (*stage)[id] < 0;
-      auto grads = appendGradient(sp.graph, loss, wrt, forward->remat, diags, &within);
-      if (!grads)
+      auto stage = buildStage(micro, *forward, stages, s, last, *lossAndMetrics, inputs,
+                              "stage_forward_" + std::to_string(s),
+                              "stage_backward_" + std::to_string(s));
+      if (!stage)
         return false;
-      backward.args = params;
-      std::vector<FunctionValue> sums;
-      if (s == last)
-        backward.results = *lossAndMetrics;
-      for (auto [r, grad] : llvm::zip(receivedF32, llvm::drop_begin(*grads, params.size())))
-        backward.results.push_back(transferValue(size_t(r.transfer), ArgRole::cotangent, grad));
-      addGradientSums(backward, params, std::vector<unsigned>(grads->begin(),
-                                                              grads->begin() + params.size()),
-                      lossScale, sums);
-      llvm::append_range(backward.args, sums);
-      llvm::append_range(backward.args, inputs);
-      llvm::append_range(backward.args, received);
-      llvm::append_range(backward.args, cotangents);
-      keepResiduals(st.forward, backward, backwardBegin, *stage, s, micro);
-      steps.stages.push_back(std::move(st));
+      steps.stages.push_back(std::move(*stage));
     }
+    steps.transfers = std::move(stages.transfers);
     sp.params = stackLayers(program.params, forward->params, OpKind::param);
     sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
     steps.apply = buildApply(sp.params, forward->lossAndMetrics.front());
@@ -752,12 +796,87 @@ private:
     sp.pipeline = std::move(steps);
     return true;
   }
+
+  //===--------------------------------------------------------------------===//
+  // The scan as a loop
+  //===--------------------------------------------------------------------===//
+
+  /// A program with one scan of two or more layers, without a pipeline or
+  /// microbatches, trains with its scan as a loop: split into stages as a
+  /// pipeline would be, the prologue (0), each layer (1 .. L) and the epilogue
+  /// (L + 1), all on every rank in turn; only the prologue's, the first layer's
+  /// and the epilogue's functions are built, and train_step calls the first
+  /// layer's for each layer on that layer's slices (shardc-layer-loop). A
+  /// program whose layers pass more than the carry on stays unrolled.
+  bool buildLayerLoop() {
+    if (!program.optimizer || !program.pipeline.axis.empty() || program.microbatches.count > 1 ||
+        countScans(program) != 1)
+      return true;
+    const unsigned begin = sp.graph.nodes.size();
+    std::optional<Forward> forward = flatten(program);
+    if (!forward)
+      return false;
+    const int64_t layers = flatLayers();
+    const int epilogue = int(layers) + 1;
+    Stages stages = splitStages(program, *forward, [](int64_t layer) { return int(layer) + 1; },
+                                epilogue, epilogue);
+    // The layers must pass on the carry alone: one value from each to the next.
+    std::map<std::pair<int, int>, unsigned> crossing;
+    for (const PipelineTransfer &t : stages.transfers)
+      ++crossing[{t.from, t.to}];
+    for (const auto &[fromTo, count] : crossing) {
+      auto [from, to] = fromTo;
+      bool carry = to == from + 1 && from < epilogue;
+      if ((carry && count != 1) || (!carry && !(from == 0 && to == epilogue))) {
+        sp.graph.nodes.resize(begin);
+        return true;
+      }
+    }
+    if (layers < 2 || !crossing.count({0, 1})) {
+      sp.graph.nodes.resize(begin);
+      return true;
+    }
+    // The prologue's and epilogue's inputs are the unscanned ones; the layer's
+    // also its own (the first layer's) dropout numbers.
+    std::vector<FunctionValue> outer, firstLayer;
+    for (const FunctionValue &input : forward->inputs) {
+      if (input.layer < 0)
+        outer.push_back(input);
+      if (input.layer <= 0)
+        firstLayer.push_back(input);
+    }
+    LayerLoopSteps loop;
+    loop.layers = layers;
+    struct Part {
+      int stage;
+      const char *name;
+      const std::vector<FunctionValue> &inputs;
+    };
+    for (const Part &part : {Part{0, "prologue", outer}, Part{1, "layer", firstLayer},
+                             Part{epilogue, "epilogue", outer}}) {
+      auto stage = buildStage(program, *forward, stages, part.stage, epilogue,
+                              forward->lossAndMetrics, part.inputs,
+                              std::string(part.name) + "_forward",
+                              std::string(part.name) + "_backward");
+      if (!stage)
+        return false;
+      loop.parts.push_back(std::move(*stage));
+    }
+    loop.transfers = std::move(stages.transfers);
+    sp.params = stackLayers(program.params, forward->params, OpKind::param);
+    sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
+    loop.apply = buildApply(sp.params, forward->lossAndMetrics.front());
+    sp.loop = std::move(loop);
+    return true;
+  }
+
 };
 
 } // namespace
 
 std::optional<StepProgram> shardc::buildStepProgram(const TypedProgram &program,
                                                     DiagnosticEngine &diags,
-                                                    const TypedProgram *microbatch) {
-  return StepProgramBuilder(program, diags).run(microbatch);
+                                                    const TypedProgram *microbatch,
+                                                    bool loopScans) {
+  return StepProgramBuilder(program, diags).run(microbatch, loopScans);
 }

@@ -70,6 +70,10 @@ cl::opt<bool> reference("reference",
                         cl::desc("Build the unpartitioned reference: one rank, no collectives "
                                  "(the rules file is optional)"),
                         cl::cat(category));
+cl::opt<bool> unrollScans("unroll-scans",
+                          cl::desc("Unroll each scan in train_step, one copy of its block per "
+                                   "layer, instead of a loop over the layers"),
+                          cl::cat(category));
 cl::opt<bool> printLocations("locations", cl::desc("Print source locations in MLIR output"),
                              cl::cat(category));
 enum class ReportFormat { None, Text, JSON };
@@ -128,7 +132,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
   StageDiagnostics stages(context, diags);
   if (mlir::failed(checkPassManagerOptions(context)))
     return false;
-  std::optional<StepProgram> steps = buildStepProgram(program, diags, microbatch);
+  std::optional<StepProgram> steps = buildStepProgram(program, diags, microbatch, !unrollScans);
   if (!steps)
     return false;
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -153,7 +157,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
   if (stage == Emit::Sharded)
     return print();
   if (mlir::failed(stages.run("spmd", [&] {
-        return reference ? accumulateMicrobatches(*module) : partition(*module);
+        return reference ? buildReferenceTrainStep(*module) : partition(*module);
       })))
     return false;
   MemoryPerRank memory = memoryPerRank(*module);

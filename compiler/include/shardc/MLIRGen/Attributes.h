@@ -77,6 +77,14 @@ inline constexpr const char *kMicrobatchScaleAttr = "shardc.microbatch_scale";
 /// kept_bytes: per stage, the bytes it keeps per microbatch for its backward pass.
 inline constexpr const char *kPipelineAttr = "shardc.pipeline";
 
+/// On the module, with the scan as a loop: {layers, transfers: [[from stage, to
+/// stage], ...]} (stage 0 the prologue, 1 .. layers the layers, layers + 1 the
+/// epilogue), for shardc-layer-loop.
+inline constexpr const char *kLayerLoopAttr = "shardc.layer_loop";
+inline constexpr const char *kPrologueFunction = "prologue_";
+inline constexpr const char *kLayerFunction = "layer_";
+inline constexpr const char *kEpilogueFunction = "epilogue_";
+
 /// On the module: the rules file the shardings come from.
 inline constexpr const char *kRulesAttr = "shardc.rules";
 /// On the module: the source locations of the sharding constraints and of

@@ -124,8 +124,9 @@ mlir::LogicalResult propagateShardings(mlir::ModuleOp module);
 mlir::LogicalResult partition(mlir::ModuleOp module);
 
 /// The reference build's train_step from its microbatch functions
-/// (shardc-accumulate-microbatches), which partition() runs otherwise.
-mlir::LogicalResult accumulateMicrobatches(mlir::ModuleOp module);
+/// (shardc-accumulate-microbatches) or its layer loop's (shardc-layer-loop),
+/// which partition() runs otherwise.
+mlir::LogicalResult buildReferenceTrainStep(mlir::ModuleOp module);
 
 /// Lowers a partitioned (or reference) module to the LLVM dialect: wraps each
 /// step function in an entry point on buffers and runs shardc-lower-to-llvm.

@@ -225,7 +225,8 @@ struct Pipeline {
   std::string schedule = "1f1b";
   SMRange loc; // the rule
   /// Each activation's sharding over the other axes, by the rules in order: what
-  /// one stage sends, the next receives.
+  /// one stage sends, the next receives (without a pipeline: what one function
+  /// of the layer loop passes to the next).
   std::vector<AxisRule> axisRules;
   /// `type`'s sharding by axisRules, as sema shards a parameter (a mesh axis
   /// once per tensor); a dimension its axes do not divide stays whole.

@@ -453,6 +453,41 @@ def PipelineSchedulePass : Pass<"shardc-pipeline-schedule", "::mlir::ModuleOp"> 
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def LayerLoopPass : Pass<"shardc-layer-loop", "::mlir::ModuleOp"> {
+  let summary = "Build train_step with the scan as a loop: one compiled layer, "
+                "called once per layer forward and in reverse backward";
+  let description = [{
+    A program with one scan of two or more layers, without a pipeline or
+    microbatches (the module's `shardc.layer_loop` {layers, transfers}).
+    MLIRGen emits, in place of train_step, the functions of its three parts as
+    a pipeline's stages' (see shardc-pipeline-schedule): @prologue_forward and
+    _backward (what comes before the scan), @layer_forward and _backward (the
+    first layer, on one layer's slices of the stacked parameters and dropout
+    numbers and the carry), @epilogue_forward and _backward (what follows, the
+    loss and metrics), and @apply_step, each partitioned on its own; the
+    carry and what the prologue passes to the epilogue cross as transfers,
+    sharded by the rules. This pass, after partitioning, on local shapes:
+
+    1. eval_step and grad_step (built layer by layer) take the stacked
+       parameters and inputs, each layer a slice where it is read; grad_step
+       returns a stacked parameter's gradient stacked.
+    2. Builds @train_step: the prologue's forward; an scf.for over the layers
+       calling the layer's forward on each layer's slices and the carry, its
+       received carry and residuals kept in stacks; the epilogue's forward and
+       backward; an scf.for from the last layer to the first calling the
+       layer's backward on its kept values and the carry's cotangent, each
+       layer's gradient sum set into a stack; the prologue's backward; then
+       apply_step. A parameter read by the prologue and the epilogue (tied
+       weights) sums both parts' gradients. Each function's gradient
+       reductions (all_reduce, reduce_scatter) stay inside it, so a layer's
+       run inside the loop.
+    3. Inlines the functions and erases them, and makes the loops' stacks
+       update in place.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def SliceEarlyPass : Pass<"shardc-slice-early", "::mlir::func::FuncOp"> {
   let summary = "Slice the operands of a computation instead of its result, "
                 "so that each rank computes only the block it keeps";

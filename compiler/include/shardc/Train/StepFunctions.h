@@ -123,6 +123,21 @@ struct PipelineSteps {
   StepFunction apply;
 };
 
+/// A scan as a loop (no pipeline, no microbatches): the program in stages as a
+/// pipeline's, the prologue (stage 0), each layer (1 .. `layers`) and the
+/// epilogue (`layers` + 1), all on every rank in turn. `parts` are the
+/// prologue's, the first layer's and the epilogue's functions (PipelineStage),
+/// named prologue_, layer_ and epilogue_forward and _backward; train_step
+/// (shardc-layer-loop) calls the layer's for every layer on its slices of the
+/// stacked parameters and dropout numbers, forward in order and backward in
+/// reverse (the transpose of lax.scan), and then apply_step.
+struct LayerLoopSteps {
+  int64_t layers = 0;
+  std::vector<PipelineTransfer> transfers;
+  std::vector<PipelineStage> parts;
+  StepFunction apply;
+};
+
 struct StepProgram {
   /// Every node any of the functions needs; a function computes the nodes
   /// its results depend on.
@@ -140,14 +155,19 @@ struct StepProgram {
   std::optional<MicrobatchSteps> microbatches;
   /// With a pipeline: likewise.
   std::optional<PipelineSteps> pipeline;
+  /// With the scan as a loop: likewise; params and inputs are stacked.
+  std::optional<LayerLoopSteps> loop;
 };
 
 /// Builds the flat graph and the three functions; with `microbatch` (the
 /// program at one microbatch's size, TypedProgram::microbatchAxis set) also the
-/// microbatch steps. Reports what it cannot differentiate or unroll, or
-/// accumulate over microbatches, at its source location and returns std::nullopt.
+/// microbatch steps; with `loopScans`, the layer loop's functions where the
+/// program can have them (LayerLoopSteps). Reports what it cannot differentiate
+/// or unroll, or accumulate over microbatches, at its source location and
+/// returns std::nullopt.
 std::optional<StepProgram> buildStepProgram(const TypedProgram &program, DiagnosticEngine &diags,
-                                            const TypedProgram *microbatch = nullptr);
+                                            const TypedProgram *microbatch = nullptr,
+                                            bool loopScans = false);
 
 /// Where a node of the typed program is in the flat graph: in the training
 /// forward, where each dropout applies its mask, and in the evaluation

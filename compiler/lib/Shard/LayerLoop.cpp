@@ -1,0 +1,468 @@
+//===- LayerLoop.cpp - train_step with the scan as a loop ------------------===//
+//
+// See shardc-layer-loop in include/shardc/Shard/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LayerStacks.h"
+#include "MicrobatchLoops.h"
+#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Shard/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include <map>
+
+namespace shardc {
+#define GEN_PASS_DEF_LAYERLOOPPASS
+#include "shardc/Shard/Passes.h.inc"
+} // namespace shardc
+
+using namespace mlir;
+using namespace shardc::layer_stacks;
+using namespace shardc::microbatch_loops;
+
+namespace {
+
+/// The functions of one part of the program (the prologue, the layer, the
+/// epilogue): forward and backward.
+struct Part {
+  func::FuncOp forward, backward;
+};
+
+struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
+  ModuleOp module;
+  int64_t layers = 0;
+  SmallVector<std::pair<int64_t, int64_t>> transfers; // from, to
+  Part prologue, layer, epilogue;
+  func::FuncOp apply;
+  llvm::StringMap<Stack> stacks; // a stacked parameter's or input's name -> its stack
+
+  void runOnOperation() override {
+    module = getOperation();
+    auto attr = module->getAttrOfType<DictionaryAttr>(shardc::kLayerLoopAttr);
+    if (!attr)
+      return;
+    if (failed(readModule(attr)))
+      return signalPassFailure();
+    for (StringRef name : {shardc::kEvalFunction, shardc::kGradFunction})
+      if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+        if (failed(takeStacks(fn)))
+          return signalPassFailure();
+    auto eval = module.lookupSymbol<func::FuncOp>(shardc::kEvalFunction);
+    func::FuncOp train = buildTrainStep(eval);
+    SmallVector<func::CallOp> calls;
+    train.walk([&](func::CallOp call) { calls.push_back(call); });
+    for (func::CallOp call : calls)
+      inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
+    for (Part part : {prologue, layer, epilogue}) {
+      part.forward.erase();
+      part.backward.erase();
+    }
+    apply.erase();
+    train.walk([](scf::ForOp loop) { addInPlace(loop); });
+  }
+
+  LogicalResult readModule(DictionaryAttr attr) {
+    auto layersAttr = attr.getAs<IntegerAttr>("layers");
+    auto transfersAttr = attr.getAs<ArrayAttr>("transfers");
+    apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
+    auto partOf = [&](StringRef prefix) {
+      return Part{module.lookupSymbol<func::FuncOp>((prefix + "forward").str()),
+                  module.lookupSymbol<func::FuncOp>((prefix + "backward").str())};
+    };
+    prologue = partOf(shardc::kPrologueFunction);
+    layer = partOf(shardc::kLayerFunction);
+    epilogue = partOf(shardc::kEpilogueFunction);
+    auto eval = module.lookupSymbol<func::FuncOp>(shardc::kEvalFunction);
+    if (!layersAttr || !transfersAttr || !apply || !eval ||
+        module.lookupSymbol(shardc::kTrainFunction) ||
+        llvm::any_of(std::initializer_list<Part>{prologue, layer, epilogue},
+                     [](const Part &p) { return !p.forward || !p.backward; }))
+      return module.emitError("shardc-layer-loop needs the module's ")
+             << shardc::kLayerLoopAttr << " {layers, transfers}, @prologue_, @layer_ and "
+             << "@epilogue_forward and _backward, @" << shardc::kApplyFunction << ", @"
+             << shardc::kEvalFunction << " and no @" << shardc::kTrainFunction;
+    layers = layersAttr.getInt();
+    for (Attribute t : transfersAttr) {
+      ArrayRef<int64_t> fromTo = cast<DenseI64ArrayAttr>(t).asArrayRef();
+      transfers.push_back({fromTo[0], fromTo[1]});
+    }
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
+      if (roleOf(apply, i) == shardc::kParameterRole)
+        if (auto stacked = apply.getArgAttrOfType<IntegerAttr>(i, shardc::kStackedAttr)) {
+          auto type = cast<RankedTensorType>(apply.getArgumentTypes()[i]);
+          stacks[nameAndLayer(apply, i).first] =
+              Stack{type, apply.getArgAttrDict(i), stacked.getInt(), stacked.getInt()};
+        }
+    OpBuilder b(module.getContext());
+    for (unsigned i = 0; i < eval.getNumArguments(); ++i) {
+      auto [name, layerIndex] = nameAndLayer(eval, i);
+      if (roleOf(eval, i) != shardc::kInputRole || layerIndex < 0 || stacks.count(name))
+        continue;
+      auto type = cast<RankedTensorType>(eval.getArgumentTypes()[i]);
+      SmallVector<int64_t> shape{layers};
+      llvm::append_range(shape, type.getShape());
+      stacks[name] = Stack{
+          type.clone(shape),
+          b.getDictionaryAttr({b.getNamedAttr(shardc::kNameAttr, b.getStringAttr(name)),
+                               b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
+                               b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
+          layers, layers};
+    }
+    return success();
+  }
+
+  /// eval_step and grad_step, built layer by layer, take the stacks as train_step
+  /// does (each layer a slice where it is read), and grad_step returns a stacked
+  /// parameter's gradients stacked.
+  LogicalResult takeStacks(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    OpBuilder b(fn.getContext());
+    auto stackOf = [&](StringRef role, StringRef name, Type) -> std::optional<Stack> {
+      if (role != shardc::kParameterRole && role != shardc::kInputRole)
+        return std::nullopt;
+      auto it = stacks.find(name);
+      return it == stacks.end() ? std::nullopt : std::optional<Stack>(it->second);
+    };
+    auto sliceAtUses = [&](Value old, StringRef, int64_t layerIndex, Value stack, const Stack &) {
+      for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
+        b.setInsertionPoint(body.findAncestorOpInBlock(*use.getOwner()));
+        use.set(layerOf(b, fn.getLoc(), stack, layerIndex));
+      }
+    };
+    if (failed(stackArguments(fn, stackOf, sliceAtUses)))
+      return failure();
+    stackResults(fn, [&](StringRef name) -> std::optional<int64_t> {
+      auto it = stacks.find(name);
+      if (it == stacks.end() || it->second.attrs.getAs<StringAttr>(shardc::kRoleAttr).getValue() !=
+                                    shardc::kParameterRole)
+        return std::nullopt;
+      return it->second.layers;
+    });
+    return success();
+  }
+
+  /// Where each argument of a part's function comes from.
+  struct Sources {
+    ValueRange params, inputs;    // train_step's
+    ArrayRef<std::string> names;  // of train_step's params, then inputs
+    Value layerIndex;             // the loop's layer (null outside the loops)
+  };
+
+  /// `fn`'s parameter or input argument `i` in train_step: the whole argument,
+  /// or its layer's slice of a stack.
+  Value argumentFor(OpBuilder &b, Location loc, func::FuncOp fn, unsigned i, const Sources &s) {
+    auto [name, layerIndex] = nameAndLayer(fn, i);
+    const unsigned params = s.params.size();
+    for (unsigned k = 0; k < s.names.size(); ++k) {
+      if (s.names[k] != name || (k < params) != (roleOf(fn, i) == shardc::kParameterRole))
+        continue;
+      Value whole = k < params ? s.params[k] : s.inputs[k - params];
+      return layerIndex < 0 ? whole : layerOf(b, loc, whole, OpFoldResult(s.layerIndex));
+    }
+    fn.emitError("shardc-layer-loop: argument '") << name << "' is not one of train_step's";
+    signalPassFailure();
+    return tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
+                                   cast<RankedTensorType>(fn.getArgumentTypes()[i]).getElementType());
+  }
+
+  static int64_t transferOf(DictionaryAttr attrs) {
+    auto t = attrs ? attrs.getAs<IntegerAttr>(shardc::kTransferAttr) : nullptr;
+    return t ? t.getInt() : -1;
+  }
+  static std::string nameOf(DictionaryAttr attrs) {
+    auto name = attrs ? attrs.getAs<StringAttr>(shardc::kNameAttr) : nullptr;
+    return name ? name.str() : "";
+  }
+
+  /// Calls `fn` with its parameters and inputs from `s`, every other argument
+  /// from `other(i)`.
+  func::CallOp callPart(OpBuilder &b, Location loc, func::FuncOp fn, const Sources &s,
+                        llvm::function_ref<Value(unsigned)> other) {
+    SmallVector<Value> operands;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      StringRef role = roleOf(fn, i);
+      operands.push_back(role == shardc::kParameterRole || role == shardc::kInputRole
+                             ? argumentFor(b, loc, fn, i, s)
+                             : other(i));
+    }
+    return func::CallOp::create(b, loc, fn, operands);
+  }
+
+  /// The transfer a layer sends on (the carry), and the one it receives.
+  int64_t transferBetween(int64_t from, int64_t to) const {
+    for (auto [k, t] : llvm::enumerate(transfers))
+      if (t.first == from && t.second == to)
+        return int64_t(k);
+    return -1;
+  }
+
+  func::FuncOp buildTrainStep(func::FuncOp eval) {
+    // train_step's arguments: apply_step's parameters and state, eval_step's
+    // (stacked) inputs, the step.
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    SmallVector<std::string> names;
+    unsigned numParams = 0, numState = 0, numInputs = 0;
+    std::optional<unsigned> stepArg;
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
+      StringRef role = roleOf(apply, i);
+      if (role == shardc::kParameterRole || role == shardc::kOptimizerStateRole) {
+        argTypes.push_back(apply.getArgumentTypes()[i]);
+        argAttrs.push_back(apply.getArgAttrDict(i));
+        if (role == shardc::kParameterRole) {
+          names.push_back(nameAndLayer(apply, i).first);
+          ++numParams;
+        } else {
+          ++numState;
+        }
+      } else if (role == shardc::kStepRole) {
+        stepArg = i;
+      }
+    }
+    for (unsigned i = 0; i < eval.getNumArguments(); ++i)
+      if (roleOf(eval, i) == shardc::kInputRole) {
+        argTypes.push_back(eval.getArgumentTypes()[i]);
+        argAttrs.push_back(eval.getArgAttrDict(i));
+        names.push_back(nameAndLayer(eval, i).first);
+        ++numInputs;
+      }
+    argTypes.push_back(apply.getArgumentTypes()[*stepArg]);
+    argAttrs.push_back(apply.getArgAttrDict(*stepArg));
+    const unsigned updated = numParams + numState;
+    const unsigned numMetrics = epilogue.backward.getNumResults() - countTransfers(epilogue.backward) -
+                                countSums(epilogue.backward) - 1;
+    SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned r = 0; r < updated; ++r)
+      resultAttrs.push_back(apply.getResultAttrDict(r));
+    resultTypes.push_back(apply.getResultTypes().back());
+    resultAttrs.push_back(apply.getResultAttrDict(apply.getNumResults() - 1));
+    for (unsigned m = 1; m <= numMetrics; ++m) {
+      resultTypes.push_back(epilogue.backward.getResultTypes()[m]);
+      resultAttrs.push_back(epilogue.backward.getResultAttrDict(m));
+    }
+    OpBuilder b(apply);
+    Location loc = apply.getLoc();
+    auto train = func::FuncOp::create(b, loc, shardc::kTrainFunction,
+                                      b.getFunctionType(argTypes, resultTypes));
+    train.setAllArgAttrs(argAttrs);
+    for (auto [r, attrs] : llvm::enumerate(resultAttrs))
+      if (attrs)
+        train.setResultAttrs(r, attrs);
+    Block *entry = train.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+    Sources outer{args.take_front(numParams), args.slice(updated, numInputs), names, Value()};
+
+    const int64_t carryIn = transferBetween(0, 1), carryOut = transferBetween(1, 2),
+                  carryLast = transferBetween(layers, layers + 1);
+    if (carryIn < 0 || carryOut < 0 || carryLast < 0) {
+      module.emitError("shardc-layer-loop: the layers do not pass one carry on");
+      signalPassFailure();
+      return train;
+    }
+
+    // The prologue: what it sends (by transfer) and keeps (by name).
+    std::map<int64_t, Value> sent;
+    llvm::StringMap<Value> prologueKept, epilogueKept;
+    auto collect = [&](func::FuncOp fn, func::CallOp call, llvm::StringMap<Value> &kept) {
+      for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+        int64_t k = transferOf(fn.getResultAttrDict(r));
+        if (k >= 0)
+          sent[k] = call.getResult(r);
+        else
+          kept[nameOf(fn.getResultAttrDict(r))] = call.getResult(r);
+      }
+    };
+    auto unexpected = [&](unsigned i) -> Value {
+      prologue.forward.emitError("shardc-layer-loop: unexpected argument ") << i;
+      signalPassFailure();
+      return Value();
+    };
+    collect(prologue.forward, callPart(b, loc, prologue.forward, outer, unexpected), prologueKept);
+
+    // The forward loop: each layer on the carry, its received carry and
+    // residuals kept in stacks.
+    auto stackOfType = [&](Type t) -> Value {
+      auto type = cast<RankedTensorType>(t);
+      SmallVector<int64_t> shape{layers};
+      llvm::append_range(shape, type.getShape());
+      return tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+    };
+    SmallVector<unsigned> layerResiduals; // results of layer.forward
+    for (unsigned r = 0; r < layer.forward.getNumResults(); ++r)
+      if (transferOf(layer.forward.getResultAttrDict(r)) < 0)
+        layerResiduals.push_back(r);
+    SmallVector<Value> init{sent.at(carryIn), stackOfType(sent.at(carryIn).getType())};
+    for (unsigned r : layerResiduals)
+      init.push_back(stackOfType(layer.forward.getResultTypes()[r]));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value count = arith::ConstantIndexOp::create(b, loc, layers);
+    auto forwardLoop = scf::ForOp::create(
+        b, loc, zero, count, one, init,
+        [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
+          Sources s = outer;
+          s.layerIndex = l;
+          Value carry = carried[0];
+          auto call = callPart(nb, at, layer.forward, s, [&](unsigned) { return carry; });
+          SmallVector<Value> next{Value(), setLayer(nb, at, carried[1], OpFoldResult(l), carry)};
+          for (unsigned r = 0; r < call.getNumResults(); ++r)
+            if (transferOf(layer.forward.getResultAttrDict(r)) >= 0)
+              next[0] = call.getResult(r);
+          for (auto [n, r] : llvm::enumerate(layerResiduals))
+            next.push_back(setLayer(nb, at, carried[2 + n], OpFoldResult(l), call.getResult(r)));
+          scf::YieldOp::create(nb, at, next);
+        });
+    sent[carryLast] = forwardLoop.getResult(0);
+    Value receivedStack = forwardLoop.getResult(1);
+
+    // The epilogue: forward, then backward from the loss.
+    auto received = [&](func::FuncOp fn, unsigned i) { return sent.at(transferOf(fn.getArgAttrDict(i))); };
+    auto epilogueForward =
+        callPart(b, loc, epilogue.forward, outer, [&](unsigned i) { return received(epilogue.forward, i); });
+    collect(epilogue.forward, epilogueForward, epilogueKept);
+    // Each parameter's gradient sum so far, by name (a tied parameter's grows
+    // from the epilogue's to the prologue's).
+    llvm::StringMap<Value> sums;
+    auto sumFor = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i) -> Value {
+      std::string name = nameOf(fn.getArgAttrDict(i)).substr(std::string("grad/").size());
+      if (Value sum = sums.lookup(name))
+        return sum;
+      return zerosOf(nb, at, cast<RankedTensorType>(fn.getArgumentTypes()[i]));
+    };
+    auto takeSums = [&](func::FuncOp fn, func::CallOp call) {
+      for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+        std::string name = nameOf(fn.getResultAttrDict(r));
+        if (StringRef(name).starts_with("grad/") && transferOf(fn.getResultAttrDict(r)) < 0)
+          sums[name.substr(5)] = call.getResult(r);
+      }
+    };
+    std::map<int64_t, Value> cotangents; // by transfer
+    auto takeCotangents = [&](func::FuncOp fn, func::CallOp call) {
+      for (unsigned r = 0; r < fn.getNumResults(); ++r)
+        if (int64_t k = transferOf(fn.getResultAttrDict(r)); k >= 0)
+          cotangents[k] = call.getResult(r);
+    };
+    auto epilogueBackward = callPart(b, loc, epilogue.backward, outer, [&](unsigned i) -> Value {
+      StringRef role = roleOf(epilogue.backward, i);
+      if (role == shardc::kGradientRole)
+        return sumFor(b, loc, epilogue.backward, i);
+      if (role == shardc::kActivationRole)
+        return received(epilogue.backward, i);
+      return epilogueKept.at(nameOf(epilogue.backward.getArgAttrDict(i)));
+    });
+    takeSums(epilogue.backward, epilogueBackward);
+    takeCotangents(epilogue.backward, epilogueBackward);
+
+    // The backward loop, last layer first: each layer's backward on its kept
+    // values and the carry's cotangent; its gradients into stacks.
+    SmallVector<unsigned> layerSums; // arguments of layer.backward
+    for (unsigned i = 0; i < layer.backward.getNumArguments(); ++i)
+      if (roleOf(layer.backward, i) == shardc::kGradientRole)
+        layerSums.push_back(i);
+    SmallVector<Value> backInit;
+    const bool carryDifferentiable = cotangents.count(carryLast);
+    if (carryDifferentiable)
+      backInit.push_back(cotangents.at(carryLast));
+    for (unsigned i : layerSums)
+      backInit.push_back(zerosOf(b, loc, cast<RankedTensorType>(stackOfType(
+                                               layer.backward.getArgumentTypes()[i]).getType())));
+    auto backwardLoop = scf::ForOp::create(
+        b, loc, zero, count, one, backInit,
+        [&](OpBuilder &nb, Location at, Value i, ValueRange carried) {
+          Value last = arith::ConstantIndexOp::create(nb, at, layers - 1);
+          Value l = arith::SubIOp::create(nb, at, last, i);
+          Sources s = outer;
+          s.layerIndex = l;
+          ValueRange gradStacks = carried.drop_front(carryDifferentiable);
+          auto call = callPart(nb, at, layer.backward, s, [&](unsigned a) -> Value {
+            StringRef role = roleOf(layer.backward, a);
+            DictionaryAttr attrs = layer.backward.getArgAttrDict(a);
+            if (role == shardc::kGradientRole)
+              return layerOf(nb, at, gradStacks[llvm::find(layerSums, a) - layerSums.begin()],
+                             OpFoldResult(l));
+            if (role == shardc::kActivationRole)
+              return layerOf(nb, at, receivedStack, OpFoldResult(l));
+            if (role == shardc::kCotangentRole)
+              return carried[0];
+            unsigned n = llvm::find_if(layerResiduals, [&](unsigned r) {
+                           return nameOf(layer.forward.getResultAttrDict(r)) == nameOf(attrs);
+                         }) - layerResiduals.begin();
+            return layerOf(nb, at, forwardLoop.getResult(2 + n), OpFoldResult(l));
+          });
+          SmallVector<Value> next;
+          unsigned sumResult = 0;
+          for (unsigned r = 0; r < call.getNumResults(); ++r) {
+            if (transferOf(layer.backward.getResultAttrDict(r)) >= 0)
+              next.push_back(call.getResult(r));
+            else if (StringRef(nameOf(layer.backward.getResultAttrDict(r))).starts_with("grad/"))
+              ++sumResult;
+          }
+          unsigned firstSum = call.getNumResults() - sumResult;
+          for (unsigned n = 0; n < sumResult; ++n)
+            next.push_back(setLayer(nb, at, gradStacks[n], OpFoldResult(l), call.getResult(firstSum + n)));
+          scf::YieldOp::create(nb, at, next);
+        });
+    if (carryDifferentiable)
+      cotangents[carryIn] = backwardLoop.getResult(0);
+    for (auto [n, i] : llvm::enumerate(layerSums)) {
+      std::string name = nameOf(layer.backward.getArgAttrDict(i)).substr(5);
+      sums[name] = backwardLoop.getResult(carryDifferentiable + n);
+    }
+
+    // The prologue's backward from the cotangents of what it sent.
+    auto prologueBackward = callPart(b, loc, prologue.backward, outer, [&](unsigned i) -> Value {
+      StringRef role = roleOf(prologue.backward, i);
+      DictionaryAttr attrs = prologue.backward.getArgAttrDict(i);
+      if (role == shardc::kGradientRole)
+        return sumFor(b, loc, prologue.backward, i);
+      if (role == shardc::kCotangentRole)
+        return cotangents.at(transferOf(attrs));
+      return prologueKept.at(nameOf(attrs));
+    });
+    takeSums(prologue.backward, prologueBackward);
+
+    // apply_step on every parameter's gradient (zeros where the loss reads none).
+    SmallVector<Value> applyOperands(args.take_front(updated));
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
+      if (roleOf(apply, i) == shardc::kGradientRole) {
+        Value sum = sums.lookup(nameOf(apply.getArgAttrDict(i)).substr(5));
+        applyOperands.push_back(
+            sum ? sum : zerosOf(b, loc, cast<RankedTensorType>(apply.getArgumentTypes()[i])));
+      }
+    Value loss = epilogueBackward.getResult(0);
+    applyOperands.push_back(loss);
+    applyOperands.push_back(args.back());
+    auto update = func::CallOp::create(b, loc, apply, applyOperands);
+    SmallVector<Value> results(update.getResults().take_front(updated));
+    results.push_back(update.getResults().back());
+    for (unsigned m = 1; m <= numMetrics; ++m)
+      results.push_back(epilogueBackward.getResult(m));
+    func::ReturnOp::create(b, loc, results);
+    return train;
+  }
+
+  static unsigned countTransfers(func::FuncOp fn) {
+    unsigned n = 0;
+    for (unsigned r = 0; r < fn.getNumResults(); ++r)
+      n += transferOf(fn.getResultAttrDict(r)) >= 0;
+    return n;
+  }
+  static unsigned countSums(func::FuncOp fn) {
+    unsigned n = 0;
+    for (unsigned r = 0; r < fn.getNumResults(); ++r)
+      n += StringRef(nameOf(fn.getResultAttrDict(r))).starts_with("grad/") &&
+           transferOf(fn.getResultAttrDict(r)) < 0;
+    return n;
+  }
+};
+
+} // namespace
