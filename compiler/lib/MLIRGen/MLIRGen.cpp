@@ -945,7 +945,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   } else if (steps.train && !emitFunction(*module, *steps.train)) {
     return nullptr;
   }
-  if (!emitFunction(*module, steps.eval) || !emitFunction(*module, steps.grad))
+  // The layer loop builds grad_step from its functions as it builds train_step.
+  if (!emitFunction(*module, steps.eval) || (!steps.loop && !emitFunction(*module, steps.grad)))
     return nullptr;
   // The verifier's errors go to the context's handler (shardc's reports them
   // as internal errors of this stage).

@@ -50,22 +50,23 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       return;
     if (failed(readModule(attr)))
       return signalPassFailure();
-    for (StringRef name : {shardc::kEvalFunction, shardc::kGradFunction})
-      if (auto fn = module.lookupSymbol<func::FuncOp>(name))
-        if (failed(takeStacks(fn)))
-          return signalPassFailure();
     auto eval = module.lookupSymbol<func::FuncOp>(shardc::kEvalFunction);
-    func::FuncOp train = buildTrainStep(eval);
-    SmallVector<func::CallOp> calls;
-    train.walk([&](func::CallOp call) { calls.push_back(call); });
-    for (func::CallOp call : calls)
-      inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
+    if (failed(takeStacks(eval)))
+      return signalPassFailure();
+    func::FuncOp train = buildStep(eval, /*update=*/true);
+    func::FuncOp grad = buildStep(eval, /*update=*/false);
+    for (func::FuncOp step : {train, grad}) {
+      SmallVector<func::CallOp> calls;
+      step.walk([&](func::CallOp call) { calls.push_back(call); });
+      for (func::CallOp call : calls)
+        inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
+      step.walk([](scf::ForOp loop) { addInPlace(loop); });
+    }
     for (Part part : {prologue, layer, epilogue}) {
       part.forward.erase();
       part.backward.erase();
     }
     apply.erase();
-    train.walk([](scf::ForOp loop) { addInPlace(loop); });
   }
 
   LogicalResult readModule(DictionaryAttr attr) {
@@ -118,9 +119,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     return success();
   }
 
-  /// eval_step and grad_step, built layer by layer, take the stacks as train_step
-  /// does (each layer a slice where it is read), and grad_step returns a stacked
-  /// parameter's gradients stacked.
+  /// eval_step, built layer by layer, takes the stacks as train_step does (each
+  /// layer a slice where it is read).
   LogicalResult takeStacks(func::FuncOp fn) {
     Block &body = fn.getBody().front();
     OpBuilder b(fn.getContext());
@@ -136,16 +136,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         use.set(layerOf(b, fn.getLoc(), stack, layerIndex));
       }
     };
-    if (failed(stackArguments(fn, stackOf, sliceAtUses)))
-      return failure();
-    stackResults(fn, [&](StringRef name) -> std::optional<int64_t> {
-      auto it = stacks.find(name);
-      if (it == stacks.end() || it->second.attrs.getAs<StringAttr>(shardc::kRoleAttr).getValue() !=
-                                    shardc::kParameterRole)
-        return std::nullopt;
-      return it->second.layers;
-    });
-    return success();
+    return stackArguments(fn, stackOf, sliceAtUses);
   }
 
   /// Where each argument of a part's function comes from.
@@ -203,25 +194,26 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     return -1;
   }
 
-  func::FuncOp buildTrainStep(func::FuncOp eval) {
-    // train_step's arguments: apply_step's parameters and state, eval_step's
-    // (stacked) inputs, the step.
-    SmallVector<Type> argTypes;
-    SmallVector<DictionaryAttr> argAttrs;
+  /// train_step (`update`: the gradients applied by apply_step) or grad_step
+  /// (the loss and the gradients), the runtime's ABI: the parameters (and
+  /// state), eval_step's inputs (stacked), the step.
+  func::FuncOp buildStep(func::FuncOp eval, bool update) {
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
     unsigned numParams = 0, numState = 0, numInputs = 0;
     std::optional<unsigned> stepArg;
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
       StringRef role = roleOf(apply, i);
-      if (role == shardc::kParameterRole || role == shardc::kOptimizerStateRole) {
+      if (role == shardc::kParameterRole) {
         argTypes.push_back(apply.getArgumentTypes()[i]);
         argAttrs.push_back(apply.getArgAttrDict(i));
-        if (role == shardc::kParameterRole) {
-          names.push_back(nameAndLayer(apply, i).first);
-          ++numParams;
-        } else {
-          ++numState;
-        }
+        names.push_back(nameAndLayer(apply, i).first);
+        ++numParams;
+      } else if (role == shardc::kOptimizerStateRole && update) {
+        argTypes.push_back(apply.getArgumentTypes()[i]);
+        argAttrs.push_back(apply.getArgAttrDict(i));
+        ++numState;
       } else if (role == shardc::kStepRole) {
         stepArg = i;
       }
@@ -233,40 +225,83 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         names.push_back(nameAndLayer(eval, i).first);
         ++numInputs;
       }
-    argTypes.push_back(apply.getArgumentTypes()[*stepArg]);
-    argAttrs.push_back(apply.getArgAttrDict(*stepArg));
     const unsigned updated = numParams + numState;
-    const unsigned numMetrics = epilogue.backward.getNumResults() - countTransfers(epilogue.backward) -
-                                countSums(epilogue.backward) - 1;
-    SmallVector<Type> resultTypes(apply.getResultTypes().take_front(updated));
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned r = 0; r < updated; ++r)
-      resultAttrs.push_back(apply.getResultAttrDict(r));
-    resultTypes.push_back(apply.getResultTypes().back());
-    resultAttrs.push_back(apply.getResultAttrDict(apply.getNumResults() - 1));
-    for (unsigned m = 1; m <= numMetrics; ++m) {
-      resultTypes.push_back(epilogue.backward.getResultTypes()[m]);
-      resultAttrs.push_back(epilogue.backward.getResultAttrDict(m));
+    const unsigned numMetrics = countMetrics();
+    if (update) {
+      argTypes.push_back(apply.getArgumentTypes()[*stepArg]);
+      argAttrs.push_back(apply.getArgAttrDict(*stepArg));
+      llvm::append_range(resultTypes, apply.getResultTypes().take_front(updated));
+      for (unsigned r = 0; r < updated; ++r)
+        resultAttrs.push_back(apply.getResultAttrDict(r));
+      resultTypes.push_back(apply.getResultTypes().back());
+      resultAttrs.push_back(apply.getResultAttrDict(apply.getNumResults() - 1));
+      for (unsigned m = 1; m <= numMetrics; ++m) {
+        resultTypes.push_back(epilogue.backward.getResultTypes()[m]);
+        resultAttrs.push_back(epilogue.backward.getResultAttrDict(m));
+      }
+    } else {
+      resultTypes.push_back(epilogue.backward.getResultTypes()[0]);
+      resultAttrs.push_back(epilogue.backward.getResultAttrDict(0));
+      for (unsigned p = 0; p < numParams; ++p) {
+        resultTypes.push_back(argTypes[p]);
+        NamedAttrList attrs(argAttrs[p]);
+        attrs.erase(shardc::kRoleAttr);
+        resultAttrs.push_back(attrs.getDictionary(module.getContext()));
+      }
     }
     OpBuilder b(apply);
     Location loc = apply.getLoc();
-    auto train = func::FuncOp::create(b, loc, shardc::kTrainFunction,
-                                      b.getFunctionType(argTypes, resultTypes));
-    train.setAllArgAttrs(argAttrs);
+    auto fn = func::FuncOp::create(b, loc, update ? shardc::kTrainFunction : shardc::kGradFunction,
+                                   b.getFunctionType(argTypes, resultTypes));
+    fn.setAllArgAttrs(argAttrs);
     for (auto [r, attrs] : llvm::enumerate(resultAttrs))
       if (attrs)
-        train.setResultAttrs(r, attrs);
-    Block *entry = train.addEntryBlock();
+        fn.setResultAttrs(r, attrs);
+    Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     ValueRange args = entry->getArguments();
     Sources outer{args.take_front(numParams), args.slice(updated, numInputs), names, Value()};
+    std::optional<Gradients> grads = buildGradients(b, loc, outer);
+    if (!grads)
+      return fn;
+    // Every parameter's gradient (zeros where the loss reads none).
+    SmallVector<Value> gradients;
+    for (unsigned p = 0; p < numParams; ++p) {
+      Value sum = grads->sums.lookup(names[p]);
+      gradients.push_back(sum ? sum : zerosOf(b, loc, cast<RankedTensorType>(argTypes[p])));
+    }
+    SmallVector<Value> results;
+    if (update) {
+      SmallVector<Value> applyOperands(args.take_front(updated));
+      llvm::append_range(applyOperands, gradients);
+      applyOperands.push_back(grads->lossAndMetrics.front());
+      applyOperands.push_back(args.back());
+      auto applied = func::CallOp::create(b, loc, apply, applyOperands);
+      llvm::append_range(results, applied.getResults().take_front(updated));
+      results.push_back(applied.getResults().back());
+      llvm::append_range(results, ArrayRef(grads->lossAndMetrics).drop_front());
+    } else {
+      results.push_back(grads->lossAndMetrics.front());
+      llvm::append_range(results, gradients);
+    }
+    func::ReturnOp::create(b, loc, results);
+    return fn;
+  }
 
+  /// What the parts' functions compute of a step: the loss and the metrics, and
+  /// each parameter's gradient by name.
+  struct Gradients {
+    SmallVector<Value> lossAndMetrics;
+    llvm::StringMap<Value> sums;
+  };
+
+  std::optional<Gradients> buildGradients(OpBuilder &b, Location loc, const Sources &outer) {
     const int64_t carryIn = transferBetween(0, 1), carryOut = transferBetween(1, 2),
                   carryLast = transferBetween(layers, layers + 1);
     if (carryIn < 0 || carryOut < 0 || carryLast < 0) {
       module.emitError("shardc-layer-loop: the layers do not pass one carry on");
       signalPassFailure();
-      return train;
+      return std::nullopt;
     }
 
     // The prologue: what it sends (by transfer) and keeps (by name).
@@ -430,24 +465,16 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     });
     takeSums(prologue.backward, prologueBackward);
 
-    // apply_step on every parameter's gradient (zeros where the loss reads none).
-    SmallVector<Value> applyOperands(args.take_front(updated));
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
-      if (roleOf(apply, i) == shardc::kGradientRole) {
-        Value sum = sums.lookup(nameOf(apply.getArgAttrDict(i)).substr(5));
-        applyOperands.push_back(
-            sum ? sum : zerosOf(b, loc, cast<RankedTensorType>(apply.getArgumentTypes()[i])));
-      }
-    Value loss = epilogueBackward.getResult(0);
-    applyOperands.push_back(loss);
-    applyOperands.push_back(args.back());
-    auto update = func::CallOp::create(b, loc, apply, applyOperands);
-    SmallVector<Value> results(update.getResults().take_front(updated));
-    results.push_back(update.getResults().back());
-    for (unsigned m = 1; m <= numMetrics; ++m)
-      results.push_back(epilogueBackward.getResult(m));
-    func::ReturnOp::create(b, loc, results);
-    return train;
+    Gradients grads{{}, std::move(sums)};
+    for (unsigned m = 0; m <= countMetrics(); ++m)
+      grads.lossAndMetrics.push_back(epilogueBackward.getResult(m));
+    return grads;
+  }
+
+  /// The epilogue's backward returns the loss, the metrics, cotangents, sums.
+  unsigned countMetrics() const {
+    func::FuncOp fn = epilogue.backward;
+    return fn.getNumResults() - countTransfers(fn) - countSums(fn) - 1;
   }
 
   static unsigned countTransfers(func::FuncOp fn) {
