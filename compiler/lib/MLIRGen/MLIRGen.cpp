@@ -930,10 +930,15 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   } else if (steps.loop) {
     (*module)->setAttr(
         kLayerLoopAttr,
-        b.getDictionaryAttr({b.getNamedAttr("layers", b.getI64IntegerAttr(steps.loop->layers)),
-                             b.getNamedAttr("transfers", transfersAttr(steps.loop->transfers))}));
+        b.getDictionaryAttr(
+            {b.getNamedAttr("layers", b.getI64IntegerAttr(steps.loop->layers)),
+             b.getNamedAttr("transfers", transfersAttr(steps.loop->transfers)),
+             b.getNamedAttr("eval_transfers", transfersAttr(steps.loop->evalTransfers))}));
     for (const PipelineStage &part : steps.loop->parts)
       if (!emitFunction(*module, part.forward) || !emitFunction(*module, part.backward))
+        return nullptr;
+    for (const StepFunction &part : steps.loop->evalParts)
+      if (!emitFunction(*module, part))
         return nullptr;
     if (!emitFunction(*module, steps.loop->apply))
       return nullptr;
@@ -945,8 +950,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   } else if (steps.train && !emitFunction(*module, *steps.train)) {
     return nullptr;
   }
-  // The layer loop builds grad_step from its functions as it builds train_step.
-  if (!emitFunction(*module, steps.eval) || (!steps.loop && !emitFunction(*module, steps.grad)))
+  // The layer loop builds eval_step and grad_step from its functions.
+  if (!steps.loop && (!emitFunction(*module, steps.eval) || !emitFunction(*module, steps.grad)))
     return nullptr;
   // The verifier's errors go to the context's handler (shardc's reports them
   // as internal errors of this stage).

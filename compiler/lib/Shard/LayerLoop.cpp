@@ -30,18 +30,18 @@ using namespace shardc::microbatch_loops;
 namespace {
 
 /// The functions of one part of the program (the prologue, the layer, the
-/// epilogue): forward and backward.
+/// epilogue): training forward and backward, evaluation forward.
 struct Part {
-  func::FuncOp forward, backward;
+  func::FuncOp forward, backward, eval;
 };
 
 struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   ModuleOp module;
   int64_t layers = 0;
-  SmallVector<std::pair<int64_t, int64_t>> transfers; // from, to
+  using Transfers = SmallVector<std::pair<int64_t, int64_t>>; // from, to
+  Transfers transfers, evalTransfers;
   Part prologue, layer, epilogue;
   func::FuncOp apply;
-  llvm::StringMap<Stack> stacks; // a stacked parameter's or input's name -> its stack
 
   void runOnOperation() override {
     module = getOperation();
@@ -50,12 +50,10 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       return;
     if (failed(readModule(attr)))
       return signalPassFailure();
-    auto eval = module.lookupSymbol<func::FuncOp>(shardc::kEvalFunction);
-    if (failed(takeStacks(eval)))
-      return signalPassFailure();
-    func::FuncOp train = buildStep(eval, /*update=*/true);
-    func::FuncOp grad = buildStep(eval, /*update=*/false);
-    for (func::FuncOp step : {train, grad}) {
+    func::FuncOp train = buildStep(/*update=*/true);
+    func::FuncOp grad = buildStep(/*update=*/false);
+    func::FuncOp eval = buildEvalStep();
+    for (func::FuncOp step : {train, grad, eval}) {
       SmallVector<func::CallOp> calls;
       step.walk([&](func::CallOp call) { calls.push_back(call); });
       for (func::CallOp call : calls)
@@ -65,6 +63,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (Part part : {prologue, layer, epilogue}) {
       part.forward.erase();
       part.backward.erase();
+      part.eval.erase();
     }
     apply.erase();
   }
@@ -72,71 +71,33 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   LogicalResult readModule(DictionaryAttr attr) {
     auto layersAttr = attr.getAs<IntegerAttr>("layers");
     auto transfersAttr = attr.getAs<ArrayAttr>("transfers");
+    auto evalTransfersAttr = attr.getAs<ArrayAttr>("eval_transfers");
     apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
     auto partOf = [&](StringRef prefix) {
-      return Part{module.lookupSymbol<func::FuncOp>((prefix + "forward").str()),
-                  module.lookupSymbol<func::FuncOp>((prefix + "backward").str())};
+      auto fn = [&](StringRef kind) { return module.lookupSymbol<func::FuncOp>((prefix + kind).str()); };
+      return Part{fn("forward"), fn("backward"), fn("eval")};
     };
     prologue = partOf(shardc::kPrologueFunction);
     layer = partOf(shardc::kLayerFunction);
     epilogue = partOf(shardc::kEpilogueFunction);
-    auto eval = module.lookupSymbol<func::FuncOp>(shardc::kEvalFunction);
-    if (!layersAttr || !transfersAttr || !apply || !eval ||
-        module.lookupSymbol(shardc::kTrainFunction) ||
+    if (!layersAttr || !transfersAttr || !evalTransfersAttr || !apply ||
+        module.lookupSymbol(shardc::kTrainFunction) || module.lookupSymbol(shardc::kEvalFunction) ||
         llvm::any_of(std::initializer_list<Part>{prologue, layer, epilogue},
-                     [](const Part &p) { return !p.forward || !p.backward; }))
+                     [](const Part &p) { return !p.forward || !p.backward || !p.eval; }))
       return module.emitError("shardc-layer-loop needs the module's ")
-             << shardc::kLayerLoopAttr << " {layers, transfers}, @prologue_, @layer_ and "
-             << "@epilogue_forward and _backward, @" << shardc::kApplyFunction << ", @"
-             << shardc::kEvalFunction << " and no @" << shardc::kTrainFunction;
+             << shardc::kLayerLoopAttr << " {layers, transfers, eval_transfers}, @prologue_, "
+             << "@layer_ and @epilogue_forward, _backward and _eval, @" << shardc::kApplyFunction
+             << ", and no @" << shardc::kTrainFunction << " or @" << shardc::kEvalFunction;
     layers = layersAttr.getInt();
-    for (Attribute t : transfersAttr) {
-      ArrayRef<int64_t> fromTo = cast<DenseI64ArrayAttr>(t).asArrayRef();
-      transfers.push_back({fromTo[0], fromTo[1]});
-    }
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
-      if (roleOf(apply, i) == shardc::kParameterRole)
-        if (auto stacked = apply.getArgAttrOfType<IntegerAttr>(i, shardc::kStackedAttr)) {
-          auto type = cast<RankedTensorType>(apply.getArgumentTypes()[i]);
-          stacks[nameAndLayer(apply, i).first] =
-              Stack{type, apply.getArgAttrDict(i), stacked.getInt(), stacked.getInt()};
-        }
-    OpBuilder b(module.getContext());
-    for (unsigned i = 0; i < eval.getNumArguments(); ++i) {
-      auto [name, layerIndex] = nameAndLayer(eval, i);
-      if (roleOf(eval, i) != shardc::kInputRole || layerIndex < 0 || stacks.count(name))
-        continue;
-      auto type = cast<RankedTensorType>(eval.getArgumentTypes()[i]);
-      SmallVector<int64_t> shape{layers};
-      llvm::append_range(shape, type.getShape());
-      stacks[name] = Stack{
-          type.clone(shape),
-          b.getDictionaryAttr({b.getNamedAttr(shardc::kNameAttr, b.getStringAttr(name)),
-                               b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
-                               b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
-          layers, layers};
-    }
-    return success();
-  }
-
-  /// eval_step, built layer by layer, takes the stacks as train_step does (each
-  /// layer a slice where it is read).
-  LogicalResult takeStacks(func::FuncOp fn) {
-    Block &body = fn.getBody().front();
-    OpBuilder b(fn.getContext());
-    auto stackOf = [&](StringRef role, StringRef name, Type) -> std::optional<Stack> {
-      if (role != shardc::kParameterRole && role != shardc::kInputRole)
-        return std::nullopt;
-      auto it = stacks.find(name);
-      return it == stacks.end() ? std::nullopt : std::optional<Stack>(it->second);
-    };
-    auto sliceAtUses = [&](Value old, StringRef, int64_t layerIndex, Value stack, const Stack &) {
-      for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
-        b.setInsertionPoint(body.findAncestorOpInBlock(*use.getOwner()));
-        use.set(layerOf(b, fn.getLoc(), stack, layerIndex));
+    auto read = [](ArrayAttr from, Transfers &to) {
+      for (Attribute t : from) {
+        ArrayRef<int64_t> fromTo = cast<DenseI64ArrayAttr>(t).asArrayRef();
+        to.push_back({fromTo[0], fromTo[1]});
       }
     };
-    return stackArguments(fn, stackOf, sliceAtUses);
+    read(transfersAttr, transfers);
+    read(evalTransfersAttr, evalTransfers);
+    return success();
   }
 
   /// Where each argument of a part's function comes from.
@@ -186,31 +147,122 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     return func::CallOp::create(b, loc, fn, operands);
   }
 
-  /// The transfer a layer sends on (the carry), and the one it receives.
-  int64_t transferBetween(int64_t from, int64_t to) const {
+  /// The transfer from stage `from` to stage `to` (-1: none).
+  static int64_t transferBetween(const Transfers &transfers, int64_t from, int64_t to) {
     for (auto [k, t] : llvm::enumerate(transfers))
       if (t.first == from && t.second == to)
         return int64_t(k);
     return -1;
   }
 
-  /// train_step (`update`: the gradients applied by apply_step) or grad_step
-  /// (the loss and the gradients), the runtime's ABI: the parameters (and
-  /// state), eval_step's inputs (stacked), the step.
-  func::FuncOp buildStep(func::FuncOp eval, bool update) {
+  /// The runtime's inputs (the prologue's), appended; returns how many.
+  unsigned addInputs(SmallVectorImpl<Type> &types, SmallVectorImpl<DictionaryAttr> &attrs,
+                     SmallVectorImpl<std::string> &names) {
+    func::FuncOp fn = prologue.forward;
+    unsigned n = 0;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (roleOf(fn, i) == shardc::kInputRole) {
+        types.push_back(fn.getArgumentTypes()[i]);
+        attrs.push_back(fn.getArgAttrDict(i));
+        names.push_back(nameAndLayer(fn, i).first);
+        ++n;
+      }
+    return n;
+  }
+
+  /// The parameters' arguments (apply_step's), appended; returns how many.
+  unsigned addParams(SmallVectorImpl<Type> &types, SmallVectorImpl<DictionaryAttr> &attrs,
+                     SmallVectorImpl<std::string> &names) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
+      if (roleOf(apply, i) == shardc::kParameterRole) {
+        types.push_back(apply.getArgumentTypes()[i]);
+        attrs.push_back(apply.getArgAttrDict(i));
+        names.push_back(nameAndLayer(apply, i).first);
+        ++n;
+      }
+    return n;
+  }
+
+  /// A step function with an entry block, before apply_step.
+  func::FuncOp declare(StringRef name, ArrayRef<Type> argTypes, ArrayRef<DictionaryAttr> argAttrs,
+                       ArrayRef<Type> resultTypes, ArrayRef<DictionaryAttr> resultAttrs) {
+    OpBuilder b(apply);
+    auto fn = func::FuncOp::create(b, apply.getLoc(), name, b.getFunctionType(argTypes, resultTypes));
+    fn.setAllArgAttrs(argAttrs);
+    for (auto [r, attrs] : llvm::enumerate(resultAttrs))
+      if (attrs)
+        fn.setResultAttrs(r, attrs);
+    fn.addEntryBlock();
+    return fn;
+  }
+
+  /// eval_step: the parameters and inputs -> the epilogue's evaluation results;
+  /// the layers' evaluation forward in a loop.
+  func::FuncOp buildEvalStep() {
     SmallVector<Type> argTypes, resultTypes;
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
-    unsigned numParams = 0, numState = 0, numInputs = 0;
+    const unsigned numParams = addParams(argTypes, argAttrs, names);
+    const unsigned numInputs = addInputs(argTypes, argAttrs, names);
+    SmallVector<unsigned> evalResults;
+    for (unsigned r = 0; r < epilogue.eval.getNumResults(); ++r)
+      if (transferOf(epilogue.eval.getResultAttrDict(r)) < 0) {
+        evalResults.push_back(r);
+        resultTypes.push_back(epilogue.eval.getResultTypes()[r]);
+        resultAttrs.push_back(epilogue.eval.getResultAttrDict(r));
+      }
+    func::FuncOp fn = declare(shardc::kEvalFunction, argTypes, argAttrs, resultTypes, resultAttrs);
+    Block *entry = &fn.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    Location loc = apply.getLoc();
+    ValueRange args = entry->getArguments();
+    Sources outer{args.take_front(numParams), args.slice(numParams, numInputs), names, Value()};
+    const int64_t carryIn = transferBetween(evalTransfers, 0, 1),
+                  carryLast = transferBetween(evalTransfers, layers, layers + 1);
+    std::map<int64_t, Value> sent;
+    auto collect = [&](func::FuncOp part, func::CallOp call) {
+      for (unsigned r = 0; r < part.getNumResults(); ++r)
+        if (int64_t k = transferOf(part.getResultAttrDict(r)); k >= 0)
+          sent[k] = call.getResult(r);
+    };
+    auto received = [&](func::FuncOp part) {
+      return [&, part](unsigned i) mutable { return sent.at(transferOf(part.getArgAttrDict(i))); };
+    };
+    collect(prologue.eval, callPart(b, loc, prologue.eval, outer, received(prologue.eval)));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value count = arith::ConstantIndexOp::create(b, loc, layers);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, count, one, ValueRange{sent.at(carryIn)},
+        [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
+          Sources s = outer;
+          s.layerIndex = l;
+          auto call = callPart(nb, at, layer.eval, s, [&](unsigned) { return carried[0]; });
+          scf::YieldOp::create(nb, at, call.getResults());
+        });
+    sent[carryLast] = loop.getResult(0);
+    auto last = callPart(b, loc, epilogue.eval, outer, received(epilogue.eval));
+    SmallVector<Value> results;
+    for (unsigned r : evalResults)
+      results.push_back(last.getResult(r));
+    func::ReturnOp::create(b, loc, results);
+    return fn;
+  }
+
+  /// train_step (`update`: the gradients applied by apply_step) or grad_step
+  /// (the loss and the gradients), the runtime's ABI: the parameters (and
+  /// state), the inputs (the prologue's: stacked), the step.
+  func::FuncOp buildStep(bool update) {
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    SmallVector<std::string> names;
+    const unsigned numParams = addParams(argTypes, argAttrs, names);
+    unsigned numState = 0;
     std::optional<unsigned> stepArg;
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
       StringRef role = roleOf(apply, i);
-      if (role == shardc::kParameterRole) {
-        argTypes.push_back(apply.getArgumentTypes()[i]);
-        argAttrs.push_back(apply.getArgAttrDict(i));
-        names.push_back(nameAndLayer(apply, i).first);
-        ++numParams;
-      } else if (role == shardc::kOptimizerStateRole && update) {
+      if (role == shardc::kOptimizerStateRole && update) {
         argTypes.push_back(apply.getArgumentTypes()[i]);
         argAttrs.push_back(apply.getArgAttrDict(i));
         ++numState;
@@ -218,13 +270,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         stepArg = i;
       }
     }
-    for (unsigned i = 0; i < eval.getNumArguments(); ++i)
-      if (roleOf(eval, i) == shardc::kInputRole) {
-        argTypes.push_back(eval.getArgumentTypes()[i]);
-        argAttrs.push_back(eval.getArgAttrDict(i));
-        names.push_back(nameAndLayer(eval, i).first);
-        ++numInputs;
-      }
+    const unsigned numInputs = addInputs(argTypes, argAttrs, names);
     const unsigned updated = numParams + numState;
     const unsigned numMetrics = countMetrics();
     if (update) {
@@ -249,16 +295,11 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         resultAttrs.push_back(attrs.getDictionary(module.getContext()));
       }
     }
-    OpBuilder b(apply);
+    func::FuncOp fn = declare(update ? shardc::kTrainFunction : shardc::kGradFunction, argTypes,
+                              argAttrs, resultTypes, resultAttrs);
+    Block *entry = &fn.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = apply.getLoc();
-    auto fn = func::FuncOp::create(b, loc, update ? shardc::kTrainFunction : shardc::kGradFunction,
-                                   b.getFunctionType(argTypes, resultTypes));
-    fn.setAllArgAttrs(argAttrs);
-    for (auto [r, attrs] : llvm::enumerate(resultAttrs))
-      if (attrs)
-        fn.setResultAttrs(r, attrs);
-    Block *entry = fn.addEntryBlock();
-    b.setInsertionPointToStart(entry);
     ValueRange args = entry->getArguments();
     Sources outer{args.take_front(numParams), args.slice(updated, numInputs), names, Value()};
     std::optional<Gradients> grads = buildGradients(b, loc, outer);
@@ -296,8 +337,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   };
 
   std::optional<Gradients> buildGradients(OpBuilder &b, Location loc, const Sources &outer) {
-    const int64_t carryIn = transferBetween(0, 1), carryOut = transferBetween(1, 2),
-                  carryLast = transferBetween(layers, layers + 1);
+    const int64_t carryIn = transferBetween(transfers, 0, 1),
+                  carryOut = transferBetween(transfers, 1, 2),
+                  carryLast = transferBetween(transfers, layers, layers + 1);
     if (carryIn < 0 || carryOut < 0 || carryLast < 0) {
       module.emitError("shardc-layer-loop: the layers do not pass one carry on");
       signalPassFailure();

@@ -38,7 +38,9 @@ public:
     if (microbatch && !(microbatch->pipeline.axis.empty() ? buildMicrobatches(*microbatch)
                                                           : buildPipeline(*microbatch)))
       return std::nullopt;
-    if (!microbatch && loopScans && !buildLayerLoop())
+    if (!microbatch && loopScans)
+      buildLayerLoop(*forward);
+    if (diags.hasErrors())
       return std::nullopt;
     return std::move(sp);
   }
@@ -462,7 +464,8 @@ private:
   /// the tied embedding on the first and the last stage: its stage is
   /// kEveryReader, `shared` says which.
   static constexpr int kEveryReader = -2;
-  std::vector<int> assignStages(const Forward &forward, const std::vector<bool> &needed,
+  std::vector<int> assignStages(const Forward &forward, const std::vector<unsigned> &roots,
+                                const std::vector<bool> &needed,
                                 llvm::function_ref<int(int64_t)> stageOf, int epilogue, int last,
                                 std::map<unsigned, std::set<int>> &shared) {
     std::vector<int> stage(sp.graph.nodes.size(), -1);
@@ -491,8 +494,8 @@ private:
       else
         stage[node.id] = std::max(stage[node.id], 0);
     }
-    for (const FunctionValue &v : forward.lossAndMetrics)
-      stage[v.node] = last;
+    for (unsigned root : roots)
+      stage[root] = last;
     // A parameter outside the scan: the stages that read it.
     std::map<unsigned, std::set<int>> readers;
     for (const Node &node : sp.graph.nodes)
@@ -609,16 +612,17 @@ private:
   };
 
   Stages splitStages(const TypedProgram &p, const Forward &forward,
-                     llvm::function_ref<int(int64_t)> stageOf, int epilogue, int last) {
+                     const std::vector<unsigned> &roots, llvm::function_ref<int(int64_t)> stageOf,
+                     int epilogue, int last) {
     std::vector<bool> needed(sp.graph.nodes.size(), false);
-    for (const FunctionValue &v : forward.lossAndMetrics)
-      needed[v.node] = true;
+    for (unsigned root : roots)
+      needed[root] = true;
     for (size_t id = needed.size(); id-- > 0;)
       if (needed[id])
         for (unsigned operand : sp.graph.nodes[id].operands)
           needed[operand] = true;
     Stages stages;
-    stages.of = assignStages(forward, needed, stageOf, epilogue, last, stages.shared);
+    stages.of = assignStages(forward, roots, needed, stageOf, epilogue, last, stages.shared);
     std::set<std::pair<unsigned, int>> seen;
     for (const Node &node : sp.graph.nodes) {
       if (!needed[node.id])
@@ -640,6 +644,45 @@ private:
     return stages;
   }
 
+  FunctionValue transferValue(const Stages &stages, size_t k, ArgRole role, unsigned node) {
+    const PipelineTransfer &t = stages.transfers[k];
+    FunctionValue v;
+    v.name = (role == ArgRole::cotangent ? "cotangent/" : "activation/") + std::to_string(k);
+    v.node = node;
+    v.sharding = t.sharding;
+    v.loc = sp.graph.nodes[t.node].loc;
+    v.role = role;
+    v.transfer = int64_t(k);
+    return v;
+  }
+
+  /// The parameters stage `s` reads.
+  static std::vector<FunctionValue> stageParams(const Forward &forward, const Stages &stages, int s) {
+    std::vector<FunctionValue> params;
+    for (const FunctionValue &param : forward.params)
+      if (stages.of[param.node] == s ||
+          (stages.shared.count(param.node) && stages.shared.at(param.node).count(s)))
+        params.push_back(param);
+    return params;
+  }
+
+  /// Stage `s`'s forward: its parameters, `inputs` and what it receives -> what
+  /// it sends.
+  StepFunction stageForward(const Forward &forward, const Stages &stages, int s,
+                            const std::vector<FunctionValue> &inputs, const std::string &name) {
+    StepFunction fn;
+    fn.name = name;
+    fn.args = stageParams(forward, stages, s);
+    llvm::append_range(fn.args, inputs);
+    for (size_t k = 0; k < stages.transfers.size(); ++k) {
+      if (stages.transfers[k].to == s)
+        fn.args.push_back(transferValue(stages, k, ArgRole::activation, stages.transfers[k].node));
+      if (stages.transfers[k].from == s)
+        fn.results.push_back(transferValue(stages, k, ArgRole::activation, stages.transfers[k].node));
+    }
+    return fn;
+  }
+
   /// Stage `s`'s functions: forward sends the values later stages read and
   /// returns what its backward pass reads (keepResiduals: on the last stage also
   /// the loss and metrics); backward differentiates the pseudo-loss sum(sent *
@@ -652,41 +695,19 @@ private:
                                           const std::string &forwardName,
                                           const std::string &backwardName) {
     const double lossScale = lossAndMetrics.front().microbatchScale;
-    auto transferValue = [&](size_t k, ArgRole role, unsigned node) {
-      const PipelineTransfer &t = stages.transfers[k];
-      FunctionValue v;
-      v.name = (role == ArgRole::cotangent ? "cotangent/" : "activation/") + std::to_string(k);
-      v.node = node;
-      v.sharding = t.sharding;
-      v.loc = sp.graph.nodes[t.node].loc;
-      v.role = role;
-      v.transfer = int64_t(k);
-      return v;
-    };
     auto differentiable = [&](size_t k) {
       return sp.graph.nodes[stages.transfers[k].node].type.dtype == DType::F32;
     };
     PipelineStage st;
-    std::vector<FunctionValue> params;
-    for (const FunctionValue &param : forward.params)
-      if (stages.of[param.node] == s ||
-          (stages.shared.count(param.node) && stages.shared.at(param.node).count(s)))
-        params.push_back(param);
+    st.forward = stageForward(forward, stages, s, inputs, forwardName);
+    const std::vector<FunctionValue> params = stageParams(forward, stages, s);
     std::vector<FunctionValue> received;
+    for (const FunctionValue &a : st.forward.args)
+      if (a.role == ArgRole::activation)
+        received.push_back(a);
     std::vector<size_t> sent;
-    for (size_t k = 0; k < stages.transfers.size(); ++k) {
-      if (stages.transfers[k].to == s)
-        received.push_back(transferValue(k, ArgRole::activation, stages.transfers[k].node));
-      if (stages.transfers[k].from == s)
-        sent.push_back(k);
-    }
-    StepFunction &forwardFn = st.forward;
-    forwardFn.name = forwardName;
-    forwardFn.args = params;
-    llvm::append_range(forwardFn.args, inputs);
-    llvm::append_range(forwardFn.args, received);
-    for (size_t k : sent)
-      forwardFn.results.push_back(transferValue(k, ArgRole::activation, stages.transfers[k].node));
+    for (const FunctionValue &r : st.forward.results)
+      sent.push_back(size_t(r.transfer));
 
     StepFunction &backward = st.backward;
     backward.name = backwardName;
@@ -701,7 +722,7 @@ private:
           continue;
         const Node &value = sp.graph.nodes[stages.transfers[k].node];
         std::string name = "cotangent/" + std::to_string(k);
-        cotangents.push_back(transferValue(k, ArgRole::cotangent,
+        cotangents.push_back(transferValue(stages, k, ArgRole::cotangent,
                                            addNode(OpKind::input, name, value.type, value.loc)));
         std::vector<std::string> all;
         for (const Dim &d : value.type.dims)
@@ -738,7 +759,8 @@ private:
     if (s == last)
       backward.results = lossAndMetrics;
     for (auto [r, grad] : llvm::zip(receivedF32, llvm::drop_begin(*grads, params.size())))
-      backward.results.push_back(transferValue(size_t(r.transfer), ArgRole::cotangent, grad));
+      backward.results.push_back(
+          transferValue(stages, size_t(r.transfer), ArgRole::cotangent, grad));
     addGradientSums(backward, params,
                     std::vector<unsigned>(grads->begin(), grads->begin() + params.size()),
                     lossScale, sums);
@@ -775,7 +797,8 @@ private:
       return false;
     }
     auto stageOf = [&](int64_t layer) { return int(layer * pipeline.stages / layers); };
-    Stages stages = splitStages(micro, *forward, stageOf, /*epilogue=*/-1, last);
+    Stages stages = splitStages(micro, *forward, nodesOf(forward->lossAndMetrics), stageOf,
+                                /*epilogue=*/-1, last);
 
     PipelineSteps steps;
     const std::vector<FunctionValue> inputs = microbatchInputs(*forward, micro);
@@ -802,44 +825,34 @@ private:
   //===--------------------------------------------------------------------===//
 
   /// A program with one scan of two or more layers, without a pipeline or
-  /// microbatches, trains with its scan as a loop: split into stages as a
-  /// pipeline would be, the prologue (0), each layer (1 .. L) and the epilogue
-  /// (L + 1), all on every rank in turn; only the prologue's, the first layer's
-  /// and the epilogue's functions are built, and train_step calls the first
-  /// layer's for each layer on that layer's slices (shardc-layer-loop). A
-  /// program whose layers pass more than the carry on stays unrolled.
-  bool buildLayerLoop() {
+  /// microbatches, trains and evaluates with its scan as a loop: its flat graph
+  /// (`forward`) split into stages as a pipeline's would be, the prologue (0),
+  /// each layer (1 .. L) and the epilogue (L + 1), all on every rank in turn;
+  /// only the prologue's, the first layer's and the epilogue's functions are
+  /// built, and train_step, grad_step and eval_step (shardc-layer-loop) call the
+  /// first layer's for each layer on that layer's slices. A program whose layers
+  /// pass more than the carry on, or whose outputs are inside the scan, stays
+  /// unrolled.
+  void buildLayerLoop(const Forward &forward) {
     if (!program.optimizer || !program.pipeline.axis.empty() || program.microbatches.count > 1 ||
         countScans(program) != 1)
-      return true;
-    const unsigned begin = sp.graph.nodes.size();
-    std::optional<Forward> forward = flatten(program);
-    if (!forward)
-      return false;
+      return;
     const int64_t layers = flatLayers();
     const int epilogue = int(layers) + 1;
-    Stages stages = splitStages(program, *forward, [](int64_t layer) { return int(layer) + 1; },
-                                epilogue, epilogue);
-    // The layers must pass on the carry alone: one value from each to the next.
-    std::map<std::pair<int, int>, unsigned> crossing;
-    for (const PipelineTransfer &t : stages.transfers)
-      ++crossing[{t.from, t.to}];
-    for (const auto &[fromTo, count] : crossing) {
-      auto [from, to] = fromTo;
-      bool carry = to == from + 1 && from < epilogue;
-      if ((carry && count != 1) || (!carry && !(from == 0 && to == epilogue))) {
-        sp.graph.nodes.resize(begin);
-        return true;
-      }
-    }
-    if (layers < 2 || !crossing.count({0, 1})) {
-      sp.graph.nodes.resize(begin);
-      return true;
-    }
-    // The prologue's and epilogue's inputs are the unscanned ones; the layer's
-    // also its own (the first layer's) dropout numbers.
+    auto stageOf = [](int64_t layer) { return int(layer) + 1; };
+    Stages train = splitStages(program, forward, nodesOf(forward.lossAndMetrics), stageOf,
+                               epilogue, epilogue);
+    Stages eval = splitStages(program, forward, nodesOf(sp.eval.results), stageOf, epilogue,
+                              epilogue);
+    if (layers < 2 || !passesCarryOnly(train, epilogue) || !passesCarryOnly(eval, epilogue))
+      return;
+    sp.params = stackLayers(program.params, forward.params, OpKind::param);
+    sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
+    // The prologue takes the runtime's inputs (scanned dropout numbers stacked),
+    // the layer the unscanned ones and its own (the first layer's) dropout
+    // numbers, the epilogue the unscanned ones.
     std::vector<FunctionValue> outer, firstLayer;
-    for (const FunctionValue &input : forward->inputs) {
+    for (const FunctionValue &input : forward.inputs) {
       if (input.layer < 0)
         outer.push_back(input);
       if (input.layer <= 0)
@@ -852,24 +865,38 @@ private:
       const char *name;
       const std::vector<FunctionValue> &inputs;
     };
-    for (const Part &part : {Part{0, "prologue", outer}, Part{1, "layer", firstLayer},
+    for (const Part &part : {Part{0, "prologue", sp.inputs}, Part{1, "layer", firstLayer},
                              Part{epilogue, "epilogue", outer}}) {
-      auto stage = buildStage(program, *forward, stages, part.stage, epilogue,
-                              forward->lossAndMetrics, part.inputs,
-                              std::string(part.name) + "_forward",
-                              std::string(part.name) + "_backward");
+      const std::string name = part.name;
+      auto stage = buildStage(program, forward, train, part.stage, epilogue,
+                              forward.lossAndMetrics, part.inputs, name + "_forward",
+                              name + "_backward");
       if (!stage)
-        return false;
+        return;
       loop.parts.push_back(std::move(*stage));
+      loop.evalParts.push_back(stageForward(forward, eval, part.stage, part.inputs, name + "_eval"));
     }
-    loop.transfers = std::move(stages.transfers);
-    sp.params = stackLayers(program.params, forward->params, OpKind::param);
-    sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
-    loop.apply = buildApply(sp.params, forward->lossAndMetrics.front());
+    llvm::append_range(loop.evalParts.back().results, sp.eval.results);
+    loop.transfers = std::move(train.transfers);
+    loop.evalTransfers = std::move(eval.transfers);
+    loop.apply = buildApply(sp.params, forward.lossAndMetrics.front());
     sp.loop = std::move(loop);
-    return true;
   }
 
+  /// Whether the layers pass on the carry alone (one value from each to the
+  /// next), and the prologue nothing else but to the epilogue.
+  static bool passesCarryOnly(const Stages &stages, int epilogue) {
+    std::map<std::pair<int, int>, unsigned> crossing;
+    for (const PipelineTransfer &t : stages.transfers)
+      ++crossing[{t.from, t.to}];
+    for (const auto &[fromTo, count] : crossing) {
+      auto [from, to] = fromTo;
+      bool carry = to == from + 1 && from < epilogue;
+      if ((carry && count != 1) || (!carry && !(from == 0 && to == epilogue)))
+        return false;
+    }
+    return crossing.count({0, 1});
+  }
 };
 
 } // namespace

@@ -127,14 +127,17 @@ struct PipelineSteps {
 /// pipeline's, the prologue (stage 0), each layer (1 .. `layers`) and the
 /// epilogue (`layers` + 1), all on every rank in turn. `parts` are the
 /// prologue's, the first layer's and the epilogue's functions (PipelineStage),
-/// named prologue_, layer_ and epilogue_forward and _backward; train_step
-/// (shardc-layer-loop) calls the layer's for every layer on its slices of the
-/// stacked parameters and dropout numbers, forward in order and backward in
-/// reverse (the transpose of lax.scan), and then apply_step.
+/// named prologue_, layer_ and epilogue_forward and _backward; `evalParts`
+/// their evaluation forwards (_eval; the epilogue's returns eval_step's
+/// results). train_step, grad_step and eval_step (shardc-layer-loop) call the
+/// layer's for every layer on its slices of the stacked parameters and dropout
+/// numbers, forward in order and backward in reverse (the transpose of
+/// lax.scan). The prologue's functions take the runtime's inputs (stacked).
 struct LayerLoopSteps {
   int64_t layers = 0;
-  std::vector<PipelineTransfer> transfers;
+  std::vector<PipelineTransfer> transfers, evalTransfers;
   std::vector<PipelineStage> parts;
+  std::vector<StepFunction> evalParts;
   StepFunction apply;
 };
 
