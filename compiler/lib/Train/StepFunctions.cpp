@@ -824,7 +824,7 @@ private:
   // The scan as a loop
   //===--------------------------------------------------------------------===//
 
-  /// A program with one scan of two or more layers, without a pipeline or
+  /// A program with one scan, without a pipeline or
   /// microbatches, trains and evaluates with its scan as a loop: its flat graph
   /// (`forward`) split into stages as a pipeline's would be, the prologue (0),
   /// each layer (1 .. L) and the epilogue (L + 1), all on every rank in turn;
@@ -844,7 +844,7 @@ private:
                                epilogue, epilogue);
     Stages eval = splitStages(program, forward, nodesOf(sp.eval.results), stageOf, epilogue,
                               epilogue);
-    if (layers < 2 || !passesCarryOnly(train, epilogue) || !passesCarryOnly(eval, epilogue))
+    if (!passesCarryOnly(train, epilogue) || !passesCarryOnly(eval, epilogue))
       return;
     sp.params = stackLayers(program.params, forward.params, OpKind::param);
     sp.inputs = stackLayers(program.inputs, sp.inputs, OpKind::input);
