@@ -40,7 +40,7 @@ bool onlyMovesData(linalg::GenericOp op) {
 /// read back. Divisions and transcendentals are not.
 bool cheapToRepeat(linalg::GenericOp op) {
   Block *body = op.getBody();
-  return body->getOperations().size() <= 4 &&
+  return body->getOperations().size() <= 8 &&
          llvm::all_of(body->without_terminator(), [](Operation &inner) {
            return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::MaximumFOp,
                       arith::MinimumFOp, arith::NegFOp, arith::SelectOp, arith::CmpFOp>(inner);

@@ -59,8 +59,10 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Block *> blocks;
+    // Not the layer loop's loops (shardc-layer-loop): their body is one layer
+    // already, which a call would only make copy its slices of the stacks.
     module.walk([&](Operation *op) {
-      if (isa<func::FuncOp, scf::ForOp>(op))
+      if (isa<func::FuncOp, scf::ForOp>(op) && !op->hasAttr(shardc::kLayerLoopAttr))
         for (Region &region : op->getRegions())
           for (Block &block : region)
             blocks.push_back(&block);

@@ -58,7 +58,10 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       step.walk([&](func::CallOp call) { calls.push_back(call); });
       for (func::CallOp call : calls)
         inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
-      step.walk([](scf::ForOp loop) { addInPlace(loop); });
+      step.walk([](scf::ForOp loop) {
+        addInPlace(loop);
+        loop->setAttr(shardc::kLayerLoopAttr, UnitAttr::get(loop.getContext()));
+      });
     }
     for (Part part : {prologue, layer, epilogue}) {
       part.forward.erase();

@@ -79,7 +79,7 @@ inline constexpr const char *kPipelineAttr = "shardc.pipeline";
 
 /// On the module, with the scan as a loop: {layers, transfers: [[from stage, to
 /// stage], ...]} (stage 0 the prologue, 1 .. layers the layers, layers + 1 the
-/// epilogue), for shardc-layer-loop.
+/// epilogue), for shardc-layer-loop; on the loops it makes (a unit attribute).
 inline constexpr const char *kLayerLoopAttr = "shardc.layer_loop";
 inline constexpr const char *kPrologueFunction = "prologue_";
 inline constexpr const char *kLayerFunction = "layer_";
