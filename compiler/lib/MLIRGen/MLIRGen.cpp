@@ -937,6 +937,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     for (const PipelineStage &part : steps.loop->parts)
       if (!emitFunction(*module, part.forward) || !emitFunction(*module, part.backward))
         return nullptr;
+    if (!emitFunction(*module, steps.loop->epilogue))
+      return nullptr;
     for (const StepFunction &part : steps.loop->evalParts)
       if (!emitFunction(*module, part))
         return nullptr;

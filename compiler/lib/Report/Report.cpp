@@ -155,6 +155,9 @@ std::string causeOf(Value value, func::FuncOp fn) {
   ValueRange candidates = def ? ValueRange(def->getOperands()) : ValueRange(value);
   std::vector<std::string> names;
   for (Value operand : candidates) {
+    // A layer's slice of a stacked argument (the layer loop's) names it too.
+    if (auto slice = operand.getDefiningOp<tensor::ExtractSliceOp>())
+      operand = slice.getSource();
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner()->getParentOp() != fn)
       continue;
@@ -194,6 +197,12 @@ std::optional<std::string> gradientOf(Value value, func::FuncOp fn,
     Value v = work.pop_back_val();
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
+      // Yielded by a loop (a layer's gradient into its stack): its result.
+      if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+        if (auto loop = dyn_cast<scf::ForOp>(yield->getParentOp()))
+          work.push_back(loop.getResult(use.getOperandNumber()));
+        continue;
+      }
       if (!isa<func::ReturnOp>(user)) {
         // A scalar made of it (the clipping norm) reaches every parameter and
         // carries none's gradient.
@@ -493,9 +502,23 @@ static int64_t timesRun(Operation *op, func::FuncOp fn) {
   return times;
 }
 
+/// The tensor whose buffer `op`'s result `r` is, if it makes none of its own: a
+/// reshape's operand, the tensor a slice is written into, a loop's initial
+/// value (bufferization writes both in place).
+static Value bufferSource(Operation &op, unsigned r) {
+  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(op))
+    return op.getOperand(0);
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+    return insert.getDest();
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return loop.getInitArgs()[r];
+  return Value();
+}
+
 /// The most bytes of intermediate tensors live at once in `fn`'s body, each
 /// from the op that makes it to its last use (a returned one to the end); a
-/// reshape's result is its operand's buffer, which lives as long as either.
+/// result without a buffer of its own (bufferSource) is its source's, which
+/// lives as long as either.
 static int64_t activationsAtPeak(Block &body) {
   const unsigned end = body.getOperations().size();
   DenseMap<Operation *, unsigned> position;
@@ -508,9 +531,9 @@ static int64_t activationsAtPeak(Block &body) {
   for (Operation &op : body) {
     if (isa<arith::ConstantOp>(op))
       continue;
-    bool view = isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(op);
-    for (Value result : op.getResults()) {
-      Value owner = view ? ownerOf.lookup(op.getOperand(0)) : result;
+    for (OpResult result : op.getResults()) {
+      Value source = bufferSource(op, result.getResultNumber());
+      Value owner = source ? ownerOf.lookup(source) : result;
       if (!owner)
         continue;
       ownerOf[result] = owner;

@@ -30,7 +30,8 @@ using namespace shardc::microbatch_loops;
 namespace {
 
 /// The functions of one part of the program (the prologue, the layer, the
-/// epilogue): training forward and backward, evaluation forward.
+/// epilogue): training forward and backward, evaluation forward. The
+/// epilogue's backward (epilogue_step) computes its forward too.
 struct Part {
   func::FuncOp forward, backward, eval;
 };
@@ -63,11 +64,10 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         loop->setAttr(shardc::kLayerLoopAttr, UnitAttr::get(loop.getContext()));
       });
     }
-    for (Part part : {prologue, layer, epilogue}) {
-      part.forward.erase();
-      part.backward.erase();
-      part.eval.erase();
-    }
+    for (Part part : {prologue, layer, epilogue})
+      for (func::FuncOp fn : {part.forward, part.backward, part.eval})
+        if (fn)
+          fn.erase();
     apply.erase();
   }
 
@@ -76,20 +76,23 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     auto transfersAttr = attr.getAs<ArrayAttr>("transfers");
     auto evalTransfersAttr = attr.getAs<ArrayAttr>("eval_transfers");
     apply = module.lookupSymbol<func::FuncOp>(shardc::kApplyFunction);
-    auto partOf = [&](StringRef prefix) {
-      auto fn = [&](StringRef kind) { return module.lookupSymbol<func::FuncOp>((prefix + kind).str()); };
-      return Part{fn("forward"), fn("backward"), fn("eval")};
+    auto fn = [&](StringRef prefix, StringRef kind) {
+      return module.lookupSymbol<func::FuncOp>((prefix + kind).str());
     };
-    prologue = partOf(shardc::kPrologueFunction);
-    layer = partOf(shardc::kLayerFunction);
-    epilogue = partOf(shardc::kEpilogueFunction);
+    for (auto [part, prefix] : {std::pair{&prologue, shardc::kPrologueFunction},
+                                std::pair{&layer, shardc::kLayerFunction}})
+      *part = Part{fn(prefix, "forward"), fn(prefix, "backward"), fn(prefix, "eval")};
+    epilogue = Part{nullptr, fn(shardc::kEpilogueFunction, "step"),
+                    fn(shardc::kEpilogueFunction, "eval")};
     if (!layersAttr || !transfersAttr || !evalTransfersAttr || !apply ||
         module.lookupSymbol(shardc::kTrainFunction) || module.lookupSymbol(shardc::kEvalFunction) ||
-        llvm::any_of(std::initializer_list<Part>{prologue, layer, epilogue},
-                     [](const Part &p) { return !p.forward || !p.backward || !p.eval; }))
+        llvm::any_of(std::initializer_list<Part>{prologue, layer},
+                     [](const Part &p) { return !p.forward || !p.backward || !p.eval; }) ||
+        !epilogue.backward || !epilogue.eval)
       return module.emitError("shardc-layer-loop needs the module's ")
              << shardc::kLayerLoopAttr << " {layers, transfers, eval_transfers}, @prologue_, "
-             << "@layer_ and @epilogue_forward, _backward and _eval, @" << shardc::kApplyFunction
+             << "@layer_forward, _backward and _eval, @epilogue_step and _eval, @"
+             << shardc::kApplyFunction
              << ", and no @" << shardc::kTrainFunction << " or @" << shardc::kEvalFunction;
     layers = layersAttr.getInt();
     auto read = [](ArrayAttr from, Transfers &to) {
@@ -350,23 +353,21 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     }
 
     // The prologue: what it sends (by transfer) and keeps (by name).
-    std::map<int64_t, Value> sent;
-    llvm::StringMap<Value> prologueKept, epilogueKept;
-    auto collect = [&](func::FuncOp fn, func::CallOp call, llvm::StringMap<Value> &kept) {
-      for (unsigned r = 0; r < fn.getNumResults(); ++r) {
-        int64_t k = transferOf(fn.getResultAttrDict(r));
-        if (k >= 0)
-          sent[k] = call.getResult(r);
-        else
-          kept[nameOf(fn.getResultAttrDict(r))] = call.getResult(r);
-      }
-    };
     auto unexpected = [&](unsigned i) -> Value {
       prologue.forward.emitError("shardc-layer-loop: unexpected argument ") << i;
       signalPassFailure();
       return Value();
     };
-    collect(prologue.forward, callPart(b, loc, prologue.forward, outer, unexpected), prologueKept);
+    auto prologueForward = callPart(b, loc, prologue.forward, outer, unexpected);
+    std::map<int64_t, Value> sent;
+    llvm::StringMap<Value> prologueKept;
+    for (unsigned r = 0; r < prologue.forward.getNumResults(); ++r) {
+      DictionaryAttr attrs = prologue.forward.getResultAttrDict(r);
+      if (int64_t k = transferOf(attrs); k >= 0)
+        sent[k] = prologueForward.getResult(r);
+      else
+        prologueKept[nameOf(attrs)] = prologueForward.getResult(r);
+    }
 
     // The forward loop: each layer on the carry, its received carry and
     // residuals kept in stacks.
@@ -404,11 +405,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     sent[carryLast] = forwardLoop.getResult(0);
     Value receivedStack = forwardLoop.getResult(1);
 
-    // The epilogue: forward, then backward from the loss.
+    // The epilogue: forward and backward from the loss in one.
     auto received = [&](func::FuncOp fn, unsigned i) { return sent.at(transferOf(fn.getArgAttrDict(i))); };
-    auto epilogueForward =
-        callPart(b, loc, epilogue.forward, outer, [&](unsigned i) { return received(epilogue.forward, i); });
-    collect(epilogue.forward, epilogueForward, epilogueKept);
     // Each parameter's gradient sum so far, by name (a tied parameter's grows
     // from the epilogue's to the prologue's).
     llvm::StringMap<Value> sums;
@@ -432,12 +430,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
           cotangents[k] = call.getResult(r);
     };
     auto epilogueBackward = callPart(b, loc, epilogue.backward, outer, [&](unsigned i) -> Value {
-      StringRef role = roleOf(epilogue.backward, i);
-      if (role == shardc::kGradientRole)
+      if (roleOf(epilogue.backward, i) == shardc::kGradientRole)
         return sumFor(b, loc, epilogue.backward, i);
-      if (role == shardc::kActivationRole)
-        return received(epilogue.backward, i);
-      return epilogueKept.at(nameOf(epilogue.backward.getArgAttrDict(i)));
+      return received(epilogue.backward, i);
     });
     takeSums(epilogue.backward, epilogueBackward);
     takeCotangents(epilogue.backward, epilogueBackward);

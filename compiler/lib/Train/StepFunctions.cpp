@@ -688,12 +688,13 @@ private:
   /// the loss and metrics); backward differentiates the pseudo-loss sum(sent *
   /// its cotangent), or the loss on the last stage, and returns the cotangents of
   /// what the stage received. `inputs` are those the stage's functions take.
+  /// Without `keep`, backward computes the forward values it reads itself.
   std::optional<PipelineStage> buildStage(const TypedProgram &p, const Forward &forward,
                                           const Stages &stages, int s, int last,
                                           const std::vector<FunctionValue> &lossAndMetrics,
                                           const std::vector<FunctionValue> &inputs,
                                           const std::string &forwardName,
-                                          const std::string &backwardName) {
+                                          const std::string &backwardName, bool keep = true) {
     const double lossScale = lossAndMetrics.front().microbatchScale;
     auto differentiable = [&](size_t k) {
       return sp.graph.nodes[stages.transfers[k].node].type.dtype == DType::F32;
@@ -768,7 +769,8 @@ private:
     llvm::append_range(backward.args, inputs);
     llvm::append_range(backward.args, received);
     llvm::append_range(backward.args, cotangents);
-    keepResiduals(st.forward, backward, backwardBegin, stages.of, s, p);
+    if (keep)
+      keepResiduals(st.forward, backward, backwardBegin, stages.of, s, p);
     return st;
   }
 
@@ -868,12 +870,18 @@ private:
     for (const Part &part : {Part{0, "prologue", sp.inputs}, Part{1, "layer", firstLayer},
                              Part{epilogue, "epilogue", outer}}) {
       const std::string name = part.name;
+      // The epilogue's backward follows its forward at once: one function,
+      // which computes what it reads of the forward itself.
+      const bool last = part.stage == epilogue;
       auto stage = buildStage(program, forward, train, part.stage, epilogue,
                               forward.lossAndMetrics, part.inputs, name + "_forward",
-                              name + "_backward");
+                              name + (last ? "_step" : "_backward"), /*keep=*/!last);
       if (!stage)
         return;
-      loop.parts.push_back(std::move(*stage));
+      if (last)
+        loop.epilogue = std::move(stage->backward);
+      else
+        loop.parts.push_back(std::move(*stage));
       loop.evalParts.push_back(stageForward(forward, eval, part.stage, part.inputs, name + "_eval"));
     }
     llvm::append_range(loop.evalParts.back().results, sp.eval.results);

@@ -126,17 +126,20 @@ struct PipelineSteps {
 /// A scan as a loop (no pipeline, no microbatches): the program in stages as a
 /// pipeline's, the prologue (stage 0), each layer (1 .. `layers`) and the
 /// epilogue (`layers` + 1), all on every rank in turn. `parts` are the
-/// prologue's, the first layer's and the epilogue's functions (PipelineStage),
-/// named prologue_, layer_ and epilogue_forward and _backward; `evalParts`
-/// their evaluation forwards (_eval; the epilogue's returns eval_step's
-/// results). train_step, grad_step and eval_step (shardc-layer-loop) call the
-/// layer's for every layer on its slices of the stacked parameters and dropout
-/// numbers, forward in order and backward in reverse (the transpose of
-/// lax.scan). The prologue's functions take the runtime's inputs (stacked).
+/// prologue's and the first layer's functions (PipelineStage), named prologue_
+/// and layer_forward and _backward; `epilogue` (epilogue_step) is the
+/// epilogue's forward and backward in one, which returns the loss and the
+/// metrics; `evalParts` the three's evaluation forwards (_eval; the
+/// epilogue's returns eval_step's results). train_step, grad_step and
+/// eval_step (shardc-layer-loop) call the layer's for every layer on its slices
+/// of the stacked parameters and dropout numbers, forward in order and backward
+/// in reverse (the transpose of lax.scan). The prologue's functions take the
+/// runtime's inputs (stacked).
 struct LayerLoopSteps {
   int64_t layers = 0;
   std::vector<PipelineTransfer> transfers, evalTransfers;
   std::vector<PipelineStage> parts;
+  StepFunction epilogue;
   std::vector<StepFunction> evalParts;
   StepFunction apply;
 };
