@@ -480,6 +480,13 @@ private:
         stage[node.id] = stageOf(std::get<int64_t>(layer->second));
         continue;
       }
+      // The layer loop's first layer receives its carry from the prologue even
+      // where it is an input, as every later layer receives it from the one before.
+      if (epilogue >= 0 && node.layer >= 0)
+        for (unsigned operand : node.operands)
+          if (const Node &value = sp.graph.nodes[operand];
+              value.op == OpKind::input && !value.attrs.count("layer"))
+            stage[operand] = 0;
       bool computed = false; // from a parameter, somewhere before
       for (unsigned operand : node.operands) {
         stage[node.id] = std::max(stage[node.id], stage[operand]);
@@ -494,8 +501,11 @@ private:
       else
         stage[node.id] = std::max(stage[node.id], 0);
     }
+    // A root a layer computes (an output inside the scan) stays that layer's, and
+    // is sent to the last stage (splitStages).
     for (unsigned root : roots)
-      stage[root] = last;
+      if (sp.graph.nodes[root].layer < 0)
+        stage[root] = last;
     // A parameter outside the scan: the stages that read it.
     std::map<unsigned, std::set<int>> readers;
     for (const Node &node : sp.graph.nodes)
@@ -640,6 +650,14 @@ private:
         transfer.sharding = p.pipeline.shardingOf(value.type, p.mesh);
         stages.transfers.push_back(transfer);
       }
+    }
+    for (unsigned root : roots) {
+      int from = stages.of[root];
+      if (from < 0 || from == last || !seen.insert({root, last}).second)
+        continue;
+      const Node &value = sp.graph.nodes[root];
+      stages.transfers.push_back(
+          {root, from, last, p.pipeline.shardingOf(value.type, p.mesh)});
     }
     return stages;
   }
