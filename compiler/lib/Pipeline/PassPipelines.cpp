@@ -144,7 +144,6 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createOutlineLayersPass());
   pm.addPass(createPrefetchGathersPass());
   pm.addPass(createShardToRuntimePass());
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;

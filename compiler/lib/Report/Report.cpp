@@ -320,9 +320,12 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.bytes = tensorBytes(type);
   c.loc = describeLoc(op->getLoc());
   auto fn = op->getParentOfType<func::FuncOp>();
-  c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
-  c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.cause = causeOf(input, fn);
+  // A parameter moved where it is read (the layer loop's backward reads it
+  // apart from its forward) carries no gradient, whatever it flows into.
+  if (!paramNames.count(c.cause))
+    c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
+  c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.gradientSync = op->hasAttr(kGradientSyncAttr);
   c.stage = stageOf(op);
   int64_t ranks = 1;

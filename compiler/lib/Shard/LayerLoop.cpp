@@ -69,6 +69,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         if (fn)
           fn.erase();
     apply.erase();
+    // The loops carry it from here on (shardc-outline-layers leaves them).
+    module->removeAttr(shardc::kLayerLoopAttr);
   }
 
   LogicalResult readModule(DictionaryAttr attr) {
@@ -450,10 +452,10 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (unsigned i : layerSums)
       backInit.push_back(zerosOf(b, loc, cast<RankedTensorType>(stackOfType(
                                                layer.backward.getArgumentTypes()[i]).getType())));
+    Value last = arith::ConstantIndexOp::create(b, loc, layers - 1);
     auto backwardLoop = scf::ForOp::create(
         b, loc, zero, count, one, backInit,
         [&](OpBuilder &nb, Location at, Value i, ValueRange carried) {
-          Value last = arith::ConstantIndexOp::create(nb, at, layers - 1);
           Value l = arith::SubIOp::create(nb, at, last, i);
           Sources s = outer;
           s.layerIndex = l;

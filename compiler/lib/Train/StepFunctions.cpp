@@ -501,10 +501,15 @@ private:
       else
         stage[node.id] = std::max(stage[node.id], 0);
     }
-    // A root a layer computes (an output inside the scan) stays that layer's, and
-    // is sent to the last stage (splitStages).
+    // A root that other nodes read (an output that the loss depends on) or that a
+    // layer computes (an output inside the scan) stays where it is, and is sent to
+    // the last stage (splitStages); any other is the last stage's.
+    std::set<unsigned> read;
+    for (const Node &node : sp.graph.nodes)
+      if (needed[node.id])
+        read.insert(node.operands.begin(), node.operands.end());
     for (unsigned root : roots)
-      if (sp.graph.nodes[root].layer < 0)
+      if (sp.graph.nodes[root].layer < 0 && !read.count(root))
         stage[root] = last;
     // A parameter outside the scan: the stages that read it.
     std::map<unsigned, std::set<int>> readers;
