@@ -163,30 +163,16 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     return -1;
   }
 
-  /// The runtime's inputs (the prologue's), appended; returns how many.
-  unsigned addInputs(SmallVectorImpl<Type> &types, SmallVectorImpl<DictionaryAttr> &attrs,
-                     SmallVectorImpl<std::string> &names) {
-    func::FuncOp fn = prologue.forward;
+  /// `fn`'s arguments of `role` appended (types, attributes, names); how many.
+  static unsigned addArguments(func::FuncOp fn, StringRef role, SmallVectorImpl<Type> &types,
+                               SmallVectorImpl<DictionaryAttr> &attrs,
+                               SmallVectorImpl<std::string> &names) {
     unsigned n = 0;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (roleOf(fn, i) == shardc::kInputRole) {
+      if (roleOf(fn, i) == role) {
         types.push_back(fn.getArgumentTypes()[i]);
         attrs.push_back(fn.getArgAttrDict(i));
         names.push_back(nameAndLayer(fn, i).first);
-        ++n;
-      }
-    return n;
-  }
-
-  /// The parameters' arguments (apply_step's), appended; returns how many.
-  unsigned addParams(SmallVectorImpl<Type> &types, SmallVectorImpl<DictionaryAttr> &attrs,
-                     SmallVectorImpl<std::string> &names) {
-    unsigned n = 0;
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
-      if (roleOf(apply, i) == shardc::kParameterRole) {
-        types.push_back(apply.getArgumentTypes()[i]);
-        attrs.push_back(apply.getArgAttrDict(i));
-        names.push_back(nameAndLayer(apply, i).first);
         ++n;
       }
     return n;
@@ -211,8 +197,10 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     SmallVector<Type> argTypes, resultTypes;
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
-    const unsigned numParams = addParams(argTypes, argAttrs, names);
-    const unsigned numInputs = addInputs(argTypes, argAttrs, names);
+    // The parameters (apply_step's) and the runtime's inputs (the prologue's), stacked.
+    const unsigned numParams = addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
+    const unsigned numInputs =
+        addArguments(prologue.forward, shardc::kInputRole, argTypes, argAttrs, names);
     SmallVector<unsigned> evalResults;
     for (unsigned r = 0; r < epilogue.eval.getNumResults(); ++r)
       if (transferOf(epilogue.eval.getResultAttrDict(r)) < 0) {
@@ -265,20 +253,17 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     SmallVector<Type> argTypes, resultTypes;
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
-    const unsigned numParams = addParams(argTypes, argAttrs, names);
-    unsigned numState = 0;
+    // Sources::names holds the parameters' and the inputs' names, not the state's.
+    const unsigned numParams = addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
+    SmallVector<std::string> stateNames;
+    const unsigned numState =
+        update ? addArguments(apply, shardc::kOptimizerStateRole, argTypes, argAttrs, stateNames) : 0;
+    const unsigned numInputs =
+        addArguments(prologue.forward, shardc::kInputRole, argTypes, argAttrs, names);
     std::optional<unsigned> stepArg;
-    for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
-      StringRef role = roleOf(apply, i);
-      if (role == shardc::kOptimizerStateRole && update) {
-        argTypes.push_back(apply.getArgumentTypes()[i]);
-        argAttrs.push_back(apply.getArgAttrDict(i));
-        ++numState;
-      } else if (role == shardc::kStepRole) {
+    for (unsigned i = 0; i < apply.getNumArguments(); ++i)
+      if (roleOf(apply, i) == shardc::kStepRole)
         stepArg = i;
-      }
-    }
-    const unsigned numInputs = addInputs(argTypes, argAttrs, names);
     const unsigned updated = numParams + numState;
     const unsigned numMetrics = countMetrics();
     if (update) {
