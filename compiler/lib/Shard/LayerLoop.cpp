@@ -61,6 +61,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
       step.walk([](scf::ForOp loop) {
         addInPlace(loop);
+        makeInSlots(loop);
         loop->setAttr(shardc::kLayerLoopAttr, UnitAttr::get(loop.getContext()));
       });
     }
@@ -71,6 +72,30 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     apply.erase();
     // The loops carry it from here on (shardc-outline-layers leaves them).
     module->removeAttr(shardc::kLayerLoopAttr);
+  }
+
+  /// A layer's value that `loop` sets into its slot of a stack is made there:
+  /// its op's init, an empty tensor that op alone uses, becomes the slot, so
+  /// that bufferization writes the value in place instead of copying it in (the
+  /// upstream eliminate-empty-tensors does this for any destination, but
+  /// miscompiles a memref destination that two values trace back to).
+  static void makeInSlots(scf::ForOp loop) {
+    loop.getBody()->walk([&](tensor::InsertSliceOp insert) {
+      auto stack = dyn_cast<BlockArgument>(insert.getDest());
+      auto made = dyn_cast<OpResult>(insert.getSource());
+      auto op = made ? dyn_cast<DestinationStyleOpInterface>(made.getOwner()) : nullptr;
+      if (!stack || stack.getOwner() != loop.getBody() || !op)
+        return;
+      OpOperand *init = op.getTiedOpOperand(made);
+      auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+      if (!empty || !empty->hasOneUse())
+        return;
+      OpBuilder b(op);
+      init->set(tensor::ExtractSliceOp::create(b, insert.getLoc(), insert.getSourceType(), stack,
+                                               insert.getMixedOffsets(), insert.getMixedSizes(),
+                                               insert.getMixedStrides()));
+      empty->erase();
+    });
   }
 
   LogicalResult readModule(DictionaryAttr attr) {
