@@ -104,6 +104,9 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //                          layer's function) and before the gathers become
 //                          runtime starts and waits
 //   shardc-shard-to-runtime  collectives become calls while still on tensors
+//   shardc-write-in-slots  last before bufferization (after the fusion, which
+//                          gives fused ops new inits): a layer loop's values
+//                          made in their slots of its stacks
 //   one-shot-bufferize     function boundaries with identity layouts, so
 //                          that memref arguments can be bare pointers
 //   drop-equivalent-buffer-results, buffer-results-to-out-params
@@ -144,6 +147,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createOutlineLayersPass());
   pm.addPass(createPrefetchGathersPass());
   pm.addPass(createShardToRuntimePass());
+  pm.addNestedPass<func::FuncOp>(createWriteInSlotsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;

@@ -61,7 +61,6 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         inlineCall(call, module.lookupSymbol<func::FuncOp>(call.getCallee()));
       step.walk([](scf::ForOp loop) {
         addInPlace(loop);
-        makeInSlots(loop);
         loop->setAttr(shardc::kLayerLoopAttr, UnitAttr::get(loop.getContext()));
       });
     }
@@ -72,30 +71,6 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     apply.erase();
     // The loops carry it from here on (shardc-outline-layers leaves them).
     module->removeAttr(shardc::kLayerLoopAttr);
-  }
-
-  /// A layer's value that `loop` sets into its slot of a stack is made there:
-  /// its op's init, an empty tensor that op alone uses, becomes the slot, so
-  /// that bufferization writes the value in place instead of copying it in (the
-  /// upstream eliminate-empty-tensors does this for any destination, but
-  /// miscompiles a memref destination that two values trace back to).
-  static void makeInSlots(scf::ForOp loop) {
-    loop.getBody()->walk([&](tensor::InsertSliceOp insert) {
-      auto stack = dyn_cast<BlockArgument>(insert.getDest());
-      auto made = dyn_cast<OpResult>(insert.getSource());
-      auto op = made ? dyn_cast<DestinationStyleOpInterface>(made.getOwner()) : nullptr;
-      if (!stack || stack.getOwner() != loop.getBody() || !op)
-        return;
-      OpOperand *init = op.getTiedOpOperand(made);
-      auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
-      if (!empty || !empty->hasOneUse())
-        return;
-      OpBuilder b(op);
-      init->set(tensor::ExtractSliceOp::create(b, insert.getLoc(), insert.getSourceType(), stack,
-                                               insert.getMixedOffsets(), insert.getMixedSizes(),
-                                               insert.getMixedStrides()));
-      empty->erase();
-    });
   }
 
   LogicalResult readModule(DictionaryAttr attr) {
@@ -381,21 +356,27 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         prologueKept[nameOf(attrs)] = prologueForward.getResult(r);
     }
 
-    // The forward loop: each layer on the carry, its received carry and
-    // residuals kept in stacks.
-    auto stackOfType = [&](Type t) -> Value {
+    // The forward loop: layer l reads its carry from slot l of a stack of
+    // layers + 1 carries and makes the next in slot l + 1 (makeInSlots), which
+    // the backward loop reads again; its residuals go into stacks of their own.
+    auto stackType = [&](Type t, int64_t slots) {
       auto type = cast<RankedTensorType>(t);
-      SmallVector<int64_t> shape{layers};
+      SmallVector<int64_t> shape{slots};
       llvm::append_range(shape, type.getShape());
-      return tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+      return type.clone(shape);
+    };
+    auto stackOfType = [&](Type t, int64_t slots) -> Value {
+      RankedTensorType type = stackType(t, slots);
+      return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     };
     SmallVector<unsigned> layerResiduals; // results of layer.forward
     for (unsigned r = 0; r < layer.forward.getNumResults(); ++r)
       if (transferOf(layer.forward.getResultAttrDict(r)) < 0)
         layerResiduals.push_back(r);
-    SmallVector<Value> init{sent.at(carryIn), stackOfType(sent.at(carryIn).getType())};
+    Value first = sent.at(carryIn);
+    SmallVector<Value> init{setLayer(b, loc, stackOfType(first.getType(), layers + 1), 0, first)};
     for (unsigned r : layerResiduals)
-      init.push_back(stackOfType(layer.forward.getResultTypes()[r]));
+      init.push_back(stackOfType(layer.forward.getResultTypes()[r], layers));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value count = arith::ConstantIndexOp::create(b, loc, layers);
@@ -404,18 +385,21 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
           Sources s = outer;
           s.layerIndex = l;
-          Value carry = carried[0];
+          // Before the layer's ops, which shardc-write-in-slots has make the next
+          // carry in its slot.
+          Value nextLayer = arith::AddIOp::create(nb, at, l, one);
+          Value carry = layerOf(nb, at, carried[0], OpFoldResult(l));
           auto call = callPart(nb, at, layer.forward, s, [&](unsigned) { return carry; });
-          SmallVector<Value> next{Value(), setLayer(nb, at, carried[1], OpFoldResult(l), carry)};
+          SmallVector<Value> next{carried[0]};
           for (unsigned r = 0; r < call.getNumResults(); ++r)
             if (transferOf(layer.forward.getResultAttrDict(r)) >= 0)
-              next[0] = call.getResult(r);
+              next[0] = setLayer(nb, at, carried[0], OpFoldResult(nextLayer), call.getResult(r));
           for (auto [n, r] : llvm::enumerate(layerResiduals))
-            next.push_back(setLayer(nb, at, carried[2 + n], OpFoldResult(l), call.getResult(r)));
+            next.push_back(setLayer(nb, at, carried[1 + n], OpFoldResult(l), call.getResult(r)));
           scf::YieldOp::create(nb, at, next);
         });
-    sent[carryLast] = forwardLoop.getResult(0);
-    Value receivedStack = forwardLoop.getResult(1);
+    Value receivedStack = forwardLoop.getResult(0);
+    sent[carryLast] = layerOf(b, loc, receivedStack, layers);
 
     // The epilogue: forward and backward from the loss in one.
     auto received = [&](func::FuncOp fn, unsigned i) { return sent.at(transferOf(fn.getArgAttrDict(i))); };
@@ -460,8 +444,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     if (carryDifferentiable)
       backInit.push_back(cotangents.at(carryLast));
     for (unsigned i : layerSums)
-      backInit.push_back(zerosOf(b, loc, cast<RankedTensorType>(stackOfType(
-                                               layer.backward.getArgumentTypes()[i]).getType())));
+      backInit.push_back(zerosOf(b, loc, stackType(layer.backward.getArgumentTypes()[i], layers)));
     Value last = arith::ConstantIndexOp::create(b, loc, layers - 1);
     auto backwardLoop = scf::ForOp::create(
         b, loc, zero, count, one, backInit,
@@ -483,7 +466,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
             unsigned n = llvm::find_if(layerResiduals, [&](unsigned r) {
                            return nameOf(layer.forward.getResultAttrDict(r)) == nameOf(attrs);
                          }) - layerResiduals.begin();
-            return layerOf(nb, at, forwardLoop.getResult(2 + n), OpFoldResult(l));
+            return layerOf(nb, at, forwardLoop.getResult(1 + n), OpFoldResult(l));
           });
           SmallVector<Value> next;
           unsigned sumResult = 0;
