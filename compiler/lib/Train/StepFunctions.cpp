@@ -452,12 +452,13 @@ private:
   // Pipeline stages
   //===--------------------------------------------------------------------===//
 
-  /// The stage of each node the loss and the metrics need (-1: a value any
-  /// stage computes for itself, from inputs and constants alone). A scanned
-  /// layer's nodes are its stage's (`stageOf`); any other node is on the latest
-  /// stage of its operands (the first if none has one), or on `epilogue` (>= 0)
-  /// where that is a layer's, and a parameter outside the scan on the stage of
-  /// the nodes that read it; the loss and the metrics are on `last`. What
+  /// The stage of each node the `roots` (the loss and the metrics, or
+  /// evaluation's results) need (-1: a value any stage computes for itself,
+  /// from inputs and constants alone). A scanned layer's nodes are its stage's
+  /// (`stageOf`); any other node is on the latest stage of its operands (the
+  /// first if none has one), or on `epilogue` (>= 0) where that is a layer's,
+  /// and a parameter outside the scan on the stage of the nodes that read it; a
+  /// root nothing else reads is on `last`. What
   /// crosses between stages is then what flows from one layer to the next. A
   /// parameter outside the scan read on several stages (tied weights: an
   /// embedding's table as the head) is on each of them, as Megatron-LM keeps

@@ -37,6 +37,11 @@
 //                     metrics, which its forward made), the cotangents of what
 //                     it received, the sums plus its gradients
 //
+// With a scan and neither (the scan as a loop), train_step, grad_step and eval_step
+// are built after partitioning (shardc-layer-loop) from the functions of the
+// prologue, the first layer and the epilogue (LayerLoopSteps), the stacked ABI as
+// under a pipeline.
+//
 // Under a pipeline the runtime's ABI (StepProgram::params, apply_step) takes a
 // scanned parameter and its state as one stacked tensor split over the stage
 // axis, so that each stage holds its own layers; the pipeline pass slices a
