@@ -142,7 +142,17 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int numRanks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &numRanks);
+  // REPEATS alone: anything else (--help) gets the usage, not atoi's 0 repeats (whose
+  // empty medians crashed it).
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 10;
+  if (argc > 2 || repeats < 1) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+      std::fprintf(stderr, "usage: %s [REPEATS]  (REPEATS >= 1, default 10)\n", argv[0]);
+    MPI_Finalize();
+    return argc > 1 && std::string(argv[1]) == "--help" ? 0 : 2;
+  }
 
   auto [defaultMs, defaultFirstMs] = timeTemporaries(repeats + 1);
   int64_t meshSize = numRanks;
