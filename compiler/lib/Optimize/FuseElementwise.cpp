@@ -35,9 +35,9 @@ bool onlyMovesData(linalg::GenericOp op) {
   return arg && arg.getOwner() == body && arg.getArgNumber() < op.getNumDpsInputs();
 }
 
-/// A body of a few additions, products, maxima and selects (a bias add, a
-/// relu): cheaper to compute again in each consumer than to write to memory and
-/// read back. Divisions and transcendentals are not.
+/// A body of at most seven additions, products, maxima and selects (a bias add,
+/// a relu, Adam's moment update): cheaper to compute again in each consumer than
+/// to write to memory and read back. Divisions and transcendentals are not.
 bool cheapToRepeat(linalg::GenericOp op) {
   Block *body = op.getBody();
   return body->getOperations().size() <= 8 &&

@@ -140,6 +140,12 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     auto name = attrs ? attrs.getAs<StringAttr>(shardc::kNameAttr) : nullptr;
     return name ? name.str() : "";
   }
+  /// The parameter whose gradient sum `attrs` names (`grad/NAME`; empty: none).
+  static std::string summedParam(DictionaryAttr attrs) {
+    std::string full = nameOf(attrs);
+    StringRef name = full;
+    return name.consume_front("grad/") && transferOf(attrs) < 0 ? name.str() : "";
+  }
 
   /// Calls `fn` with its parameters and inputs from `s`, every other argument
   /// from `other(i)`.
@@ -178,19 +184,6 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     return n;
   }
 
-  /// A step function with an entry block, before apply_step.
-  func::FuncOp declare(StringRef name, ArrayRef<Type> argTypes, ArrayRef<DictionaryAttr> argAttrs,
-                       ArrayRef<Type> resultTypes, ArrayRef<DictionaryAttr> resultAttrs) {
-    OpBuilder b(apply);
-    auto fn = func::FuncOp::create(b, apply.getLoc(), name, b.getFunctionType(argTypes, resultTypes));
-    fn.setAllArgAttrs(argAttrs);
-    for (auto [r, attrs] : llvm::enumerate(resultAttrs))
-      if (attrs)
-        fn.setResultAttrs(r, attrs);
-    fn.addEntryBlock();
-    return fn;
-  }
-
   /// eval_step: the parameters and inputs -> the epilogue's evaluation results;
   /// the layers' evaluation forward in a loop.
   func::FuncOp buildEvalStep() {
@@ -208,7 +201,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         resultTypes.push_back(epilogue.eval.getResultTypes()[r]);
         resultAttrs.push_back(epilogue.eval.getResultAttrDict(r));
       }
-    func::FuncOp fn = declare(shardc::kEvalFunction, argTypes, argAttrs, resultTypes, resultAttrs);
+    func::FuncOp fn =
+        declareStep(apply, shardc::kEvalFunction, argTypes, argAttrs, resultTypes, resultAttrs);
     Block *entry = &fn.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = apply.getLoc();
@@ -288,8 +282,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         resultAttrs.push_back(attrs.getDictionary(module.getContext()));
       }
     }
-    func::FuncOp fn = declare(update ? shardc::kTrainFunction : shardc::kGradFunction, argTypes,
-                              argAttrs, resultTypes, resultAttrs);
+    func::FuncOp fn = declareStep(apply, update ? shardc::kTrainFunction : shardc::kGradFunction,
+                                  argTypes, argAttrs, resultTypes, resultAttrs);
     Block *entry = &fn.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     Location loc = apply.getLoc();
@@ -357,7 +351,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     }
 
     // The forward loop: layer l reads its carry from slot l of a stack of
-    // layers + 1 carries and makes the next in slot l + 1 (makeInSlots), which
+    // layers + 1 carries and makes the next in slot l + 1 (shardc-write-in-slots), which
     // the backward loop reads again; its residuals go into stacks of their own.
     auto stackType = [&](Type t, int64_t slots) {
       auto type = cast<RankedTensorType>(t);
@@ -385,7 +379,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
         [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
           Sources s = outer;
           s.layerIndex = l;
-          // Before the layer's ops, which shardc-write-in-slots has make the next
+          // Before the layer's ops: shardc-write-in-slots has them make the next
           // carry in its slot.
           Value nextLayer = arith::AddIOp::create(nb, at, l, one);
           Value carry = layerOf(nb, at, carried[0], OpFoldResult(l));
@@ -407,17 +401,14 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     // from the epilogue's to the prologue's).
     llvm::StringMap<Value> sums;
     auto sumFor = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i) -> Value {
-      std::string name = nameOf(fn.getArgAttrDict(i)).substr(std::string("grad/").size());
-      if (Value sum = sums.lookup(name))
+      if (Value sum = sums.lookup(summedParam(fn.getArgAttrDict(i))))
         return sum;
       return zerosOf(nb, at, cast<RankedTensorType>(fn.getArgumentTypes()[i]));
     };
     auto takeSums = [&](func::FuncOp fn, func::CallOp call) {
-      for (unsigned r = 0; r < fn.getNumResults(); ++r) {
-        std::string name = nameOf(fn.getResultAttrDict(r));
-        if (StringRef(name).starts_with("grad/") && transferOf(fn.getResultAttrDict(r)) < 0)
-          sums[name.substr(5)] = call.getResult(r);
-      }
+      for (unsigned r = 0; r < fn.getNumResults(); ++r)
+        if (std::string param = summedParam(fn.getResultAttrDict(r)); !param.empty())
+          sums[param] = call.getResult(r);
     };
     std::map<int64_t, Value> cotangents; // by transfer
     auto takeCotangents = [&](func::FuncOp fn, func::CallOp call) {
@@ -435,10 +426,14 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
 
     // The backward loop, last layer first: each layer's backward on its kept
     // values and the carry's cotangent; its gradients into stacks.
-    SmallVector<unsigned> layerSums; // arguments of layer.backward
+    // layer.backward's sums: its arguments and its results, in the parameters' order.
+    SmallVector<unsigned> layerSums, layerSumResults;
     for (unsigned i = 0; i < layer.backward.getNumArguments(); ++i)
       if (roleOf(layer.backward, i) == shardc::kGradientRole)
         layerSums.push_back(i);
+    for (unsigned r = 0; r < layer.backward.getNumResults(); ++r)
+      if (!summedParam(layer.backward.getResultAttrDict(r)).empty())
+        layerSumResults.push_back(r);
     SmallVector<Value> backInit;
     const bool carryDifferentiable = cotangents.count(carryLast);
     if (carryDifferentiable)
@@ -469,24 +464,18 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
             return layerOf(nb, at, forwardLoop.getResult(1 + n), OpFoldResult(l));
           });
           SmallVector<Value> next;
-          unsigned sumResult = 0;
-          for (unsigned r = 0; r < call.getNumResults(); ++r) {
+          for (unsigned r = 0; r < call.getNumResults(); ++r)
             if (transferOf(layer.backward.getResultAttrDict(r)) >= 0)
               next.push_back(call.getResult(r));
-            else if (StringRef(nameOf(layer.backward.getResultAttrDict(r))).starts_with("grad/"))
-              ++sumResult;
-          }
-          unsigned firstSum = call.getNumResults() - sumResult;
-          for (unsigned n = 0; n < sumResult; ++n)
-            next.push_back(setLayer(nb, at, gradStacks[n], OpFoldResult(l), call.getResult(firstSum + n)));
+          for (auto [n, r] : llvm::enumerate(layerSumResults))
+            next.push_back(setLayer(nb, at, gradStacks[n], OpFoldResult(l), call.getResult(r)));
           scf::YieldOp::create(nb, at, next);
         });
     if (carryDifferentiable)
       cotangents[carryIn] = backwardLoop.getResult(0);
-    for (auto [n, i] : llvm::enumerate(layerSums)) {
-      std::string name = nameOf(layer.backward.getArgAttrDict(i)).substr(5);
-      sums[name] = backwardLoop.getResult(carryDifferentiable + n);
-    }
+    for (auto [n, i] : llvm::enumerate(layerSums))
+      sums[summedParam(layer.backward.getArgAttrDict(i))] =
+          backwardLoop.getResult(carryDifferentiable + n);
 
     // The prologue's backward from the cotangents of what it sent.
     auto prologueBackward = callPart(b, loc, prologue.backward, outer, [&](unsigned i) -> Value {
@@ -521,8 +510,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   static unsigned countSums(func::FuncOp fn) {
     unsigned n = 0;
     for (unsigned r = 0; r < fn.getNumResults(); ++r)
-      n += StringRef(nameOf(fn.getResultAttrDict(r))).starts_with("grad/") &&
-           transferOf(fn.getResultAttrDict(r)) < 0;
+      n += !summedParam(fn.getResultAttrDict(r)).empty();
     return n;
   }
 };

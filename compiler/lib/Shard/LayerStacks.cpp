@@ -94,39 +94,4 @@ LogicalResult stackArguments(
   return fn.eraseArguments(erased);
 }
 
-llvm::MapVector<StringRef, unsigned> stackResults(func::FuncOp fn,
-                                            function_ref<std::optional<int64_t>(StringRef)> layersOf) {
-  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
-  OpBuilder b(ret);
-  Location loc = fn.getLoc();
-  SmallVector<Value> results;
-  SmallVector<DictionaryAttr> resultAttrs;
-  llvm::MapVector<StringRef, unsigned> stackResult; // name -> its result
-  for (unsigned r = 0; r < fn.getNumResults(); ++r) {
-    auto name = fn.getResultAttrOfType<StringAttr>(r, kNameAttr);
-    auto layer = fn.getResultAttrOfType<IntegerAttr>(r, kLayerAttr);
-    Value value = ret.getOperand(r);
-    std::optional<int64_t> layers = name && layer ? layersOf(name.getValue()) : std::nullopt;
-    if (!layers) {
-      results.push_back(value);
-      resultAttrs.push_back(fn.getResultAttrDict(r));
-      continue;
-    }
-    auto [it, first] = stackResult.try_emplace(name.getValue(), results.size());
-    if (first) {
-      auto type = cast<RankedTensorType>(value.getType());
-      SmallVector<int64_t> shape{*layers};
-      llvm::append_range(shape, type.getShape());
-      results.push_back(tensor::EmptyOp::create(b, loc, shape, type.getElementType()));
-      resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr(kNameAttr, name), b.getNamedAttr(kStackedAttr, b.getI64IntegerAttr(*layers))}));
-    }
-    results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
-  }
-  ret->setOperands(results);
-  fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
-  fn.setAllResultAttrs(resultAttrs);
-  return stackResult;
-}
-
 } // namespace shardc::layer_stacks

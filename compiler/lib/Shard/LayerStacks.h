@@ -12,7 +12,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -64,13 +63,6 @@ mlir::LogicalResult stackArguments(
     llvm::function_ref<std::optional<Stack>(llvm::StringRef, llvm::StringRef, mlir::Type)> stackOf,
     llvm::function_ref<void(mlir::Value, llvm::StringRef, int64_t, mlir::Value, const Stack &)>
         replace);
-
-/// Replaces `fn`'s per-layer results (`shardc.name` and `shardc.layer`) of each
-/// name that `layersOf` stacks (its number of layers) by one result, the layers
-/// stacked where its first layer's was; returns that result's index by name.
-llvm::MapVector<llvm::StringRef, unsigned>
-stackResults(mlir::func::FuncOp fn,
-             llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> layersOf);
 
 } // namespace shardc::layer_stacks
 

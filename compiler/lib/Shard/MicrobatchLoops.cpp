@@ -157,15 +157,20 @@ func::FuncOp declareTrainStep(func::FuncOp apply, func::FuncOp batch, int64_t co
     resultTypes.push_back(batch.getResultTypes()[m]);
     resultAttrs.push_back(batch.getResultAttrDict(m));
   }
-  OpBuilder b(apply);
-  auto train = func::FuncOp::create(b, apply.getLoc(), shardc::kTrainFunction,
-                                    b.getFunctionType(argTypes, resultTypes));
-  train.setAllArgAttrs(argAttrs);
+  return declareStep(apply, shardc::kTrainFunction, argTypes, argAttrs, resultTypes, resultAttrs);
+}
+
+func::FuncOp declareStep(func::FuncOp anchor, StringRef name, ArrayRef<Type> argTypes,
+                         ArrayRef<DictionaryAttr> argAttrs, ArrayRef<Type> resultTypes,
+                         ArrayRef<DictionaryAttr> resultAttrs) {
+  OpBuilder b(anchor);
+  auto fn = func::FuncOp::create(b, anchor.getLoc(), name, b.getFunctionType(argTypes, resultTypes));
+  fn.setAllArgAttrs(argAttrs);
   for (auto [r, attrs] : llvm::enumerate(resultAttrs))
     if (attrs)
-      train.setResultAttrs(r, attrs);
-  train.addEntryBlock();
-  return train;
+      fn.setResultAttrs(r, attrs);
+  fn.addEntryBlock();
+  return fn;
 }
 
 Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {

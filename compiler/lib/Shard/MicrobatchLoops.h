@@ -49,6 +49,14 @@ void inlineCall(mlir::func::CallOp call, mlir::func::FuncOp callee);
 /// not support.
 void addInPlace(mlir::scf::ForOp loop);
 
+/// A step function `name` with these arguments and results (null attributes:
+/// none) and an entry block, before `anchor`.
+mlir::func::FuncOp declareStep(mlir::func::FuncOp anchor, llvm::StringRef name,
+                               llvm::ArrayRef<mlir::Type> argTypes,
+                               llvm::ArrayRef<mlir::DictionaryAttr> argAttrs,
+                               llvm::ArrayRef<mlir::Type> resultTypes,
+                               llvm::ArrayRef<mlir::DictionaryAttr> resultAttrs);
+
 /// @train_step (the runtime's ABI) with an entry block, before `apply` (apply_step):
 /// its parameters, state and step are apply_step's, its inputs those of `batch` (the
 /// function that runs one microbatch) `count` times as long along their

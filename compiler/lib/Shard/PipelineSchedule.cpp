@@ -271,32 +271,51 @@ struct PipelineSchedulePass
 
   /// grad_step's gradients of a stacked parameter: this rank's layers of the stack.
   void stackGradients(func::FuncOp fn) {
-    llvm::MapVector<StringRef, unsigned> stackResult =
-        stackResults(fn, [&](StringRef name) -> std::optional<int64_t> {
-          if (!stackedParam.count(name))
-            return std::nullopt;
-          return paramStack(name).layers;
-        });
-    if (stackResult.empty())
-      return;
     auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
     OpBuilder b(ret);
     Location loc = fn.getLoc();
-    SmallVector<Value> results(ret.getOperands());
-    auto coordinate = shard::ProcessMultiIndexOp::create(
-        b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
-    for (auto [name, r] : stackResult) {
-      if (!paramStack(name).split())
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
+    llvm::MapVector<StringRef, unsigned> stackResult; // name -> its result
+    for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+      auto name = fn.getResultAttrOfType<StringAttr>(r, shardc::kNameAttr);
+      auto layer = fn.getResultAttrOfType<IntegerAttr>(r, shardc::kLayerAttr);
+      Value value = ret.getOperand(r);
+      if (!name || !layer || !stackedParam.count(name.getValue())) {
+        results.push_back(value);
+        resultAttrs.push_back(fn.getResultAttrDict(r));
         continue;
-      const int64_t local = paramStack(name).local;
-      Value first = arith::MulIOp::create(b, loc, coordinate->getResult(0),
-                                          arith::ConstantIndexOp::create(b, loc, local));
-      auto [offsets, sizes, strides] =
-          layerSlice(b, cast<RankedTensorType>(results[r].getType()), first, local);
-      results[r] = tensor::ExtractSliceOp::create(b, loc, results[r], offsets, sizes, strides);
+      }
+      auto [it, first] = stackResult.try_emplace(name.getValue(), results.size());
+      if (first) {
+        const Stack &stack = paramStack(name.getValue());
+        auto stackType = cast<RankedTensorType>(stack.type);
+        SmallVector<int64_t> shape(stackType.getShape());
+        shape[0] = stack.layers;
+        results.push_back(tensor::EmptyOp::create(b, loc, shape, stackType.getElementType()));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr(shardc::kNameAttr, name),
+             b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(stack.layers))}));
+      }
+      results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
+    }
+    if (!stackResult.empty()) {
+      auto coordinate = shard::ProcessMultiIndexOp::create(
+          b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
+      for (auto [name, r] : stackResult) {
+        if (!paramStack(name).split())
+          continue;
+        const int64_t local = paramStack(name).local;
+        Value first = arith::MulIOp::create(b, loc, coordinate->getResult(0),
+                                            arith::ConstantIndexOp::create(b, loc, local));
+        auto [offsets, sizes, strides] =
+            layerSlice(b, cast<RankedTensorType>(results[r].getType()), first, local);
+        results[r] = tensor::ExtractSliceOp::create(b, loc, results[r], offsets, sizes, strides);
+      }
     }
     ret->setOperands(results);
     fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
+    fn.setAllResultAttrs(resultAttrs);
   }
 
   static unsigned cotangentResults(func::FuncOp fn) {

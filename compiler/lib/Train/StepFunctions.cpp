@@ -850,15 +850,14 @@ private:
   // The scan as a loop
   //===--------------------------------------------------------------------===//
 
-  /// A program with one scan, without a pipeline or
-  /// microbatches, trains and evaluates with its scan as a loop: its flat graph
-  /// (`forward`) split into stages as a pipeline's would be, the prologue (0),
-  /// each layer (1 .. L) and the epilogue (L + 1), all on every rank in turn;
-  /// only the prologue's, the first layer's and the epilogue's functions are
-  /// built, and train_step, grad_step and eval_step (shardc-layer-loop) call the
-  /// first layer's for each layer on that layer's slices. A program whose layers
-  /// pass more than the carry on, or whose outputs are inside the scan, stays
-  /// unrolled.
+  /// A program with one scan, without a pipeline or microbatches, trains and
+  /// evaluates with its scan as a loop: its flat graph (`forward`) split into
+  /// stages as a pipeline's would be, the prologue (0), each layer (1 .. L) and
+  /// the epilogue (L + 1), all on every rank in turn; only the prologue's, the
+  /// first layer's and the epilogue's functions are built, and train_step,
+  /// grad_step and eval_step (shardc-layer-loop) call the first layer's for each
+  /// layer on that layer's slices. A program whose layers pass more than the
+  /// carry on (the prologue anything but to the epilogue) stays unrolled.
   void buildLayerLoop(const Forward &forward) {
     if (!program.optimizer || !program.pipeline.axis.empty() || program.microbatches.count > 1 ||
         countScans(program) != 1)
