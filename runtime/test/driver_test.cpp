@@ -349,31 +349,30 @@ void linearGradients(const float *w, const float *b, const float *image, const i
   shardrt_all_reduce_f32(kData, db, db, kClasses, SHARDRT_SUM);
 }
 
-/// trace' = momentum * trace + g; w' = w - lr * trace'.
-void momentumUpdate(const float *w, const float *trace, const float *g, float *newW,
-                    float *newTrace, int64_t count) {
+/// trace = momentum * trace + g; w -= lr * trace, in place.
+void momentumUpdate(float *w, float *trace, const float *g, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
-    newTrace[i] = kMomentum * trace[i] + g[i];
-    newW[i] = w[i] - gLinear.lr * newTrace[i];
+    trace[i] = kMomentum * trace[i] + g[i];
+    w[i] -= gLinear.lr * trace[i];
   }
 }
 
 #define F(i) static_cast<float *>(buffers[i])
 #define I(i) static_cast<const int32_t *>(buffers[i])
 
-/// W, b, trace W, trace b, image, label, step, then W', b', trace W', trace b', loss,
-/// accuracy, count, batch_checksum.
+/// W, b, trace W, trace b (updated in place), image, label, step, then loss, accuracy,
+/// count, batch_checksum.
 void linearTrain(void **buffers) {
   LinearPart part;
   std::vector<float> dw(part.pixels * kClasses), db(kClasses);
   float stats[3];
   linearGradients(F(0), F(1), F(4), I(5), stats, dw.data(), db.data());
-  momentumUpdate(F(0), F(2), dw.data(), F(7), F(9), part.pixels * kClasses);
-  momentumUpdate(F(1), F(3), db.data(), F(8), F(10), kClasses);
-  *F(11) = stats[0];
-  *F(12) = stats[1];
-  *F(13) = *F(6);
-  *F(14) = stats[2];
+  momentumUpdate(F(0), F(2), dw.data(), part.pixels * kClasses);
+  momentumUpdate(F(1), F(3), db.data(), kClasses);
+  *F(7) = stats[0];
+  *F(8) = stats[1];
+  *F(9) = *F(6);
+  *F(10) = stats[2];
 }
 
 /// W, b, image, label, then loss [rows], accuracy [rows], logits [rows, 10].
@@ -429,12 +428,12 @@ void syntheticLoss(const float *w, const float *x, float *loss, float *dw) {
     std::copy(sums + 1, sums + 1 + kSyntheticCols, dw);
 }
 
-/// w, x, step, then w', loss.
+/// w (updated in place), x, step, then loss.
 void syntheticTrain(void **buffers) {
   float dw[kSyntheticCols];
-  syntheticLoss(F(0), F(1), F(4), dw);
+  syntheticLoss(F(0), F(1), F(3), dw);
   for (int64_t k = 0; k < kSyntheticCols; ++k)
-    F(3)[k] = F(0)[k] - kSyntheticLr * dw[k];
+    F(0)[k] -= kSyntheticLr * dw[k];
 }
 
 /// w, x, then loss.

@@ -2,7 +2,8 @@
 //
 // 1. Wrap each step function (@train_step, @eval_step, @grad_step) in
 //    @shardc_<role>_entry, whose arguments are the buffers the runtime
-//    allocates (arguments, then results).
+//    allocates (arguments, then results; the train step's new parameters and
+//    state go into their arguments' buffers).
 // 2. shardc-lower-to-llvm (PassPipelines.cpp): inline each step into its
 //    entry, lower collectives to libshardrt calls, bufferize, free
 //    temporaries, replace matmuls and convolutions with libshardrt's kernels,
@@ -38,18 +39,37 @@ static const std::pair<const char *, const char *> kEntryPoints[] = {
 static std::string entryName(llvm::StringRef role) { return ("shardc_" + role + "_entry").str(); }
 static std::string runName(llvm::StringRef role) { return ("shardc_" + role).str(); }
 
+/// How many of the train step's first results are its new parameters and
+/// state: each is written over its argument (the runtime passes those buffers
+/// once). None for the other steps.
+static unsigned updatedInPlace(func::FuncOp step, llvm::StringRef role) {
+  if (role != "train")
+    return 0;
+  FunctionType type = step.getFunctionType();
+  unsigned count = 0;
+  for (; count < type.getNumInputs() && count < type.getNumResults(); ++count) {
+    auto argRole = step.getArgAttrOfType<StringAttr>(count, shardc::kRoleAttr);
+    if (!argRole || (argRole != shardc::kParameterRole && argRole != shardc::kOptimizerStateRole) ||
+        type.getInput(count) != type.getResult(count))
+      break;
+  }
+  return count;
+}
+
 /// @shardc_<role>_entry(memref args..., memref results...): the step
-/// function on the arguments, its results written into the result buffers.
+/// function on the arguments, its results written into the result buffers;
+/// the train step's new parameters and state into their arguments' buffers.
 static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
   FunctionType type = step.getFunctionType();
   auto asMemRef = [](Type t) {
     auto tensor = cast<RankedTensorType>(t);
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
   };
+  const unsigned inPlace = updatedInPlace(step, role);
   SmallVector<Type> buffers;
   for (Type t : type.getInputs())
     buffers.push_back(asMemRef(t));
-  for (Type t : type.getResults())
+  for (Type t : type.getResults().drop_front(inPlace))
     buffers.push_back(asMemRef(t));
 
   OpBuilder b(module.getBodyRegion());
@@ -62,12 +82,18 @@ static void addEntry(ModuleOp module, func::FuncOp step, llvm::StringRef role) {
   SmallVector<Value> tensors;
   for (auto [i, t] : llvm::enumerate(type.getInputs()))
     tensors.push_back(bufferization::ToTensorOp::create(b, loc, t, block->getArgument(i),
-                                                        /*restrict=*/true));
+                                                        /*restrict=*/true,
+                                                        /*writable=*/i < inPlace));
   auto call = func::CallOp::create(b, loc, step, tensors);
   for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    // Back into its argument's buffer, which the to_tensor above reads: not
+    // `restrict`, so that bufferization copies into it rather than assume it
+    // is the only view of that buffer (shardc-update-in-place then makes the
+    // new value over the old one, and the copy folds).
+    bool over = i < inPlace;
     auto store = bufferization::MaterializeInDestinationOp::create(
-        b, loc, result, block->getArgument(type.getNumInputs() + i));
-    store.setRestrict(true);
+        b, loc, result, block->getArgument(over ? i : type.getNumInputs() + i - inPlace));
+    store.setRestrict(!over);
     store.setWritable(true);
   }
   func::ReturnOp::create(b, loc);

@@ -92,6 +92,9 @@ void shardc::buildPartitionPipeline(OpPassManager &pm) {
 //                          layer's forward op fused into its backward is
 //                          recomputed there, not kept: the unrolled step's
 //                          memory; never across two layers)
+//   shardc-update-in-place  after the fusion (which gives fused ops new
+//                          inits): the train step's new parameters and state
+//                          made over the old ones where nothing reads those after
 //   shardc-outline-layers  then each scan layer's parts become calls of one
 //                          function per distinct part, before anything else
 //                          that grows with the step's size; after cse, which
@@ -144,6 +147,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createEmbeddingGathersPass());
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createUpdateInPlacePass());
   pm.addPass(createOutlineLayersPass());
   pm.addPass(createPrefetchGathersPass());
   pm.addPass(createShardToRuntimePass());

@@ -7,6 +7,7 @@
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Shard/Matchers.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -438,8 +439,11 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     const bool carryDifferentiable = cotangents.count(carryLast);
     if (carryDifferentiable)
       backInit.push_back(cotangents.at(carryLast));
-    for (unsigned i : layerSums)
-      backInit.push_back(zerosOf(b, loc, stackType(layer.backward.getArgumentTypes()[i], layers)));
+    for (auto [i, r] : llvm::zip_equal(layerSums, layerSumResults)) {
+      Type type = layer.backward.getArgumentTypes()[i];
+      backInit.push_back(returnsGradient(i, r) ? stackOfType(type, layers)
+                                               : zerosOf(b, loc, stackType(type, layers)));
+    }
     Value last = arith::ConstantIndexOp::create(b, loc, layers - 1);
     auto backwardLoop = scf::ForOp::create(
         b, loc, zero, count, one, backInit,
@@ -493,6 +497,21 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (unsigned m = 0; m <= countMetrics(); ++m)
       grads.lossAndMetrics.push_back(epilogueBackward.getResult(m));
     return grads;
+  }
+
+  /// Each layer's gradient sum starts at zero in a slot of its own, so where
+  /// the layer's backward returns `sum + gradient` (argument `i`, result `r`)
+  /// it returns the gradient instead: no zero-filled stack, no adds.
+  bool returnsGradient(unsigned i, unsigned r) {
+    Operation *ret = layer.backward.getBody().front().getTerminator();
+    auto add = ret->getOperand(r).getDefiningOp<linalg::LinalgOp>();
+    Value sum = layer.backward.getArgument(i);
+    if (!add || !shardc::isElementwiseAdd(add) || !llvm::is_contained(add.getDpsInputs(), sum))
+      return false;
+    ret->setOperand(r, add.getDpsInputs()[add.getDpsInputs()[0] == sum]);
+    if (add->use_empty())
+      add->erase();
+    return true;
   }
 
   /// The epilogue's backward returns the loss, the metrics, cotangents, sums.

@@ -161,10 +161,8 @@ int runTraining(const Program &program) {
                    (long long)resumed.step, (long long)totalSteps);
     return 2;
   }
-  // The train entry writes the new parameters and state over the ones it reads: it
-  // copies its results out after its last read of them.
-  std::vector<void *> trainBuffers =
-      pointersOf({&params, &state, &inputs, &step, &params, &state, &trainResults});
+  // The train entry updates the parameters and state in place.
+  std::vector<void *> trainBuffers = pointersOf({&params, &state, &inputs, &step, &trainResults});
   std::vector<void *> evalBuffers = pointersOf({&params, &inputs, &evalResults});
 
   TrainingReport report(program, metrics, resumed.step, totalSteps, stepsPerEpoch);

@@ -131,6 +131,35 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
   ];
 }
 
+def UpdateInPlacePass : Pass<"shardc-update-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Make the train step's new parameters and state over the old ones";
+  let description = [{
+    The train entry updates parameters and optimizer state in place: the
+    runtime passes each buffer once, read as a `bufferization.to_tensor
+    restrict writable` and written back by a `materialize_in_destination`
+    into the same buffer. Where the op that makes a new value (Adam's update
+    of a parameter, of a moment) has an empty tensor as its init and no other
+    reader, the old value becomes its init, so that one-shot bufferization
+    writes the new value over the old one (the copy back then folds away)
+    instead of into a temporary of the parameter's size copied over it at the
+    end. Bufferization's analysis keeps this right: where something still
+    reads the old value after the op (a parameter's update reads the moments
+    the moments' own updates replace), that op gets a new buffer as before.
+    Runs after the elementwise fusion, which gives fused ops new inits, and
+    before layers are outlined.
+
+    ```mlir
+    %p = bufferization.to_tensor %arg0 restrict writable
+    %e = tensor.empty() : tensor<64xf32>
+    %new = linalg.generic ... ins(%p, %g) outs(%e)
+    bufferization.materialize_in_destination %new in writable %arg0
+    ```
+
+    gets `outs(%p)`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
 def WriteInSlotsPass : Pass<"shardc-write-in-slots", "::mlir::func::FuncOp"> {
   let summary = "Make each value a layer loop sets into its slot of a stack in that slot";
   let description = [{
