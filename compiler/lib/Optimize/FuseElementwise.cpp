@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/LayerLocations.h"
+#include "shardc/Optimize/CheapOps.h"
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -22,11 +23,7 @@ namespace shardc {
 
 using namespace mlir;
 
-namespace {
-
-/// A generic that only moves data (its body yields one of its inputs): a
-/// broadcast or a transpose, cheap to repeat in every consumer.
-bool onlyMovesData(linalg::GenericOp op) {
+bool shardc::onlyMovesData(linalg::GenericOp op) {
   Block *body = op.getBody();
   if (body->getOperations().size() != 1)
     return false;
@@ -35,17 +32,17 @@ bool onlyMovesData(linalg::GenericOp op) {
   return arg && arg.getOwner() == body && arg.getArgNumber() < op.getNumDpsInputs();
 }
 
-/// A body of at most seven additions, products, maxima and selects (a bias add,
-/// a relu, Adam's moment update): cheaper to compute again in each consumer than
-/// to write to memory and read back. Divisions and transcendentals are not.
-bool cheapToRepeat(linalg::GenericOp op) {
+bool shardc::cheapToRepeat(linalg::GenericOp op) {
   Block *body = op.getBody();
   return body->getOperations().size() <= 8 &&
          llvm::all_of(body->without_terminator(), [](Operation &inner) {
            return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::MaximumFOp,
-                      arith::MinimumFOp, arith::NegFOp, arith::SelectOp, arith::CmpFOp>(inner);
+                      arith::MinimumFOp, arith::NegFOp, arith::SelectOp, arith::CmpFOp,
+                      arith::UIToFPOp>(inner);
          });
 }
+
+namespace {
 
 /// A multiply-accumulate with a reduction: what shardc-lower-to-kernels
 /// turns into sgemm (contractions, convolution gradients).
@@ -81,7 +78,7 @@ bool shouldFuse(OpOperand *fused) {
     return false;
   if (fused->get().hasOneUse())
     return true;
-  return (onlyMovesData(producer) || cheapToRepeat(producer)) &&
+  return (shardc::onlyMovesData(producer) || shardc::cheapToRepeat(producer)) &&
          llvm::all_of(fused->get().getUsers(), takesFusion);
 }
 

@@ -7,6 +7,7 @@
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Optimize/CheapOps.h"
 #include "shardc/Shard/Matchers.h"
 #include "shardc/Shard/Passes.h"
 
@@ -16,6 +17,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include <map>
 
@@ -44,6 +47,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   Transfers transfers, evalTransfers;
   Part prologue, layer, epilogue;
   func::FuncOp apply;
+  llvm::DenseSet<unsigned> recomputed; // layer.forward's residuals its backward makes again
 
   void runOnOperation() override {
     module = getOperation();
@@ -52,6 +56,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       return;
     if (failed(readModule(attr)))
       return signalPassFailure();
+    recomputeCheapResiduals();
     func::FuncOp train = buildStep(/*update=*/true);
     func::FuncOp grad = buildStep(/*update=*/false);
     func::FuncOp eval = buildEvalStep();
@@ -364,9 +369,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       RankedTensorType type = stackType(t, slots);
       return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     };
-    SmallVector<unsigned> layerResiduals; // results of layer.forward
+    SmallVector<unsigned> layerResiduals; // results of layer.forward kept in stacks
     for (unsigned r = 0; r < layer.forward.getNumResults(); ++r)
-      if (transferOf(layer.forward.getResultAttrDict(r)) < 0)
+      if (transferOf(layer.forward.getResultAttrDict(r)) < 0 && !recomputed.contains(r))
         layerResiduals.push_back(r);
     Value first = sent.at(carryIn);
     SmallVector<Value> init{setLayer(b, loc, stackOfType(first.getType(), layers + 1), 0, first)};
@@ -497,6 +502,94 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (unsigned m = 0; m <= countMetrics(); ++m)
       grads.lossAndMetrics.push_back(epilogueBackward.getResult(m));
     return grads;
+  }
+
+  /// The layer's backward makes again each residual that its forward makes by
+  /// cheap elementwise ops (shardc::cheapToRepeat, broadcasts) from the
+  /// layer's arguments and the residuals it keeps: a layer norm's normalized,
+  /// scaled and shifted output from its centered input and scale; a dropout's
+  /// mask from its random numbers. No stack keeps those: what the unrolled
+  /// step's elementwise fusion gave (a forward op fused into its backward
+  /// reader is computed again there).
+  void recomputeCheapResiduals() {
+    func::FuncOp forward = layer.forward, backward = layer.backward;
+    Operation *ret = forward.getBody().front().getTerminator();
+    auto backwardArgument = [&](StringRef role, StringRef name) -> Value {
+      for (unsigned j = 0; j < backward.getNumArguments(); ++j)
+        if (roleOf(backward, j) == role && nameAndLayer(backward, j).first == name)
+          return backward.getArgument(j);
+      return nullptr;
+    };
+    auto residualOf = [&](Value v) -> std::optional<unsigned> {
+      for (OpOperand &operand : ret->getOpOperands())
+        if (operand.get() == v &&
+            transferOf(forward.getResultAttrDict(operand.getOperandNumber())) < 0)
+          return operand.getOperandNumber();
+      return std::nullopt;
+    };
+    OpBuilder b(&backward.getBody().front(), backward.getBody().front().begin());
+    IRMapping inBackward;
+    // `v` of the forward made in the backward by cheap ops (null: it cannot be).
+    std::function<Value(Value)> remake = [&](Value v) -> Value {
+      if (Value there = inBackward.lookupOrNull(v))
+        return there;
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return backwardArgument(roleOf(forward, arg.getArgNumber()),
+                                nameAndLayer(forward, arg.getArgNumber()).first);
+      auto op = v.getDefiningOp<linalg::GenericOp>();
+      llvm::SetVector<Value> captured;
+      if (op && op->getParentOp() == forward && op->getNumResults() == 1 &&
+          (shardc::cheapToRepeat(op) || shardc::onlyMovesData(op)) &&
+          op.getNumParallelLoops() == op.getNumLoops() &&
+          !op.payloadUsesValueFromOperand(op.getDpsInitOperand(0))) {
+        getUsedValuesDefinedAbove(op->getRegions(), captured);
+        SmallVector<Value> inputs;
+        for (Value input : op.getDpsInputs())
+          inputs.push_back(remake(input));
+        if (llvm::all_of(inputs, [](Value i) { return bool(i); }) &&
+            llvm::all_of(captured, [](Value c) { return c.getDefiningOp<arith::ConstantOp>(); })) {
+          IRMapping map;
+          map.map(op.getDpsInputs(), inputs);
+          for (Value c : captured)
+            map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
+          auto init = cast<RankedTensorType>(op.getDpsInits()[0].getType());
+          map.map(op.getDpsInits()[0], tensor::EmptyOp::create(b, op.getLoc(), init.getShape(),
+                                                               init.getElementType()));
+          Value again = b.clone(*op, map)->getResult(0);
+          inBackward.map(v, again);
+          return again;
+        }
+      }
+      // Kept: the residual's argument.
+      std::optional<unsigned> r = residualOf(v);
+      return r && !recomputed.contains(*r)
+                 ? backwardArgument(shardc::kResidualRole, nameOf(forward.getResultAttrDict(*r)))
+                 : nullptr;
+    };
+    // In the forward's order: a residual made from another finds it decided.
+    for (Operation &op : forward.getBody().front().without_terminator()) {
+      if (op.getNumResults() != 1)
+        continue;
+      std::optional<unsigned> r = residualOf(op.getResult(0));
+      Value kept = r ? backwardArgument(shardc::kResidualRole,
+                                        nameOf(forward.getResultAttrDict(*r)))
+                     : nullptr;
+      if (!kept)
+        continue;
+      recomputed.insert(*r); // so that remake does not answer with `kept` itself
+      Value again = remake(op.getResult(0));
+      if (!again) {
+        recomputed.erase(*r);
+        continue;
+      }
+      kept.replaceAllUsesWith(again);
+    }
+    // The residual arguments it no longer reads.
+    llvm::BitVector unread(backward.getNumArguments());
+    for (unsigned j = 0; j < backward.getNumArguments(); ++j)
+      unread[j] = roleOf(backward, j) == shardc::kResidualRole && backward.getArgument(j).use_empty();
+    if (failed(backward.eraseArguments(unread)))
+      signalPassFailure();
   }
 
   /// Each layer's gradient sum starts at zero in a slot of its own, so where

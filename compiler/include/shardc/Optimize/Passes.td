@@ -104,9 +104,10 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
       - a producer is fused into the single op that reads its result, or
         into every op that reads it when it only moves data (a broadcast, a
         transpose) or is cheap to repeat (at most seven additions, products,
-        maxima, selects or compares: a bias add that both a relu and the
-        relu's gradient read, Adam's moment updates that both the parameter's
-        update and the new moment read), so that no costly work is done twice;
+        maxima, selects, compares or conversions of a mask to floats: a bias
+        add that both a relu and the relu's gradient read, a dropout's mask,
+        Adam's moment updates that both the parameter's update and the new
+        moment read), so that no costly work is done twice;
       - nothing is fused into a multiply-accumulate with a reduction (a
         matmul, a contraction, a convolution's gradient): those become
         sgemm-based kernels in shardc-lower-to-kernels, which a fused body
