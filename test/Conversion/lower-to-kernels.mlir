@@ -633,6 +633,35 @@ func.func @overwrite_zero_filled_argument(%a: memref<4x3xf32>, %b: memref<3x5xf3
 
 // -----
 
+// A slot of a stack (a layer loop's residual, made in place) zero-filled right
+// before the kernel: the fill goes and the kernel overwrites. One with a copy into
+// the stack between the fill and the kernel (it may write the slot) keeps its fill.
+
+// CHECK-LABEL: func.func @overwrite_zero_filled_slot
+// CHECK:         %[[SLOT:.*]] = memref.subview %arg2[0, 0, 0]
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[OVERWRITE:.*]] = arith.constant 0 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[OVERWRITE]],
+// CHECK:         %[[OTHER:.*]] = memref.subview %arg2[1, 0, 0]
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[OTHER]]
+// CHECK:         memref.copy
+// CHECK:         %[[ADD:.*]] = arith.constant 1 : i32
+// CHECK:         call @shardrt_matmul_f32(%[[ADD]],
+func.func @overwrite_zero_filled_slot(%a: memref<4x3xf32>, %b: memref<3x5xf32>,
+                                      %stack: memref<2x4x5xf32>, %seen: memref<2x4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %slot = memref.subview %stack[0, 0, 0] [1, 4, 5] [1, 1, 1] : memref<2x4x5xf32> to memref<4x5xf32, strided<[5, 1]>>
+  linalg.fill ins(%zero : f32) outs(%slot : memref<4x5xf32, strided<[5, 1]>>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%slot : memref<4x5xf32, strided<[5, 1]>>)
+  %other = memref.subview %stack[1, 0, 0] [1, 4, 5] [1, 1, 1] : memref<2x4x5xf32> to memref<4x5xf32, strided<[5, 1], offset: 20>>
+  linalg.fill ins(%zero : f32) outs(%other : memref<4x5xf32, strided<[5, 1], offset: 20>>)
+  memref.copy %seen, %stack : memref<2x4x5xf32> to memref<2x4x5xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%other : memref<4x5xf32, strided<[5, 1], offset: 20>>)
+  return
+}
+
+// -----
+
 // A convolution's zero-filled output is overwritten too.
 
 // CHECK-LABEL: func.func @conv_overwrite

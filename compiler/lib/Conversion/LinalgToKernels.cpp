@@ -444,7 +444,8 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
 /// `output` before `op`, or the last use before `op` (in its block) of a
 /// function's `output` argument (a layer function's result, written into its
 /// caller's buffer) with no view of it made before `op` (a write through one
-/// would go unseen): the kernel can overwrite the buffer instead.
+/// would go unseen), or that of a view `output` right before `op`: the kernel
+/// can overwrite the buffer instead.
 linalg::FillOp zeroInitOf(Operation *op, Value output) {
   if (auto arg = dyn_cast<BlockArgument>(output)) {
     if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))
@@ -462,6 +463,19 @@ linalg::FillOp zeroInitOf(Operation *op, Value output) {
     auto fill = dyn_cast_or_null<linalg::FillOp>(last);
     if (fill && fill.getOutputs()[0] == arg && matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
       return fill;
+    return {};
+  }
+  if (output.getDefiningOp<memref::SubViewOp>()) {
+    // A slot of a larger buffer (a layer loop's stack): the fill of it right
+    // before `op`, with nothing between that could write memory.
+    for (Operation *before = op->getPrevNode(); before; before = before->getPrevNode()) {
+      if (auto fill = dyn_cast<linalg::FillOp>(before))
+        return fill.getOutputs()[0] == output && matchPattern(fill.getInputs()[0], m_PosZeroFloat())
+                   ? fill
+                   : linalg::FillOp();
+      if (!isMemoryEffectFree(before))
+        return {};
+    }
     return {};
   }
   auto alloc = output.getDefiningOp<memref::AllocOp>();

@@ -8,6 +8,7 @@
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
@@ -31,7 +32,8 @@ struct WriteInSlotsPass : public shardc::impl::WriteInSlotsPassBase<WriteInSlots
   }
 
   /// `insert`'s value made in its slot, where its op's init is an empty tensor
-  /// and the slot's place is known before the op.
+  /// or a fill of one (a contraction's zeros, which then fill the slot) and the
+  /// slot's place is known before the op.
   static void writeInSlot(scf::ForOp loop, tensor::InsertSliceOp insert) {
     auto stack = dyn_cast<BlockArgument>(insert.getDest());
     auto made = dyn_cast<OpResult>(insert.getSource());
@@ -40,17 +42,26 @@ struct WriteInSlotsPass : public shardc::impl::WriteInSlotsPassBase<WriteInSlots
         op->getBlock() != loop.getBody())
       return;
     OpOperand *init = op.getTiedOpOperand(made);
-    auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+    auto fill = init->get().getDefiningOp<linalg::FillOp>();
+    Value unfilled = fill ? fill.getDpsInits()[0] : init->get();
+    auto empty = unfilled.getDefiningOp<tensor::EmptyOp>();
     auto before = [&](Value v) {
       return v.getParentBlock() != loop.getBody() || isa<BlockArgument>(v) ||
              v.getDefiningOp()->isBeforeInBlock(op);
     };
-    if (!empty || !llvm::all_of(insert.getOffsets(), before))
+    if (!empty || !llvm::all_of(insert.getOffsets(), before) ||
+        (fill && !llvm::all_of(fill.getInputs(), before)))
       return;
     OpBuilder b(op);
-    init->set(tensor::ExtractSliceOp::create(b, insert.getLoc(), insert.getSourceType(), stack,
-                                             insert.getMixedOffsets(), insert.getMixedSizes(),
-                                             insert.getMixedStrides()));
+    Value slot = tensor::ExtractSliceOp::create(b, insert.getLoc(), insert.getSourceType(), stack,
+                                                insert.getMixedOffsets(), insert.getMixedSizes(),
+                                                insert.getMixedStrides());
+    if (fill)
+      slot = linalg::FillOp::create(b, fill.getLoc(), fill.getInputs(), ValueRange{slot})
+                 .getResult(0);
+    init->set(slot);
+    if (fill && fill->use_empty())
+      fill->erase();
     if (empty->use_empty())
       empty->erase();
   }
