@@ -21,6 +21,7 @@
 #include "mesh.h"
 #include "scratch.h"
 
+#include "shardrt/convolution_buffers.h"
 #include "shardrt/shardrt.h"
 
 #include <cblas.h>
@@ -75,14 +76,12 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
           (long long)n, (long long)k, int(status));
 }
 
-/// The fewest input channels of a forward convolution (or output channels of an input
-/// gradient, a forward convolution of the output's gradient) that oneDNN's convolution
-/// computes instead of im2col + OpenBLAS (measured on W2, one core of a Zen 4: conv2's
-/// 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3 against
-/// 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
-constexpr int64_t kDnnlConvChannels = 16;
-
-/// Whether an f32 correlation of `n` images of `channels` channels goes to oneDNN.
+/// Whether an f32 correlation of `n` images of `channels` channels goes to oneDNN:
+/// from kDnnlConvChannels input channels of a forward convolution (or output channels
+/// of an input gradient, a forward convolution of the output's gradient) oneDNN's
+/// convolution is faster than im2col + OpenBLAS (measured on W2, one core of a Zen 4:
+/// conv2's 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3
+/// against 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
 bool onDnnlConvolution(int64_t n, int64_t channels) {
   return n > 0 && channels >= kDnnlConvChannels && !matmulInBf16();
 }

@@ -22,7 +22,8 @@
 //
 // `shardrt-calibrate --process-memory` measures instead what a rank of a compiled program
 // holds before its own memory (what shardc --report adds to the program's figures as
-// "process"): {"ranks": N, "process_resident_bytes": B}, B the largest rank's resident
+// "process"): {"ranks": N, "process_resident_bytes": B, "convolution_resident_bytes": C},
+// C what its first oneDNN convolutions add (convolutionResidentBytes), B the largest rank's resident
 // memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
 // collectives have run (MPI's buffers, the runtime's scratch at its first size), as a
 // compiled program's first step finds them. The build runs it (runtime/CMakeLists.txt).
@@ -34,6 +35,7 @@
 #include "shardrt/shardrt.h"
 
 #include "../lib/host.h"
+#include "shardrt/convolution_buffers.h"
 
 #include <mpi.h>
 
@@ -148,6 +150,29 @@ int64_t processResidentBytes() {
   return largest;
 }
 
+/// What a rank's first convolutions on oneDNN add to it whatever their shapes (the
+/// library's code they touch, its generated kernels): the most any rank grew over a
+/// forward convolution and an input gradient of 16 channels on 4 x 4 pixels, whose
+/// own buffers are a few KiB. shardc --report adds it where a program has such a
+/// convolution, with each shape's buffers (shardrt/convolution_buffers.h).
+int64_t convolutionResidentBytes() {
+  auto resident = [] {
+    const shardrt::ResidentMemory memory = shardrt::residentMemory();
+    return memory.anonymous + memory.file + memory.shared;
+  };
+  const int64_t before = resident();
+  constexpr int64_t n = 1, side = 4, channels = shardrt::kDnnlConvChannels;
+  std::vector<float> x(n * side * side * channels, 1.0f), k(9 * channels * channels, 0.5f),
+      y(x.size(), 0.0f), dx(x.size(), 0.0f);
+  shardrt_conv2d_f32(0, n, side, side, channels, 1, 1, 3, 3, channels, side, side, 1, 1, 1, 1,
+                     x.data(), k.data(), y.data());
+  shardrt_conv2d_input_grad_f32(0, n, side, side, channels, 3, 3, channels, side, side, 1, 1,
+                                y.data(), k.data(), dx.data());
+  int64_t mine = std::max<int64_t>(0, resident() - before), largest = 0;
+  MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return largest;
+}
+
 std::string number(double value) {
   if (!std::isfinite(value))
     return "null";
@@ -198,8 +223,11 @@ int main(int argc, char **argv) {
   shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
   if (processMemory) {
     const int64_t bytes = processResidentBytes();
+    const int64_t convolution = convolutionResidentBytes();
     if (shardrt_rank() == 0 && bytes >= 0)
-      std::printf("{\"ranks\": %d, \"process_resident_bytes\": %lld}\n", ranks, (long long)bytes);
+      std::printf("{\"ranks\": %d, \"process_resident_bytes\": %lld, "
+                  "\"convolution_resident_bytes\": %lld}\n",
+                  ranks, (long long)bytes, (long long)convolution);
     shardrt_finalize();
     MPI_Finalize();
     return bytes >= 0 ? 0 : 1;

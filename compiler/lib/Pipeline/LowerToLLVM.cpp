@@ -19,13 +19,17 @@
 #include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
+#include "shardrt/convolution_buffers.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
+
+#include <set>
 
 using namespace mlir;
 
@@ -182,4 +186,37 @@ void shardc::addPlannedArenas(ModuleOp lowered, MemoryPerRank &memory) {
     if (Operation *entry = lowered.lookupSymbol(entryName(role)))
       if (auto bytes = entry->getAttrOfType<IntegerAttr>(shardc::kArenaBytesAttr))
         memory.arenas.emplace_back(role, bytes.getInt());
+}
+
+void shardc::addConvolutionBuffers(ModuleOp lowered, MemoryPerRank &memory) {
+  // The runtime keeps one set per distinct call: its arguments but the pointers.
+  std::set<SmallVector<int64_t>> shapes;
+  lowered.walk([&](LLVM::CallOp call) {
+    std::optional<StringRef> callee = call.getCallee();
+    const bool forward = callee == "shardrt_conv2d_f32";
+    if (!forward && callee != "shardrt_conv2d_input_grad_f32")
+      return;
+    SmallVector<int64_t> args;
+    for (Value arg : call.getArgOperands()) {
+      APInt value;
+      if (isa<IntegerType>(arg.getType()) && matchPattern(arg, m_ConstantInt(&value)))
+        args.push_back(value.getSExtValue());
+    }
+    // Forward: accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, strides,
+    // dilations. Input gradient: accumulate, n, h, w, c, kh, kw, f, dy_h, dy_w, pads,
+    // a forward convolution of dy (f channels) into dx (c channels).
+    if (args.size() != (forward ? 16u : 12u))
+      return;
+    const int64_t n = args[1], h = args[2], w = args[3], c = args[4];
+    if (forward ? c < shardrt::kDnnlConvChannels : args[7] < shardrt::kDnnlConvChannels)
+      return;
+    if (!shapes.insert(args).second)
+      return;
+    memory.convolutionBuffers +=
+        forward ? shardrt::dnnlConvolutionBytes(n, h, w, c, args[7], args[8], args[9], args[10],
+                                                args[11])
+                : shardrt::dnnlConvolutionBytes(n, args[8], args[9], args[7], args[5], args[6],
+                                                c, h, w);
+    ++memory.convolutions;
+  });
 }

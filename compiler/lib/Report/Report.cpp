@@ -466,10 +466,15 @@ int64_t MemoryPerRank::stepArena() const {
   return largest < 0 ? activationsAtPeak : shardrt::inHugePages(largest);
 }
 
+int64_t MemoryPerRank::convolutionMemory() const {
+  return convolutions ? addSaturating(convolutionBuffers, std::max<int64_t>(convolutionCode, 0))
+                      : 0;
+}
+
 int64_t MemoryPerRank::total() const {
   return addSaturating(addSaturating(addSaturating(parameters, optimizerState),
                                      addSaturating(inputs, stepArena())),
-                       std::max<int64_t>(process, 0));
+                       addSaturating(convolutionMemory(), std::max<int64_t>(process, 0)));
 }
 
 std::string shardc::describeTotal(const MemoryPerRank &memory) {
@@ -478,6 +483,8 @@ std::string shardc::describeTotal(const MemoryPerRank &memory) {
          formatBytes(memory.inputs) + " of inputs, " + formatBytes(memory.stepArena()) +
          (memory.arenas.empty() ? " of activations at the peak"
                                  : " of the larger step arena (in whole 2 MiB pages)") +
+         (memory.convolutions ? ", " + formatBytes(memory.convolutionMemory()) + " of convolutions"
+                              : "") +
          (memory.process < 0 ? "" : ", " + formatBytes(memory.process) + " of the process itself");
 }
 
@@ -492,6 +499,8 @@ void shardc::addProcessMemory(StringRef runtimeDir, MemoryPerRank &memory) {
     return;
   memory.process = measured["process_resident_bytes"].get<int64_t>();
   memory.processRanks = measured.value("ranks", int64_t(0));
+  if (measured.value("convolution_resident_bytes", json()).is_number_integer())
+    memory.convolutionCode = measured["convolution_resident_bytes"].get<int64_t>();
 }
 
 /// How many times `op` runs per call of `fn`: the product of the trip counts of
@@ -758,6 +767,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
       report["memory_per_rank"][role + "_arena"] = bytes;
     if (memory.process >= 0)
       report["memory_per_rank"]["process"] = memory.process;
+    if (memory.convolutions)
+      report["memory_per_rank"]["convolutions"] = memory.convolutionMemory();
     json list = json::array();
     for (const Collective &c : collectives) {
       list.push_back({{"kind", c.kind},
@@ -818,6 +829,14 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   for (const auto &[role, bytes] : memory.arenas)
     os << "  " << llvm::left_justify(role + " arena", 13) << llvm::right_justify(formatBytes(bytes), 12)
        << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
+  if (memory.convolutions)
+    os << "  convolutions " << llvm::right_justify(formatBytes(memory.convolutionMemory()), 12)
+       << "  (oneDNN's copies of " << memory.convolutions << " convolutions' operands in its "
+       << "blocked layouts, kept for the run"
+       << (memory.convolutionCode < 0
+               ? "; its code not measured"
+               : ", and " + formatBytes(memory.convolutionCode) + " of its code, measured")
+       << ")\n";
   if (memory.process < 0)
     os << "  process      not measured (shardrt-process.json beside libshardrt.so: "
           "shardrt-calibrate --process-memory, which the build runs)\n";

@@ -136,6 +136,10 @@ mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module);
 /// point of a lowered module (`shardc.arena_bytes`).
 void addPlannedArenas(mlir::ModuleOp lowered, MemoryPerRank &memory);
 
+/// Records in `memory` the buffers the runtime keeps for each distinct
+/// convolution a lowered module runs on oneDNN (shardrt/convolution_buffers.h).
+void addConvolutionBuffers(mlir::ModuleOp lowered, MemoryPerRank &memory);
+
 /// Adds to a lowered module `shardc_<role>(void **buffers)` for each entry and
 /// a `main` that calls shardrt_main with `manifest`.
 mlir::LogicalResult addMain(mlir::ModuleOp lowered, llvm::StringRef manifest);

@@ -45,14 +45,22 @@ struct MemoryPerRank {
   /// not measured (addProcessMemory).
   int64_t process = -1;
   int64_t processRanks = 0;
+  /// oneDNN's copies of the operands of the `convolutions` distinct convolutions
+  /// the runtime runs on it (addConvolutionBuffers), and what its first such
+  /// convolutions add to a rank whatever their shapes, as measured with the
+  /// process (-1: not measured).
+  int64_t convolutionBuffers = 0, convolutionCode = -1;
+  int convolutions = 0;
+  /// The convolutions' buffers and code, where the program has any.
+  int64_t convolutionMemory() const;
   /// The larger of the train and eval steps' arenas (the runtime runs one at a
   /// time; grad_step only to explain a failure) in whole 2 MiB pages, as the
   /// runtime maps it, or the activations at the peak before the module is
   /// lowered.
   int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
-  /// state (once: the step updates them in place), inputs, the step's arena;
-  /// and the process itself, when measured.
+  /// state (once: the step updates them in place), inputs, the step's arena,
+  /// oneDNN's convolution buffers; and the process itself, when measured.
   int64_t total() const;
 };
 /// Reads the process's own memory from `shardrt-process.json` beside
