@@ -75,7 +75,8 @@ struct Manifest {
   int64_t batch = 0; // the global batch of the inputs read from files (driver_bindings.h); 0:
                      // none is
   // What a rank needs in all, as shardc's --report counts it (parameters and state,
-  // inputs, the larger of the train and eval steps' planned arenas); 0 when the
+  // inputs, the larger of the train and eval steps' planned arenas, oneDNN's
+  // convolution buffers, the process); 0 when the
   // manifest does not say.
   int64_t memoryPerRank = 0;
   std::string plan; // shardc's --report=json of the program, for the report page; may be empty
