@@ -134,6 +134,19 @@ Fit fitRelative(const std::vector<std::pair<double, double>> &sentAndSeconds) {
   return fit;
 }
 
+/// This rank's resident bytes.
+int64_t residentBytes() {
+  const shardrt::ResidentMemory memory = shardrt::residentMemory();
+  return memory.anonymous + memory.file + memory.shared;
+}
+
+/// The most of `mine` over the ranks. Collective.
+int64_t largestOverRanks(int64_t mine) {
+  int64_t largest = 0;
+  MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return largest;
+}
+
 /// The largest rank's resident bytes, set up as a compiled program is when its first
 /// step starts. Collective.
 int64_t processResidentBytes() {
@@ -144,10 +157,7 @@ int64_t processResidentBytes() {
     shardrt_all_reduce_f32(/*all axes*/ 1, buffer.data(), buffer.data(), int64_t(buffer.size()),
                            SHARDRT_SUM);
   }
-  const shardrt::ResidentMemory memory = shardrt::residentMemory();
-  int64_t mine = memory.anonymous + memory.file + memory.shared, largest = 0;
-  MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return largest;
+  return largestOverRanks(residentBytes());
 }
 
 /// What a rank's first convolutions on oneDNN add to it whatever their shapes (the
@@ -156,11 +166,7 @@ int64_t processResidentBytes() {
 /// own buffers are a few KiB. shardc --report adds it where a program has such a
 /// convolution, with each shape's buffers (shardrt/convolution_buffers.h).
 int64_t convolutionResidentBytes() {
-  auto resident = [] {
-    const shardrt::ResidentMemory memory = shardrt::residentMemory();
-    return memory.anonymous + memory.file + memory.shared;
-  };
-  const int64_t before = resident();
+  const int64_t before = residentBytes();
   constexpr int64_t n = 1, side = 4, channels = shardrt::kDnnlConvChannels;
   std::vector<float> x(n * side * side * channels, 1.0f), k(9 * channels * channels, 0.5f),
       y(x.size(), 0.0f), dx(x.size(), 0.0f);
@@ -168,9 +174,7 @@ int64_t convolutionResidentBytes() {
                      x.data(), k.data(), y.data());
   shardrt_conv2d_input_grad_f32(0, n, side, side, channels, 3, 3, channels, side, side, 1, 1,
                                 y.data(), k.data(), dx.data());
-  int64_t mine = std::max<int64_t>(0, resident() - before), largest = 0;
-  MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return largest;
+  return largestOverRanks(std::max<int64_t>(0, residentBytes() - before));
 }
 
 std::string number(double value) {

@@ -135,8 +135,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     }
     fn.emitError("shardc-layer-loop: argument '") << name << "' is not one of train_step's";
     signalPassFailure();
-    return tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
-                                   cast<RankedTensorType>(fn.getArgumentTypes()[i]).getElementType());
+    return emptyOf(b, loc, fn.getArgumentTypes()[i]);
   }
 
   static int64_t transferOf(DictionaryAttr attrs) {
@@ -366,22 +365,11 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       llvm::append_range(shape, type.getShape());
       return type.clone(shape);
     };
-    auto stackOfType = [&](Type t, int64_t slots) -> Value {
-      RankedTensorType type = stackType(t, slots);
-      return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-    };
+    auto stackOfType = [&](Type t, int64_t slots) { return emptyOf(b, loc, stackType(t, slots)); };
     SmallVector<unsigned> layerResiduals; // results of layer.forward kept
     for (unsigned r = 0; r < layer.forward.getNumResults(); ++r)
       if (transferOf(layer.forward.getResultAttrDict(r)) < 0 && !recomputed.contains(r))
         layerResiduals.push_back(r);
-    // layer.backward's sums: its arguments and its results, in the parameters' order.
-    SmallVector<unsigned> layerSums, layerSumResults;
-    for (unsigned i = 0; i < layer.backward.getNumArguments(); ++i)
-      if (roleOf(layer.backward, i) == shardc::kGradientRole)
-        layerSums.push_back(i);
-    for (unsigned r = 0; r < layer.backward.getNumResults(); ++r)
-      if (!summedParam(layer.backward.getResultAttrDict(r)).empty())
-        layerSumResults.push_back(r);
     SmallVector<Type> residualTypes, gradientTypes;
     for (unsigned r : layerResiduals)
       residualTypes.push_back(layer.forward.getResultTypes()[r]);
@@ -516,7 +504,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       cotangents[carryIn] = backwardLoop.getResult(0);
     for (auto [n, i] : llvm::enumerate(layerSums))
       sums[summedParam(layer.backward.getArgAttrDict(i))] =
-          shared ? slots(b, loc, backwardLoop.getResult(carryDifferentiable), 1, layers,
+          shared ? slots(b, loc, backwardLoop.getResult(carryDifferentiable), b.getIndexAttr(1), layers,
                          shared->gradientAt[n], cast<RankedTensorType>(gradientTypes[n]))
                  : backwardLoop.getResult(carryDifferentiable + n);
 
@@ -586,9 +574,7 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
           map.map(op.getDpsInputs(), inputs);
           for (Value c : captured)
             map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
-          auto init = cast<RankedTensorType>(op.getDpsInits()[0].getType());
-          map.map(op.getDpsInits()[0], tensor::EmptyOp::create(b, op.getLoc(), init.getShape(),
-                                                               init.getElementType()));
+          map.map(op.getDpsInits()[0], emptyOf(b, op.getLoc(), op.getDpsInits()[0].getType()));
           Value again = b.clone(*op, map)->getResult(0);
           inBackward.map(v, again);
           return again;
@@ -626,21 +612,24 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       signalPassFailure();
   }
 
+  /// layer.backward's gradient sums: its arguments and its results, in the
+  /// parameters' order; and per sum, whether the backward returns the gradient.
+  SmallVector<unsigned> layerSums, layerSumResults;
+  SmallVector<bool> gradientReturned;
+
   /// Each layer's gradient sum starts at zero in a slot of its own, so where
   /// the layer's backward returns `sum + gradient` it returns the gradient
-  /// instead: no zero-filled stack, no adds. Per sum result, in order: whether.
-  SmallVector<bool> gradientReturned;
+  /// instead: no zero-filled stack, no adds.
   void returnGradients() {
     Operation *ret = layer.backward.getBody().front().getTerminator();
-    SmallVector<unsigned> sumArgs;
     for (unsigned i = 0; i < layer.backward.getNumArguments(); ++i)
       if (roleOf(layer.backward, i) == shardc::kGradientRole)
-        sumArgs.push_back(i);
-    unsigned n = 0;
-    for (unsigned r = 0; r < layer.backward.getNumResults(); ++r) {
-      if (summedParam(layer.backward.getResultAttrDict(r)).empty())
-        continue;
-      Value sum = layer.backward.getArgument(sumArgs[n++]);
+        layerSums.push_back(i);
+    for (unsigned r = 0; r < layer.backward.getNumResults(); ++r)
+      if (!summedParam(layer.backward.getResultAttrDict(r)).empty())
+        layerSumResults.push_back(r);
+    for (auto [i, r] : llvm::zip_equal(layerSums, layerSumResults)) {
+      Value sum = layer.backward.getArgument(i);
       auto add = ret->getOperand(r).getDefiningOp<linalg::LinalgOp>();
       bool returned = add && shardc::isElementwiseAdd(add) &&
                       llvm::is_contained(add.getDpsInputs(), sum);
@@ -734,10 +723,6 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     groups.push_back(llvm::to_vector(llvm::seq<int64_t>(count > 0, shape.size())));
     return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
                                          flat, groups);
-  }
-  static Value slots(OpBuilder &b, Location loc, Value workspace, int64_t first, int64_t count,
-                     int64_t at, RankedTensorType type) {
-    return slots(b, loc, workspace, b.getIndexAttr(first), count, at, type);
   }
   static Value emptyOf(OpBuilder &b, Location loc, Type t) {
     auto type = cast<RankedTensorType>(t);
