@@ -27,13 +27,10 @@ DimView viewAround(int ndim, const int64_t *shape, int d, const char *caller, co
     fatal("%s: the tensor needs at least one dimension (ndim = %d)", caller, ndim);
   if (d < 0 || d >= ndim)
     fatal("%s: %s %d is not a dimension of a %d-d tensor", caller, role, d, ndim);
-  DimView view;
-  for (int i = 0; i < ndim; ++i) {
+  for (int i = 0; i < ndim; ++i)
     if (shape[i] < 0)
       fatal("%s: dimension %d has negative size %lld", caller, i, static_cast<long long>(shape[i]));
-    (i < d ? view.outer : i == d ? view.dim : view.inner) *= shape[i];
-  }
-  return view;
+  return viewOf(ndim, shape, d);
 }
 
 void requireDivisible(const DimView &view, int groupSize, int d, const char *caller) {
@@ -96,7 +93,7 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
 
   int count = mpiCount(view.elements(), caller);
   bool contiguous = view.outer == 1;
-  auto [gathered] = scratch().regions<1>({contiguous ? 0 : group.size * localBytes});
+  auto [gathered] = scratch().regions<1>(allGatherRegions(view, type.bytes, group.size));
   std::byte *received = contiguous ? static_cast<std::byte *>(out) : gathered;
   arrive("all_gather", axes, /*world=*/false, view.elements());
   MPI_Request request;
@@ -119,11 +116,10 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
     return copyUnlessSame(out, in, inBytes);
 
   Partition partition{view.elements(), group.size};
-  size_t blockBytes = partition.largest() * type.bytes;
   bool contiguous = view.outer == 1;
   bool ring = static_cast<int64_t>(inBytes) >= ringMinBytes();
-  auto [packed, acc, recv] = scratch().regions<3>(
-      {contiguous ? 0 : inBytes, ring ? blockBytes : 0, ring ? blockBytes : 0});
+  auto [packed, acc, recv] =
+      scratch().regions<3>(reduceScatterRegions(view, type.bytes, group.size, ringMinBytes()));
   const std::byte *blocks = static_cast<const std::byte *>(in);
   if (!contiguous) {
     splitBlocks(blocks, packed, view.outer, group.size,
@@ -154,19 +150,11 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
   if (group.size == 1)
     return copyUnlessSame(out, in, inBytes);
 
-  // The blocks sent have the input's shape with the split dimension cut G-fold; view
-  // them around the concat dimension to lay the received ones side by side.
-  if (splitDim < concatDim)
-    concat.outer /= group.size;
-  else if (splitDim > concatDim)
-    concat.inner /= group.size;
-  else
-    concat.dim /= group.size;
-
+  concat = receivedBlocks(concat, splitDim, concatDim, group.size);
   int blockCount = mpiCount(split.elements() / group.size, caller);
   bool sendContiguous = split.outer == 1, recvContiguous = concat.outer == 1;
   auto [packed, received] =
-      scratch().regions<2>({sendContiguous ? 0 : inBytes, recvContiguous ? 0 : inBytes});
+      scratch().regions<2>(allToAllRegions(split, concat, type.bytes, group.size));
   const std::byte *send = static_cast<const std::byte *>(in);
   if (!sendContiguous) {
     splitBlocks(send, packed, split.outer, group.size,

@@ -4,16 +4,12 @@
 
 #include "element.h"
 
+#include "shardrt/scratch_regions.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace shardrt {
-
-/// A tensor viewed around one dimension as [outer, dim, inner].
-struct DimView {
-  int64_t outer = 1, dim = 1, inner = 1;
-  int64_t elements() const { return outer * dim * inner; }
-};
 
 /// `shape` viewed around dimension `d`. Stops on a dimension out of range or a negative
 /// size; `role` names `d` in the message.

@@ -11,7 +11,7 @@
 //   filter grad   dw[KH*KW*C, F]    += cols^T @ dy[rows, F]
 //   input grad    dx[rows, C]       += cols(dyp, stride 1)[rows, KH*KW*F] @ flip(k)
 // where flip(k)[(kh, kw, f), c] = k[KH-1-kh, KW-1-kw, c, f]. The batch is cut into
-// chunks of images whose im2col matrix stays around kChunkBytes, so that sgemm reads
+// chunks of images whose im2col matrix stays around kIm2colChunkBytes, so that sgemm reads
 // it back from cache rather than memory; the matrices live in the runtime's scratch
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
@@ -22,6 +22,7 @@
 #include "scratch.h"
 
 #include "shardrt/convolution_buffers.h"
+#include "shardrt/scratch_regions.h"
 #include "shardrt/shardrt.h"
 
 #include <cblas.h>
@@ -33,26 +34,6 @@
 
 namespace shardrt {
 namespace {
-
-// Measured with bench/kernels at W2's shapes (conv2, batch 128, best of 5 medians):
-// 1 thread 9.7 / 9.9 / 10.7 ms (forward / filter / input grad) with 2 MiB chunks,
-// 10.6 / 10.9 / 11.7 with 16 MiB; 2 threads 5.6 / 6.3 / 7.1 with 2 MiB, 5.9 / 6.3 / 7.6
-// with 1 MiB, 5.6 / 5.9 / 6.7 with 4 MiB. The whole batch at once (115 MiB for conv1's
-// input gradient) was up to twice as slow.
-constexpr size_t kChunkBytes = size_t(2) << 20;
-
-/// An NHWC tensor's window geometry: `outH` x `outW` positions, each reading
-/// `kh` x `kw` pixels `dilH`/`dilW` apart, windows `strideH`/`strideW` apart.
-struct Windows {
-  int64_t h, w, c;
-  int64_t kh, kw;
-  int64_t outH, outW;
-  int64_t strideH, strideW;
-  int64_t dilH, dilW;
-
-  int64_t rowLength() const { return kh * kw * c; }
-  int64_t rowsPerImage() const { return outH * outW; }
-};
 
 /// The largest M or K of a product that oneDNN's sgemm computes in f32 instead of
 /// OpenBLAS's.
@@ -83,7 +64,7 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
 /// conv2's 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3
 /// against 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
 bool onDnnlConvolution(int64_t n, int64_t channels) {
-  return n > 0 && channels >= kDnnlConvChannels && !matmulInBf16();
+  return onDnnlInF32(n, channels) && !matmulInBf16();
 }
 
 /// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
@@ -166,41 +147,21 @@ void im2col(const Windows &g, int64_t images, const float *x, float *cols) {
   }
 }
 
-/// Where an input's [h, w] images sit in the zero-padded images the windows `g`
-/// read: `top` rows and `left` columns in (the padding past the far edges is
-/// what the windows reach).
-struct Padding {
-  int64_t h, w, top, left;
-
-  bool none(const Windows &g) const { return top == 0 && left == 0 && h == g.h && w == g.w; }
-};
-
-/// The padded image size that windows read: at least the image and its front
-/// padding, and as far as the last window reaches.
-Windows paddedWindows(Windows g, const Padding &p) {
-  g.h = std::max(p.h + p.top, (g.outH - 1) * g.strideH + (g.kh - 1) * g.dilH + 1);
-  g.w = std::max(p.w + p.left, (g.outW - 1) * g.strideW + (g.kw - 1) * g.dilW + 1);
-  return g;
-}
-
 /// The batch cut into chunks of images, each chunk's im2col matrix in the scratch
-/// buffer, after a region of `extraBytes` that stays valid across the chunks. An
+/// buffer, after the product's extra region, which stays valid across the chunks. An
 /// input with padding is padded one image at a time in a scratch image whose
 /// border stays zero, small enough to stay in cache for its im2col.
 class Im2colChunks {
 public:
-  Im2colChunks(const Windows &g, const Padding &padding, int64_t n, size_t extraBytes)
-      : g(g), padding(padding), padsImages(!padding.none(g)), n(n) {
-    const size_t imageBytes = g.rowsPerImage() * g.rowLength() * sizeof(float);
-    const size_t paddedBytes = padsImages ? g.h * g.w * g.c * sizeof(float) : 0;
-    perChunk = std::clamp<int64_t>(imageBytes ? kChunkBytes / imageBytes : 1, 1,
-                                   std::max<int64_t>(n, 1));
-    auto [extraRegion, paddedRegion, colsRegion] =
-        scratch().regions<3>({extraBytes, paddedBytes, perChunk * imageBytes});
+  Im2colChunks(const Im2colProduct &product, int64_t n)
+      : g(product.g), padding(product.padding), padsImages(product.padsImages()), n(n),
+        perChunk(product.imagesPerChunk(n)) {
+    const ScratchRegions<3> bytes = product.regions(n);
+    auto [extraRegion, paddedRegion, colsRegion] = scratch().regions<3>(bytes);
     extra = reinterpret_cast<float *>(extraRegion);
     padded = reinterpret_cast<float *>(paddedRegion);
     cols = reinterpret_cast<float *>(colsRegion);
-    std::memset(padded, 0, paddedBytes);
+    std::memset(padded, 0, bytes[1]);
   }
 
   float *extra;
@@ -271,9 +232,9 @@ void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int
       dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
                       k, y))
     return;
-  const Padding padding{h, w, pad_h, pad_w};
-  const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, dh, dw}, padding);
-  Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
+  const Windows &g = product.g;
+  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     im2colProduct("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
                   g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
   });
@@ -283,13 +244,13 @@ void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, in
                                     int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
                                     int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
                                     int64_t sw, const float *x, const float *dy, float *dw) {
-  const Padding padding{h, w, pad_h, pad_w};
-  const Windows g = paddedWindows({h, w, c, kh, kw, oh, ow, sh, sw, 1, 1}, padding);
+  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, 1, 1);
+  const Windows &g = product.g;
   // Every chunk adds to the same dw: only the first may overwrite it, and without
   // images there is no first.
   if (!accumulate && n == 0)
     std::memset(dw, 0, g.rowLength() * f * sizeof(float));
-  Im2colChunks(g, padding, n, 0).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     im2colProduct("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false,
                   g.rowLength(), f, images * g.rowsPerImage(), cols,
                   dy + first * g.rowsPerImage() * f, dw);
@@ -311,16 +272,16 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
                 k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
   };
   if (onDnnlConvolution(n, f)) {
-    auto [region] = scratch().regions<1>({size_t(kh * kw * f * c) * sizeof(float)});
+    auto [region] = scratch().regions<1>({flippedFiltersBytes(kh, kw, f, c)});
     float *flipped = reinterpret_cast<float *>(region);
     flip(flipped);
     if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
                         dy, flipped, dx))
       return;
   }
-  const Padding padding{dy_h, dy_w, pad_h, pad_w};
-  const Windows g = paddedWindows({dy_h, dy_w, f, kh, kw, h, w, 1, 1, 1, 1}, padding);
-  Im2colChunks chunks(g, padding, n, g.rowLength() * c * sizeof(float));
+  const Im2colProduct product = inputGradIm2col(h, w, c, kh, kw, f, dy_h, dy_w, pad_h, pad_w);
+  const Windows &g = product.g;
+  Im2colChunks chunks(product, n);
   float *flipped = chunks.extra;
   flip(flipped);
   chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {

@@ -23,11 +23,6 @@
 namespace shardrt {
 namespace {
 
-// glibc serves allocations up to 32 MiB (its largest dynamic mmap threshold) from
-// memory it keeps, so below that MPI's per-call temporary costs no page faults and MPI's
-// collective is as fast as the ring or faster; above it every call maps fresh pages.
-constexpr int64_t kDefaultRingMinBytes = int64_t(32) << 20;
-
 struct MeshState {
   bool initialised = false;
   bool ownsMpi = false; // shardrt_init called MPI_Init, so finalize must end MPI

@@ -8,6 +8,8 @@
 #ifndef SHARDRT_LIB_SCRATCH_H
 #define SHARDRT_LIB_SCRATCH_H
 
+#include "shardrt/scratch_regions.h"
+
 #include <array>
 #include <cstddef>
 
@@ -24,12 +26,12 @@ public:
 
   /// Consecutive, 64-byte aligned regions of the given sizes, valid until the next
   /// call. Their contents are not kept from call to call.
-  template <size_t N> std::array<std::byte *, N> regions(const std::array<size_t, N> &bytes) {
+  template <size_t N> std::array<std::byte *, N> regions(const ScratchRegions<N> &bytes) {
     std::array<size_t, N> offsets;
     size_t total = 0;
     for (size_t i = 0; i < N; ++i) {
       offsets[i] = total;
-      total += (bytes[i] + 63) / 64 * 64;
+      total += alignedRegion(bytes[i]);
     }
     std::byte *base = reserve(total);
     std::array<std::byte *, N> result;
@@ -44,6 +46,9 @@ public:
 
   /// Gives the memory back to the system.
   void release();
+
+  /// The bytes mapped now.
+  size_t capacity() const { return capacity_; }
 
 private:
   std::byte *reserve(size_t bytes);

@@ -64,6 +64,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardrt/scratch_regions.h"
 #include "RuntimeCalls.h"
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
@@ -92,6 +93,7 @@ namespace shardc {
 
 using namespace mlir;
 using shardc::conversion_detail::getElementPointer;
+using shardc::conversion_detail::needScratch;
 using shardc::conversion_detail::RuntimeFunctions;
 
 namespace {
@@ -116,6 +118,9 @@ struct KernelCall {
     unsigned height, width, padHeight, padWidth;
   };
   std::optional<PaddedInput> paddedInput;
+  /// What the call takes of the runtime's scratch buffer, by its scalars
+  /// (none: nothing).
+  size_t (*scratchBytes)(ArrayRef<int64_t> scalars) = nullptr;
 };
 
 /// f32, static shape, dense row-major (step 1).
@@ -380,7 +385,11 @@ std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b) {
                    ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
       {x, k, y},
       {},
-      KernelCall::PaddedInput{1, 2, 4, 5}};
+      KernelCall::PaddedInput{1, 2, 4, 5},
+      [](ArrayRef<int64_t> s) {
+        return shardrt::conv2dScratchBytes(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
+                                           s[9], s[10], s[11], s[12], s[13], s[14]);
+      }};
 }
 
 /// Form c.
@@ -410,7 +419,12 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
                                  dws[1], dws[3], dys[1], dys[2], sh, sw}),
                     {xpad, dy, dw},
                     {},
-                    KernelCall::PaddedInput{1, 2, 4, 5}};
+                    KernelCall::PaddedInput{1, 2, 4, 5},
+                    [](ArrayRef<int64_t> s) {
+                      return shardrt::conv2dFilterGradScratchBytes(
+                          s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[9], s[10], s[11],
+                          s[12]);
+                    }};
 }
 
 /// Form d.
@@ -437,7 +451,11 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
                    dyps[2], 0, 0}),
       {dyp, w, dx},
       {},
-      KernelCall::PaddedInput{7, 8, 9, 10}};
+      KernelCall::PaddedInput{7, 8, 9, 10},
+      [](ArrayRef<int64_t> s) {
+        return shardrt::conv2dInputGradScratchBytes(s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+                                                    s[7], s[8], s[9], s[10]);
+      }};
 }
 
 /// The fill with +0.0 that is the only write of `op`'s freshly allocated
@@ -704,6 +722,9 @@ struct LowerToKernelsPass
         return signalPassFailure();
       OpBuilder b(op);
       Location loc = op.getLoc();
+      if (call.scratchBytes)
+        needScratch(module, int64_t(call.scratchBytes(llvm::map_to_vector(
+                                call.scalars, [](IntegerAttr s) { return s.getInt(); }))));
       linalg::FillOp zeroInit = zeroInitOf(op, call.buffers.back());
       call.scalars.insert(call.scalars.begin(), attrs.getI32IntegerAttr(!zeroInit));
       if (zeroInit)

@@ -1,6 +1,7 @@
 //===- RuntimeCalls.cpp - calling libshardrt from lowered IR --------------===//
 
 #include "RuntimeCalls.h"
+#include "shardc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -67,6 +68,12 @@ Value getElementPointer(OpBuilder &b, Location loc, Value memref,
       arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult();
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+}
+
+void needScratch(ModuleOp module, int64_t bytes) {
+  auto planned = module->getAttrOfType<IntegerAttr>(kScratchBytesAttr);
+  if (bytes > (planned ? planned.getInt() : 0))
+    module->setAttr(kScratchBytesAttr, Builder(module).getI64IntegerAttr(bytes));
 }
 
 } // namespace shardc::conversion_detail

@@ -47,6 +47,10 @@ mlir::Value getElementPointer(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value memref,
                               mlir::Value extraElements = {});
 
+/// Records that a runtime call of `module` takes `bytes` of the runtime's
+/// scratch buffer (kScratchBytesAttr keeps the most).
+void needScratch(mlir::ModuleOp module, int64_t bytes);
+
 } // namespace shardc::conversion_detail
 
 #endif

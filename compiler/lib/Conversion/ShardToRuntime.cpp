@@ -53,6 +53,7 @@
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Passes.h"
 #include "RuntimeCalls.h"
+#include "shardrt/scratch_regions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -128,6 +129,20 @@ private:
     uint32_t mask;
     RankedTensorType inType, outType;
   };
+
+  /// Records what a blocking collective of `c` over `axes` takes of the
+  /// runtime's scratch buffer: `regions(view of the input around dim, element
+  /// bytes, ranks in the group)`.
+  template <typename Regions>
+  void needScratch(const CollectiveOperands &c, ArrayRef<shard::GridAxis> axes, int64_t dim,
+                   Regions regions) {
+    ArrayRef<int64_t> shape = c.inType.getShape();
+    shardc::conversion_detail::needScratch(
+        module, int64_t(shardrt::scratchBytes(regions(
+                    shardrt::viewOf(int(shape.size()), shape.data(), int(dim)),
+                    size_t(c.inType.getElementTypeBitWidth() / 8),
+                    shard::collectiveProcessGroupSize(axes, c.grid)))));
+  }
 
   /// A gradient's or a parameter's collective `op` on `input`, started by runtime function
   /// `start` (the collective's arguments: mask, in, out, then the tail's) and
@@ -663,6 +678,7 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
     return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
                               shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim)};
   };
+  needScratch(*c, axes, dim, shardrt::allGatherRegions);
   if (gathersParameter(op, *suffix) && isAscending(axes))
     return lowerInFlight(op, "shardrt_all_gather_start_f32", *c, op.getInput(), tailTypes,
                          tailArgs);
@@ -700,6 +716,9 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
                               shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim),
                               i32(b, loc, *reduction)};
   };
+  needScratch(*c, axes, dim, [](const shardrt::DimView &in, size_t bytes, int64_t ranks) {
+    return shardrt::reduceScatterRegions(in, bytes, ranks, shardrt::kDefaultRingMinBytes);
+  });
   // Put block g (shard's group order) where the runtime sends it to the
   // rank of that index in mesh order.
   Value input = op.getInput();
@@ -736,6 +755,13 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
                         {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();
+  needScratch(*c, axes, splitDim, [&](const shardrt::DimView &split, size_t bytes, int64_t ranks) {
+    ArrayRef<int64_t> shape = c->inType.getShape();
+    const shardrt::DimView received = shardrt::receivedBlocks(
+        shardrt::viewOf(int(shape.size()), shape.data(), int(concatDim)), int(splitDim),
+        int(concatDim), ranks);
+    return shardrt::allToAllRegions(split, received, bytes, ranks);
+  });
   bool reorder = !isAscending(axes);
   SmallVector<shard::GridAxis> sorted = sortedAxes(axes);
   // Blocks are sent by receiver index and received by sender index: reorder

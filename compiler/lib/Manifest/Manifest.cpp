@@ -161,6 +161,7 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                               {kInputs, memory.inputs},
                               {kActivations, memory.activations},
                               {kActivationsAtPeak, memory.activationsAtPeak},
+                              {kScratch, memory.scratch()},
                               {kTotal, memory.total()}};
   for (const auto &[role, bytes] : memory.arenas)
     manifest[kMemoryPerRank][role + "_arena"] = bytes;

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/MLIRGen.h"
+#include "shardc/Conversion/Passes.h"
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardrt/convolution_buffers.h"
@@ -181,11 +182,13 @@ LogicalResult shardc::lowerToLLVM(ModuleOp module) {
   });
 }
 
-void shardc::addPlannedArenas(ModuleOp lowered, MemoryPerRank &memory) {
+void shardc::addPlannedMemory(ModuleOp lowered, MemoryPerRank &memory) {
   for (auto [function, role] : kEntryPoints)
     if (Operation *entry = lowered.lookupSymbol(entryName(role)))
       if (auto bytes = entry->getAttrOfType<IntegerAttr>(shardc::kArenaBytesAttr))
         memory.arenas.emplace_back(role, bytes.getInt());
+  if (auto bytes = lowered->getAttrOfType<IntegerAttr>(shardc::kScratchBytesAttr))
+    memory.scratchBytes = bytes.getInt();
 }
 
 void shardc::addConvolutionBuffers(ModuleOp lowered, MemoryPerRank &memory) {

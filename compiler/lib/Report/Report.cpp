@@ -471,10 +471,13 @@ int64_t MemoryPerRank::convolutionMemory() const {
                       : 0;
 }
 
+int64_t MemoryPerRank::scratch() const { return shardrt::inHugePages(scratchBytes); }
+
 int64_t MemoryPerRank::total() const {
   return addSaturating(addSaturating(addSaturating(parameters, optimizerState),
                                      addSaturating(inputs, stepArena())),
-                       addSaturating(convolutionMemory(), std::max<int64_t>(process, 0)));
+                       addSaturating(addSaturating(scratch(), convolutionMemory()),
+                                     std::max<int64_t>(process, 0)));
 }
 
 std::string shardc::describeTotal(const MemoryPerRank &memory) {
@@ -483,6 +486,8 @@ std::string shardc::describeTotal(const MemoryPerRank &memory) {
          formatBytes(memory.inputs) + " of inputs, " + formatBytes(memory.stepArena()) +
          (memory.arenas.empty() ? " of activations at the peak"
                                  : " of the larger step arena (in whole 2 MiB pages)") +
+         (memory.scratchBytes ? ", " + formatBytes(memory.scratch()) + " of the runtime's scratch"
+                              : "") +
          (memory.convolutions ? ", " + formatBytes(memory.convolutionMemory()) + " of convolutions"
                               : "") +
          (memory.process < 0 ? "" : ", " + formatBytes(memory.process) + " of the process itself");
@@ -765,6 +770,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                  {"remat_flops", memory.rematFlops}};
     for (const auto &[role, bytes] : memory.arenas)
       report["memory_per_rank"][role + "_arena"] = bytes;
+    if (memory.scratchBytes)
+      report["memory_per_rank"]["scratch"] = memory.scratch();
     if (memory.process >= 0)
       report["memory_per_rank"]["process"] = memory.process;
     if (memory.convolutions)
@@ -829,6 +836,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   for (const auto &[role, bytes] : memory.arenas)
     os << "  " << llvm::left_justify(role + " arena", 13) << llvm::right_justify(formatBytes(bytes), 12)
        << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
+  if (memory.scratchBytes)
+    os << "  scratch      " << llvm::right_justify(formatBytes(memory.scratch()), 12)
+       << "  (planned: the runtime's buffer for im2col chunks and collectives' packed blocks, "
+       << formatBytes(memory.scratchBytes) << " at most in one call, in whole 2 MiB pages)\n";
   if (memory.convolutions)
     os << "  convolutions " << llvm::right_justify(formatBytes(memory.convolutionMemory()), 12)
        << "  (oneDNN's copies of " << memory.convolutions << " convolutions' operands in its "

@@ -172,7 +172,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
     lowered = module->clone();
     if (mlir::failed(stages.run("llvm", [&] { return lowerToLLVM(*lowered); })))
       return false;
-    addPlannedArenas(*lowered, memory);
+    addPlannedMemory(*lowered, memory);
     addConvolutionBuffers(*lowered, memory);
   }
   addProcessMemory(runtimeDir, memory);

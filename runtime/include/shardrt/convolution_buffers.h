@@ -15,6 +15,12 @@ namespace shardrt {
  * (in f32; with --matmul-precision bf16 on im2col instead). */
 inline constexpr int64_t kDnnlConvChannels = 16;
 
+/* Whether an f32 correlation of `n` images of `channels` channels (a forward
+ * convolution's input channels, an input gradient's output channels) runs on oneDNN. */
+inline constexpr bool onDnnlInF32(int64_t n, int64_t channels) {
+  return n > 0 && channels >= kDnnlConvChannels;
+}
+
 /* The bytes of oneDNN's copies of a forward convolution's operands: an n x h x w x c
  * input, kh x kw x c x f filters, an n x oh x ow x f output, channels padded to whole
  * blocks of 16. */

@@ -58,11 +58,13 @@ inline constexpr const char *kFillIntegers = "integers";
 inline constexpr const char *kResults = "results";
 inline constexpr const char *kPerExample = "per_example";
 
-/* memory_per_rank: bytes, of which the driver reads the total. */
+/* memory_per_rank: bytes, of which the driver reads the total and the scratch. */
 inline constexpr const char *kParameters = "parameters";
 inline constexpr const char *kOptimizerState = "optimizer_state";
 inline constexpr const char *kActivations = "activations";
 inline constexpr const char *kActivationsAtPeak = "activations_at_peak";
+/* The runtime's scratch buffer that the driver maps before the first step (optional). */
+inline constexpr const char *kScratch = "scratch";
 inline constexpr const char *kTotal = "total";
 
 } // namespace shardrt::manifest_keys

@@ -22,6 +22,7 @@
 #include "../dnnl_matmul.h"
 #include "../host.h"
 #include "../mesh.h"
+#include "../scratch.h"
 #include "../watchdog.h"
 
 #include "shardrt/driver.h"
@@ -112,16 +113,22 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
 }
 
 /// Whether every rank's host offers it what the program needs: room for OpenBLAS's
-/// work buffer, claimed now, and (when `checkNeed`) the manifest's memory per rank. The
-/// first rank short of it says both figures. Collective.
+/// work buffer, claimed now, for the runtime's scratch buffer at its planned size, mapped
+/// now, and (when `checkNeed`) the manifest's memory per rank. The first rank short of it
+/// says both figures. Collective.
 bool memoryFits(const Manifest &manifest, bool checkNeed) {
   const int localRanks = ranksOnThisHost();
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const bool blasReady = claimBlasWorkBuffer();
+  // Mapped at the size shardc planned, so that no step grows it (its pages are
+  // touched by the first call that uses them).
+  const bool scratchReady =
+      manifest.scratchBytes == 0 || scratch().tryReserve(size_t(manifest.scratchBytes));
   const MemoryOffer offer = memoryOffer(localRanks);
   const int64_t need = manifest.memoryPerRank;
-  int firstShort = !blasReady || (checkNeed && need > offer.bytes()) ? rank : INT_MAX;
+  int firstShort =
+      !blasReady || !scratchReady || (checkNeed && need > offer.bytes()) ? rank : INT_MAX;
   watchedWorld("all_reduce of the memory check", [&](MPI_Request *request) {
     MPI_Iallreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, request);
   });
@@ -137,12 +144,18 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
                  "memory shared by %d ranks%s): raise the limit\n",
                  rank, bytesText(blasWorkBufferBytes()).c_str(), bytesText(offer.physical).c_str(),
                  localRanks, limit.c_str());
+  else if (!scratchReady)
+    std::fprintf(stderr,
+                 "shardrt: error: rank %d cannot map the runtime's scratch buffer of %s (%s of "
+                 "memory shared by %d ranks%s): raise the limit\n",
+                 rank, bytesText(manifest.scratchBytes).c_str(), bytesText(offer.physical).c_str(),
+                 localRanks, limit.c_str());
   else
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
-                 "inputs, the larger of the train and eval steps' planned arenas, oneDNN's "
-                 "convolution buffers and the process itself, as shardc's --report counts "
-                 "them), and rank %d's host offers it %s (%s of memory shared by %d "
+                 "inputs, the larger of the train and eval steps' planned arenas, the runtime's "
+                 "scratch buffer, oneDNN's convolution buffers and the process itself, as "
+                 "shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
                  "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,

@@ -434,6 +434,9 @@ Manifest parseManifest(const char *text) {
     requireObject(*memory, kMemoryPerRank);
     manifest.memoryPerRank = getInt(member(*memory, kMemoryPerRank, kTotal),
                                     join(kMemoryPerRank, kTotal), 0, INT64_MAX);
+    if (memory->contains(kScratch))
+      manifest.scratchBytes =
+          getInt((*memory)[kScratch], join(kMemoryPerRank, kScratch), 0, INT64_MAX);
   }
   auto plan = root.find(kPlan);
   if (plan != root.end()) {

@@ -79,6 +79,7 @@ struct Manifest {
   // convolution buffers, the process); 0 when the
   // manifest does not say.
   int64_t memoryPerRank = 0;
+  int64_t scratchBytes = 0; // the runtime's scratch buffer, mapped before the first step
   std::string plan; // shardc's --report=json of the program, for the report page; may be empty
 };
 

@@ -13,6 +13,7 @@
 #include "driver_output.h"
 #include "../collectives.h"
 #include "../host.h"
+#include "../scratch.h"
 #include "../watchdog.h"
 
 #include <mpi.h>
@@ -152,10 +153,10 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
                             const Checkpointer &checkpointer, int64_t nonFiniteSteps,
                             const EarlyStop &stop) {
   const ResidentMemory mine = residentMemory();
-  int64_t memory[5] = {mine.peak, mine.anonymous, mine.file, mine.shared,
-                       program_.residentAtStart};
+  int64_t memory[6] = {mine.peak,   mine.anonymous,           mine.file,
+                       mine.shared, program_.residentAtStart, int64_t(scratch().capacity())};
   watchedWorld("all_reduce of the resident memory", [&](MPI_Request *request) {
-    MPI_Iallreduce(MPI_IN_PLACE, memory, 5, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
+    MPI_Iallreduce(MPI_IN_PLACE, memory, 6, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, request);
   });
   // A pipeline's waits in its receives: the most and the least of any rank (the
   // bubble is where a stage waits), and whether any rank received at all.
@@ -222,7 +223,8 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
       .add("anonymous", integer(memory[1]))
       .add("file", integer(memory[2]))
       .add("shared", integer(memory[3]))
-      .add("at_start", integer(memory[4]));
+      .add("at_start", integer(memory[4]))
+      .add("scratch", integer(memory[5]));
   summary.add("resident_bytes_per_rank", resident.str());
   summary.add("config", program_.options.effective.dump());
   if (evaluated_) {

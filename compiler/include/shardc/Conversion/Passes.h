@@ -12,6 +12,11 @@
 
 namespace shardc {
 
+/// On the module: the most of the runtime's scratch buffer that one of its
+/// kernel or collective calls takes (shardrt/scratch_regions.h), which the
+/// driver maps before the first step.
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "shardc.scratch_bytes";
+
 #define GEN_PASS_DECL
 #include "shardc/Conversion/Passes.h.inc"
 

@@ -132,9 +132,10 @@ mlir::LogicalResult buildReferenceTrainStep(mlir::ModuleOp module);
 /// step function in an entry point on buffers and runs shardc-lower-to-llvm.
 mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module);
 
-/// Records in `memory` the arena shardc-plan-buffers planned for each entry
-/// point of a lowered module (`shardc.arena_bytes`).
-void addPlannedArenas(mlir::ModuleOp lowered, MemoryPerRank &memory);
+/// Records in `memory` what the lowering of a module planned: the arena
+/// shardc-plan-buffers planned for each entry point (`shardc.arena_bytes`)
+/// and the runtime's scratch buffer (`shardc.scratch_bytes`).
+void addPlannedMemory(mlir::ModuleOp lowered, MemoryPerRank &memory);
 
 /// Records in `memory` the buffers the runtime keeps for each distinct
 /// convolution a lowered module runs on oneDNN (shardrt/convolution_buffers.h).

@@ -28,7 +28,7 @@ namespace shardc {
 /// (`activations`, no buffer reuse) and the most live at once
 /// (`activationsAtPeak`, each freed after its last use). The arenas are those
 /// shardc-plan-buffers planned for each step function when the module was
-/// lowered (addPlannedArenas), by role: "train", "eval", "grad".
+/// lowered (addPlannedMemory), by role: "train", "eval", "grad".
 struct MemoryPerRank {
   int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0,
           activationsAtPeak = 0;
@@ -51,6 +51,11 @@ struct MemoryPerRank {
   /// process (-1: not measured).
   int64_t convolutionBuffers = 0, convolutionCode = -1;
   int convolutions = 0;
+  /// The most of the runtime's scratch buffer one kernel or collective call
+  /// takes, as the lowering planned it (addPlannedMemory).
+  int64_t scratchBytes = 0;
+  /// The scratch buffer as the runtime maps it: in whole 2 MiB pages.
+  int64_t scratch() const;
   /// The convolutions' buffers and code, where the program has any.
   int64_t convolutionMemory() const;
   /// The larger of the train and eval steps' arenas (the runtime runs one at a
@@ -60,7 +65,8 @@ struct MemoryPerRank {
   int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
   /// state (once: the step updates them in place), inputs, the step's arena,
-  /// oneDNN's convolution buffers; and the process itself, when measured.
+  /// the runtime's scratch, oneDNN's convolution buffers; and the process
+  /// itself, when measured.
   int64_t total() const;
 };
 /// Reads the process's own memory from `shardrt-process.json` beside
