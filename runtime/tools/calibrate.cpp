@@ -22,8 +22,8 @@
 //
 // `shardrt-calibrate --process-memory` measures instead what a rank of a compiled program
 // holds before its own memory (what shardc --report adds to the program's figures as
-// "process"): {"ranks": N, "process_resident_bytes": B, "convolution_resident_bytes": C},
-// C what its first oneDNN convolutions add (convolutionResidentBytes), B the largest rank's resident
+// "process"): {"ranks": N, "process_resident_bytes": B, "onednn_resident_bytes": C},
+// C what its first oneDNN convolutions and products add (onednnResidentBytes), B the largest rank's resident
 // memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
 // collectives have run (MPI's buffers, the runtime's scratch at its first size), as a
 // compiled program's first step finds them. The build runs it (runtime/CMakeLists.txt).
@@ -160,12 +160,14 @@ int64_t processResidentBytes() {
   return largestOverRanks(residentBytes());
 }
 
-/// What a rank's first convolutions on oneDNN add to it whatever their shapes (the
+/// What a rank's first calls into oneDNN add to it whatever their shapes (the
 /// library's code they touch, its generated kernels): the most any rank grew over a
-/// forward convolution and an input gradient of 16 channels on 4 x 4 pixels, whose
-/// own buffers are a few KiB. shardc --report adds it where a program has such a
-/// convolution, with each shape's buffers (shardrt/convolution_buffers.h).
-int64_t convolutionResidentBytes() {
+/// forward convolution and an input gradient of 16 channels on 4 x 4 pixels, products
+/// with a thin side (oneDNN's sgemm) and 32 x 32 x 32 ones (its matmul), each as a
+/// forward pass and both gradients use it, whose own buffers are a few KiB. shardc
+/// --report adds it to a program with product or convolution kernels, and each
+/// convolution shape's buffers (shardrt/convolution_buffers.h).
+int64_t onednnResidentBytes() {
   const int64_t before = residentBytes();
   constexpr int64_t n = 1, side = 4, channels = shardrt::kDnnlConvChannels;
   std::vector<float> x(n * side * side * channels, 1.0f), k(9 * channels * channels, 0.5f),
@@ -174,6 +176,14 @@ int64_t convolutionResidentBytes() {
                      x.data(), k.data(), y.data());
   shardrt_conv2d_input_grad_f32(0, n, side, side, channels, 3, 3, channels, side, side, 1, 1,
                                 y.data(), k.data(), dx.data());
+  // [m, 32] x [32, 32] as y = x w, dx = dy w^T, dw = x^T dy: m = 4 is thin, 32 wide.
+  constexpr int64_t d = 32;
+  std::vector<float> a(d * d, 1.0f), b(d * d, 0.5f), c(d * d, 0.0f);
+  for (int64_t m : {4, 32}) {
+    shardrt_matmul_f32(0, 0, 0, m, d, d, d, d, d, a.data(), b.data(), c.data());
+    shardrt_matmul_f32(0, 0, 1, m, d, d, d, d, d, a.data(), b.data(), c.data());
+    shardrt_matmul_f32(0, 1, 0, d, d, m, d, d, d, a.data(), b.data(), c.data());
+  }
   return largestOverRanks(std::max<int64_t>(0, residentBytes() - before));
 }
 
@@ -227,11 +237,11 @@ int main(int argc, char **argv) {
   shardrt_init(&argc, &argv, 1, &meshSize, nullptr);
   if (processMemory) {
     const int64_t bytes = processResidentBytes();
-    const int64_t convolution = convolutionResidentBytes();
+    const int64_t onednn = onednnResidentBytes();
     if (shardrt_rank() == 0 && bytes >= 0)
       std::printf("{\"ranks\": %d, \"process_resident_bytes\": %lld, "
-                  "\"convolution_resident_bytes\": %lld}\n",
-                  ranks, (long long)bytes, (long long)convolution);
+                  "\"onednn_resident_bytes\": %lld}\n",
+                  ranks, (long long)bytes, (long long)onednn);
     shardrt_finalize();
     MPI_Finalize();
     return bytes >= 0 ? 0 : 1;

@@ -191,11 +191,15 @@ void shardc::addPlannedMemory(ModuleOp lowered, MemoryPerRank &memory) {
     memory.scratchBytes = bytes.getInt();
 }
 
-void shardc::addConvolutionBuffers(ModuleOp lowered, MemoryPerRank &memory) {
+void shardc::addKernelMemory(ModuleOp lowered, MemoryPerRank &memory) {
   // The runtime keeps one set per distinct call: its arguments but the pointers.
   std::set<SmallVector<int64_t>> shapes;
   lowered.walk([&](LLVM::CallOp call) {
     std::optional<StringRef> callee = call.getCallee();
+    if (callee && (callee->starts_with("shardrt_matmul_") ||
+                   callee->starts_with("shardrt_batched_matmul_") ||
+                   callee->starts_with("shardrt_conv2d_")))
+      memory.callsKernels = true;
     const bool forward = callee == "shardrt_conv2d_f32";
     if (!forward && callee != "shardrt_conv2d_input_grad_f32")
       return;

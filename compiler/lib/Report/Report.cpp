@@ -466,9 +466,8 @@ int64_t MemoryPerRank::stepArena() const {
   return largest < 0 ? activationsAtPeak : shardrt::inHugePages(largest);
 }
 
-int64_t MemoryPerRank::convolutionMemory() const {
-  return convolutions ? addSaturating(convolutionBuffers, std::max<int64_t>(convolutionCode, 0))
-                      : 0;
+int64_t MemoryPerRank::onednnMemory() const {
+  return callsKernels ? std::max<int64_t>(onednnCode, 0) : 0;
 }
 
 int64_t MemoryPerRank::scratch() const { return shardrt::inHugePages(scratchBytes); }
@@ -476,8 +475,8 @@ int64_t MemoryPerRank::scratch() const { return shardrt::inHugePages(scratchByte
 int64_t MemoryPerRank::total() const {
   return addSaturating(addSaturating(addSaturating(parameters, optimizerState),
                                      addSaturating(inputs, stepArena())),
-                       addSaturating(addSaturating(scratch(), convolutionMemory()),
-                                     std::max<int64_t>(process, 0)));
+                       addSaturating(addSaturating(scratch(), convolutionBuffers),
+                                     addSaturating(onednnMemory(), std::max<int64_t>(process, 0))));
 }
 
 std::string shardc::describeTotal(const MemoryPerRank &memory) {
@@ -488,8 +487,10 @@ std::string shardc::describeTotal(const MemoryPerRank &memory) {
                                  : " of the larger step arena (in whole 2 MiB pages)") +
          (memory.scratchBytes ? ", " + formatBytes(memory.scratch()) + " of the runtime's scratch"
                               : "") +
-         (memory.convolutions ? ", " + formatBytes(memory.convolutionMemory()) + " of convolutions"
+         (memory.convolutions ? ", " + formatBytes(memory.convolutionBuffers) + " of convolutions"
                               : "") +
+         (memory.onednnMemory() ? ", " + formatBytes(memory.onednnMemory()) + " of oneDNN's code and buffers"
+                                : "") +
          (memory.process < 0 ? "" : ", " + formatBytes(memory.process) + " of the process itself");
 }
 
@@ -504,8 +505,8 @@ void shardc::addProcessMemory(StringRef runtimeDir, MemoryPerRank &memory) {
     return;
   memory.process = measured["process_resident_bytes"].get<int64_t>();
   memory.processRanks = measured.value("ranks", int64_t(0));
-  if (measured.value("convolution_resident_bytes", json()).is_number_integer())
-    memory.convolutionCode = measured["convolution_resident_bytes"].get<int64_t>();
+  if (measured.value("onednn_resident_bytes", json()).is_number_integer())
+    memory.onednnCode = measured["onednn_resident_bytes"].get<int64_t>();
 }
 
 /// How many times `op` runs per call of `fn`: the product of the trip counts of
@@ -775,7 +776,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     if (memory.process >= 0)
       report["memory_per_rank"]["process"] = memory.process;
     if (memory.convolutions)
-      report["memory_per_rank"]["convolutions"] = memory.convolutionMemory();
+      report["memory_per_rank"]["convolutions"] = memory.convolutionBuffers;
+    if (memory.onednnMemory())
+      report["memory_per_rank"]["onednn"] = memory.onednnMemory();
     json list = json::array();
     for (const Collective &c : collectives) {
       list.push_back({{"kind", c.kind},
@@ -841,13 +844,13 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
        << "  (planned: the runtime's buffer for im2col chunks and collectives' packed blocks, "
        << formatBytes(memory.scratchBytes) << " at most in one call, in whole 2 MiB pages)\n";
   if (memory.convolutions)
-    os << "  convolutions " << llvm::right_justify(formatBytes(memory.convolutionMemory()), 12)
+    os << "  convolutions " << llvm::right_justify(formatBytes(memory.convolutionBuffers), 12)
        << "  (oneDNN's copies of " << memory.convolutions << " convolutions' operands in its "
-       << "blocked layouts, kept for the run"
-       << (memory.convolutionCode < 0
-               ? "; its code not measured"
-               : ", and " + formatBytes(memory.convolutionCode) + " of its code, measured")
-       << ")\n";
+       << "blocked layouts, kept for the run)\n";
+  if (memory.callsKernels && memory.onednnCode >= 0)
+    os << "  oneDNN       " << llvm::right_justify(formatBytes(memory.onednnCode), 12)
+       << "  (what a rank's first oneDNN products and convolutions add: its code, generated "
+          "kernels and buffers; measured on this machine)\n";
   if (memory.process < 0)
     os << "  process      not measured (shardrt-process.json beside libshardrt.so: "
           "shardrt-calibrate --process-memory, which the build runs)\n";

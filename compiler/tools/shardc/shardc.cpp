@@ -173,7 +173,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
     if (mlir::failed(stages.run("llvm", [&] { return lowerToLLVM(*lowered); })))
       return false;
     addPlannedMemory(*lowered, memory);
-    addConvolutionBuffers(*lowered, memory);
+    addKernelMemory(*lowered, memory);
   }
   addProcessMemory(runtimeDir, memory);
   warnAboveMemoryLimit(memory, diags);

@@ -154,8 +154,8 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
                  "inputs, the larger of the train and eval steps' planned arenas, the runtime's "
-                 "scratch buffer, oneDNN's convolution buffers and the process itself, as "
-                 "shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
+                 "scratch buffer, oneDNN's convolution buffers and code, and the process "
+                 "itself, as shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
                  "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,

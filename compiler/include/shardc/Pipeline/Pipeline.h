@@ -137,9 +137,10 @@ mlir::LogicalResult lowerToLLVM(mlir::ModuleOp module);
 /// and the runtime's scratch buffer (`shardc.scratch_bytes`).
 void addPlannedMemory(mlir::ModuleOp lowered, MemoryPerRank &memory);
 
-/// Records in `memory` the buffers the runtime keeps for each distinct
-/// convolution a lowered module runs on oneDNN (shardrt/convolution_buffers.h).
-void addConvolutionBuffers(mlir::ModuleOp lowered, MemoryPerRank &memory);
+/// Records in `memory` whether a lowered module calls the runtime's product or
+/// convolution kernels, and the buffers the runtime keeps for each distinct
+/// convolution it runs on oneDNN (shardrt/convolution_buffers.h).
+void addKernelMemory(mlir::ModuleOp lowered, MemoryPerRank &memory);
 
 /// Adds to a lowered module `shardc_<role>(void **buffers)` for each entry and
 /// a `main` that calls shardrt_main with `manifest`.

@@ -46,18 +46,21 @@ struct MemoryPerRank {
   int64_t process = -1;
   int64_t processRanks = 0;
   /// oneDNN's copies of the operands of the `convolutions` distinct convolutions
-  /// the runtime runs on it (addConvolutionBuffers), and what its first such
-  /// convolutions add to a rank whatever their shapes, as measured with the
-  /// process (-1: not measured).
-  int64_t convolutionBuffers = 0, convolutionCode = -1;
+  /// the runtime runs on it (addKernelMemory).
+  int64_t convolutionBuffers = 0;
   int convolutions = 0;
+  /// Whether the program calls the runtime's product or convolution kernels
+  /// (addKernelMemory), and what a rank's first calls into oneDNN add to it
+  /// whatever their shapes, as measured with the process (-1: not measured).
+  bool callsKernels = false;
+  int64_t onednnCode = -1;
+  /// oneDNN's code where the program calls kernels and it was measured.
+  int64_t onednnMemory() const;
   /// The most of the runtime's scratch buffer one kernel or collective call
   /// takes, as the lowering planned it (addPlannedMemory).
   int64_t scratchBytes = 0;
   /// The scratch buffer as the runtime maps it: in whole 2 MiB pages.
   int64_t scratch() const;
-  /// The convolutions' buffers and code, where the program has any.
-  int64_t convolutionMemory() const;
   /// The larger of the train and eval steps' arenas (the runtime runs one at a
   /// time; grad_step only to explain a failure) in whole 2 MiB pages, as the
   /// runtime maps it, or the activations at the peak before the module is
@@ -65,8 +68,8 @@ struct MemoryPerRank {
   int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
   /// state (once: the step updates them in place), inputs, the step's arena,
-  /// the runtime's scratch, oneDNN's convolution buffers; and the process
-  /// itself, when measured.
+  /// the runtime's scratch, oneDNN's convolution buffers; and oneDNN's code
+  /// and the process itself, when measured.
   int64_t total() const;
 };
 /// Reads the process's own memory from `shardrt-process.json` beside
