@@ -1,12 +1,13 @@
 // Partition rules files (*.rules): a device mesh with named axes, rules from
 // logical axes to mesh axes, per-parameter overrides, which scanned blocks
 // recompute their activations in the backward pass, and the training batch's
-// microbatches and, for a pipeline, its schedule.
+// microbatches and, for a pipeline, its schedule, and the precision of its matrix
+// products.
 grammar ShardRules;
 import ShardLexerCommon;
 
 // Sections may come in any order; sema checks there is exactly one mesh.
-rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl | microbatchesDecl | scheduleDecl)* EOF ;
+rulesFile : (meshDecl | rulesBlock | overrideDecl | rematDecl | microbatchesDecl | scheduleDecl | precisionDecl)* EOF ;
 
 meshDecl : 'mesh' '(' meshAxis (',' meshAxis)* ')' ;
 meshAxis : IDENT '=' INT ;
@@ -32,3 +33,8 @@ microbatchesDecl : 'microbatches' INT ;
 // forward and backward passes, named as torchtitan names them: "gpipe" or "1f1b", in
 // any case; the rule `layer -> stage` makes a pipeline)
 scheduleDecl : 'schedule' STRING ;
+
+// precision matmul : bf16   (every matrix product's operands rounded to bfloat16,
+// their products accumulated in f32; the tensors a product makes and everything else
+// stay f32: f32, the default, or bf16)
+precisionDecl : 'precision' IDENT ':' IDENT ;

@@ -195,6 +195,17 @@ void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, i
       [&] { return products("bfloat16", m, n, k, batch); });
 }
 
+void bf16OperandsGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+                      int64_t ldc, const Batch &batch) {
+  reportingFailures(
+      [&] {
+        product(memory_type::bf16, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
+                batch.b, c, ldc, batch);
+      },
+      [&] { return products("bfloat16", m, n, k, batch); });
+}
+
 void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch) {

@@ -34,6 +34,11 @@ void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, i
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch = {});
 
+/// The same with operands already in bfloat16, read in place (the bf16 kernels').
+void bf16OperandsGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+                      int64_t ldc, const Batch &batch = {});
+
 /// The same in f32 on oneDNN's matmul, read in place: one primitive for the batch.
 void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,

@@ -77,33 +77,52 @@ constexpr int64_t kWideSide = 32;
 /// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
 /// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
 /// `im2col`: a convolution's product.
-void sgemm(const char *caller, bool im2col, bool accumulate, bool transA, bool transB, int64_t m,
-           int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-           int64_t ldc, const Batch &batch = {}) {
+/// Whether the products of `batch` (c[m, n] = op(a) op(b) of k terms) have anything
+/// to compute, after stopping on a size out of BLAS's range. An empty product (k = 0)
+/// adds nothing (BLAS would reject its leading dimensions of 0), but an overwritten
+/// output is still zero: it is zeroed here.
+bool productsToCompute(const char *caller, bool accumulate, int64_t m, int64_t n, int64_t k,
+                       int64_t lda, int64_t ldb, float *c, int64_t ldc, const Batch &batch) {
   for (int64_t v : {m, n, k, lda, ldb, ldc, batch.sizes[0], batch.sizes[1]})
     if (v < 0 || v > INT_MAX)
       fatal("%s: dimension %lld is out of range for BLAS", caller, static_cast<long long>(v));
   if (m == 0 || n == 0 || batch.sizes[0] == 0 || batch.sizes[1] == 0)
+    return false;
+  if (k > 0)
+    return true;
+  if (!accumulate)
+    for (int64_t i = 0; i < batch.sizes[0]; ++i)
+      for (int64_t j = 0; j < batch.sizes[1]; ++j)
+        for (int64_t row = 0; row < m; ++row)
+          std::memset(c + i * batch.c[0] + j * batch.c[1] + row * ldc, 0, n * sizeof(float));
+  return false;
+}
+
+void sgemm(const char *caller, bool im2col, bool accumulate, bool transA, bool transB, int64_t m,
+           int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+           int64_t ldc, const Batch &batch = {}) {
+  if (!productsToCompute(caller, accumulate, m, n, k, lda, ldb, c, ldc, batch))
     return;
   progressGradients();
-  if (k > 0 && matmulInBf16())
+  if (matmulInBf16())
     return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
-  if (k > 0 && !im2col && std::min({m, n, k}) >= kWideSide)
+  if (!im2col && std::min({m, n, k}) >= kWideSide)
     return dnnlGemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
   for (int64_t i = 0; i < batch.sizes[0]; ++i)
-    for (int64_t j = 0; j < batch.sizes[1]; ++j) {
-      float *out = c + i * batch.c[0] + j * batch.c[1];
-      if (k > 0) {
-        f32Product(caller, accumulate, transA, transB, m, n, k, a + i * batch.a[0] + j * batch.a[1],
-                   lda, b + i * batch.b[0] + j * batch.b[1], ldb, out, ldc);
-        continue;
-      }
-      // An empty product adds nothing (BLAS would reject its leading dimensions of 0),
-      // but an overwritten output is still zero.
-      if (!accumulate)
-        for (int64_t row = 0; row < m; ++row)
-          std::memset(out + row * ldc, 0, n * sizeof(float));
-    }
+    for (int64_t j = 0; j < batch.sizes[1]; ++j)
+      f32Product(caller, accumulate, transA, transB, m, n, k, a + i * batch.a[0] + j * batch.a[1],
+                 lda, b + i * batch.b[0] + j * batch.b[1], ldb, c + i * batch.c[0] + j * batch.c[1],
+                 ldc);
+}
+
+/// The bf16 kernels' products: operands already in bfloat16, on oneDNN's matmul.
+void bf16Products(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
+                  int64_t n, int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                  int64_t ldb, float *c, int64_t ldc, const Batch &batch = {}) {
+  if (!productsToCompute(caller, accumulate, m, n, k, lda, ldb, c, ldc, batch))
+    return;
+  progressGradients();
+  bf16OperandsGemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
 }
 
 /// A convolution's sgemm on dense matrices.
@@ -222,6 +241,27 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                     {c_stride0, c_stride1}};
   sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a,
         lda, b, ldb, c, ldc, batch);
+}
+
+void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                         int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                         const uint16_t *a, const uint16_t *b, float *c) {
+  bf16Products("shardrt_matmul_bf16", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+               ldc);
+}
+
+void shardrt_batched_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                                 int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                 int64_t batch0, int64_t batch1, int64_t a_stride0,
+                                 int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
+                                 int64_t c_stride0, int64_t c_stride1, const uint16_t *a,
+                                 const uint16_t *b, float *c) {
+  const Batch batch{{batch0, batch1},
+                    {a_stride0, a_stride1},
+                    {b_stride0, b_stride1},
+                    {c_stride0, c_stride1}};
+  bf16Products("shardrt_batched_matmul_bf16", accumulate, trans_a, trans_b, m, n, k, a, lda, b,
+               ldb, c, ldc, batch);
 }
 
 void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,

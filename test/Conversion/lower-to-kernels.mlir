@@ -29,6 +29,35 @@ func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>)
 
 // -----
 
+// Operands in bf16, accumulated in f32 (shardc-matmul-operands-bf16's form, a
+// transposed b): oneDNN's bf16 matmul on them as they are.
+
+// CHECK:       func.func private @shardrt_matmul_bf16(i32, i32, i32, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-LABEL: func.func @matmul_bf16
+// CHECK-DAG:     %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 3 : i64
+// CHECK:         call @shardrt_matmul_bf16(%[[YES]], %[[NO]], %[[YES]], %[[M]], %[[N]], %[[K]], %[[K]], %[[K]], %[[N]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:     linalg.
+// CHECK:         return
+func.func @matmul_bf16(%a: memref<4x3xbf16>, %b: memref<5x3xbf16>, %c: memref<4x5xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xbf16>, memref<5x3xbf16>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %o: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A convolution of a padded copy (tensor.pad bufferized: a fresh buffer, zeros,
 // the input copied into its middle) reads the input itself with pads 1 and 2;
 // the buffer, its fill and the copy go. The filter gradient reads the same copy

@@ -181,12 +181,20 @@ bool hasLoops(AffineMap map, ArrayRef<unsigned> loops) {
   return hasForms(map, forms);
 }
 
-/// Two inputs, one init, a body `out + in0 * in1` (either operand order).
+/// What `v` widens with an arith.extf (a bf16 operand's element), or `v`.
+Value widened(Value v) {
+  auto ext = v.getDefiningOp<arith::ExtFOp>();
+  return ext ? ext.getIn() : v;
+}
+
+/// Two inputs, one init, a body `out + in0 * in1` (either operand order), each
+/// input read as it is or widened to f32 (shardc-matmul-operands-bf16's form).
 bool isMultiplyAccumulate(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return false;
   Block *body = op.getBlock();
-  if (body->getNumArguments() != 3 || body->getOperations().size() != 3)
+  const size_t ops = body->getOperations().size();
+  if (body->getNumArguments() != 3 || (ops != 3 && ops != 5))
     return false;
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
@@ -198,8 +206,10 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
   if (!mul || (add.getLhs() != out && add.getRhs() != out))
     return false;
   Value in0 = body->getArgument(0), in1 = body->getArgument(1);
-  return (mul.getLhs() == in0 && mul.getRhs() == in1) ||
-         (mul.getLhs() == in1 && mul.getRhs() == in0);
+  Value lhs = widened(mul.getLhs()), rhs = widened(mul.getRhs());
+  if (ops == 5 && (lhs == mul.getLhs() || rhs == mul.getRhs()))
+    return false;
+  return (lhs == in0 && rhs == in1) || (lhs == in1 && rhs == in0);
 }
 
 bool hasIterators(linalg::LinalgOp op, unsigned parallel, unsigned reduction) {
@@ -225,8 +235,7 @@ struct LoopGroup {
 /// A memref's strides when they and its shape are static.
 std::optional<SmallVector<int64_t>> staticStrides(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.getElementType().isF32() || type.getMemorySpace() ||
-      !type.hasStaticShape())
+  if (!type || type.getMemorySpace() || !type.hasStaticShape())
     return std::nullopt;
   auto [strides, offset] = type.getStridesAndOffset();
   if (llvm::any_of(strides, ShapedType::isDynamic))
@@ -277,10 +286,21 @@ std::optional<MatrixLayout> matrixLayout(const Operand &operand,
   return std::nullopt;
 }
 
+/// The element type of a memref operand.
+Type elementOf(Value v) { return cast<MemRefType>(v.getType()).getElementType(); }
+
 /// Form a (step 2).
 std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
-  if (!isMultiplyAccumulate(op))
+  if (!isMultiplyAccumulate(op) || !isa<MemRefType>(op->getOperand(0).getType()) ||
+      !isa<MemRefType>(op->getOperand(1).getType()) ||
+      !isa<MemRefType>(op->getOperand(2).getType()))
     return std::nullopt;
+  // f32 operands, or bf16 ones (shardc-matmul-operands-bf16); an f32 result.
+  Type element = elementOf(op->getOperand(0));
+  if (!elementOf(op->getOperand(2)).isF32() || elementOf(op->getOperand(1)) != element ||
+      !(element.isF32() || element.isBF16()))
+    return std::nullopt;
+  const StringRef precision = element.isF32() ? "f32" : "bf16";
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<Operand> operands;
   for (auto [value, map] : llvm::zip_equal(op->getOperands(), maps)) {
@@ -337,7 +357,7 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
     a->transposed = !a->transposed;
     bm->transposed = !bm->transposed;
   }
-  KernelCall call{"shardrt_matmul_f32",
+  KernelCall call{b.getStringAttr("shardrt_matmul_" + precision).getValue(),
                   {b.getI32IntegerAttr(a->transposed),
                    b.getI32IntegerAttr(bm->transposed), b.getI64IntegerAttr(rows),
                    b.getI64IntegerAttr(cols), b.getI64IntegerAttr(k.size),
@@ -360,7 +380,7 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
   KernelCall::BatchLoop outer{1, {0, 0, 0}};
   if (!call.batch.empty())
     outer = call.batch.pop_back_val();
-  call.function = "shardrt_batched_matmul_f32";
+  call.function = b.getStringAttr("shardrt_batched_matmul_" + precision).getValue();
   call.scalars.append({b.getI64IntegerAttr(outer.size), b.getI64IntegerAttr(inner.size)});
   for (unsigned operand = 0; operand < 3; ++operand)
     call.scalars.append({b.getI64IntegerAttr(outer.strides[operand]),

@@ -435,7 +435,7 @@ std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
     for (const std::string &axis : s.axes())
       add(axis, "logical axis", Completion::Axis);
   if (isRulesFile(path)) {
-    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule", "none"})
+    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule", "precision", "none"})
       add(keyword, "keyword", Completion::Keyword);
     for (const char *policy : kRematPolicies)
       add(policy, "remat policy", Completion::Keyword);
@@ -516,6 +516,8 @@ std::vector<Symbol> DocumentAnalysis::symbols(const std::string &path) const {
       push(out, symbol(r.pattern, "remat " + r.policy, Symbol::Field, r.range));
     for (const MicrobatchesAST &m : s.rules->microbatches)
       push(out, symbol("microbatches", std::to_string(m.count), Symbol::Field, m.range));
+    for (const PrecisionAST &p : s.rules->precisions)
+      push(out, symbol("precision " + p.what, p.type, Symbol::Field, p.range));
     for (const ScheduleAST &schedule : s.rules->schedules)
       push(out, symbol("schedule", schedule.name, Symbol::Field, schedule.range));
     return out;

@@ -908,6 +908,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
     requested.push_back(loc(o.loc));
   (*module)->setAttr(kRequestedLayoutsAttr, b.getArrayAttr(requested));
   (*module)->setAttr(kAxisRulesAttr, axisRules());
+  if (program.matmulInBf16)
+    (*module)->setAttr(kMatmulPrecisionAttr, b.getStringAttr("bf16"));
   b.setInsertionPointToEnd(module->getBody());
   if (!options.reference) {
     SmallVector<int64_t> shape;

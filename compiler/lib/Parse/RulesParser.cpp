@@ -88,5 +88,14 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
     schedule.nameRange = source.range(s->STRING());
     rules->schedules.push_back(schedule);
   }
+  for (auto *p : root->precisionDecl()) {
+    PrecisionAST precision;
+    precision.what = p->IDENT(0)->getText();
+    precision.type = p->IDENT(1)->getText();
+    precision.range = source.range(p);
+    precision.whatRange = source.range(p->IDENT(0));
+    precision.typeRange = source.range(p->IDENT(1));
+    rules->precisions.push_back(precision);
+  }
   return diags.errorCount() == errorsBefore ? std::move(rules) : nullptr;
 }

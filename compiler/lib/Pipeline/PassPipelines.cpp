@@ -146,6 +146,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createSplatsToFillsPass());
   pm.addNestedPass<func::FuncOp>(createEmbeddingGathersPass());
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
+  pm.addPass(createMatmulOperandsBf16Pass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addNestedPass<func::FuncOp>(createUpdateInPlacePass());
   pm.addPass(createOutlineLayersPass());

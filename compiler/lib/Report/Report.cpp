@@ -750,10 +750,13 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   if (strictFailed)
     return failure();
 
+  auto precision = module->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
+  const std::string matmulPrecision = precision ? precision.getValue().str() : "f32";
   if (asJson) {
     json report;
     report["model"] = model;
     report["rules"] = rules;
+    report["matmul_precision"] = matmulPrecision;
     json meshJson = json::object();
     for (const auto &[name, size] : mesh.axes)
       meshJson[name] = size;
@@ -827,8 +830,11 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "communication plan: model " << model << " under " << rules << ", mesh " << mesh.str()
-     << ", " << mesh.numRanks() << " ranks\n\n";
-  os << "memory per rank\n";
+     << ", " << mesh.numRanks() << " ranks\n";
+  if (matmulPrecision == "bf16")
+    os << "precision: every matrix product reads its operands in bfloat16 and accumulates in "
+          "f32 (precision matmul : bf16)\n";
+  os << "\nmemory per rank\n";
   os << "  parameters   " << llvm::right_justify(formatBytes(memory.parameters), 12) << "\n";
   os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";
   os << "  inputs       " << llvm::right_justify(formatBytes(memory.inputs), 12) << "\n";

@@ -21,6 +21,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <map>
 #include <set>
 
 using namespace shardc;
@@ -111,6 +112,7 @@ public:
     reportUnused(overrideUsed);
     applyRemat();
     applyMicrobatches();
+    applyPrecisions();
     return diags.errorCount() == errorsBefore;
   }
 
@@ -475,6 +477,32 @@ private:
                         "\" matches no scanned block (remat applies to the layers of a "
                         "scan); the scanned blocks are " +
                         (paths.empty() ? "none" : paths));
+    }
+  }
+
+  /// `precision matmul : bf16`: what is named, in a type it can take, once.
+  void applyPrecisions() {
+    std::map<std::string, const PrecisionAST *> seen;
+    for (const PrecisionAST &precision : rules.precisions) {
+      if (precision.what != "matmul") {
+        diags.error(precision.whatRange,
+                    "unknown precision '" + precision.what +
+                        "': `precision matmul : bf16` rounds every matrix product's "
+                        "operands to bfloat16");
+        continue;
+      }
+      if (precision.type != "f32" && precision.type != "bf16") {
+        diags.error(precision.typeRange, "precision " + precision.what + " is f32 or bf16, not '" +
+                                             precision.type + "'");
+        continue;
+      }
+      auto [first, inserted] = seen.try_emplace(precision.what, &precision);
+      if (!inserted) {
+        diags.error(precision.range, "more than one precision line for " + precision.what);
+        diags.note(first->second->range, "the first is here");
+        continue;
+      }
+      program.matmulInBf16 = precision.type == "bf16";
     }
   }
 

@@ -237,6 +237,20 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                                 int64_t c_stride0, int64_t c_stride1, const float *a,
                                 const float *b, float *c);
 
+/* shardrt_matmul_f32 and shardrt_batched_matmul_f32 with operands in bfloat16 (the bits
+ * of each element, as uint16_t) and an f32 c, accumulated in f32 on oneDNN's matmul:
+ * lower-to-kernels calls them for the products whose operands a program holds in bf16
+ * (`precision matmul : bf16` in the rules file). */
+void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                         int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                         const uint16_t *a, const uint16_t *b, float *c);
+void shardrt_batched_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
+                                 int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                 int64_t batch0, int64_t batch1, int64_t a_stride0,
+                                 int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
+                                 int64_t c_stride0, int64_t c_stride1, const uint16_t *a,
+                                 const uint16_t *b, float *c);
+
 /* y[N,OH,OW,F] += sum over kh, kw, c of xp[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * k[kh,kw,c,f],
  * with k [KH,KW,C,F] and xp the input x [N,H,W,C] padded with zeros: pad_h rows above
  * it, pad_w columns left of it, and whatever the windows reach past its far edges (a

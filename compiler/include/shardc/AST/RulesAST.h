@@ -70,6 +70,14 @@ struct ScheduleAST {
   SMRange nameRange;
 };
 
+/// precision matmul : bf16
+struct PrecisionAST {
+  std::string what, type; // matmul; f32 or bf16
+  SMRange range;
+  SMRange whatRange;
+  SMRange typeRange;
+};
+
 struct RulesFileAST {
   std::string path;
   std::vector<MeshAST> meshes; // sema checks there is exactly one
@@ -78,6 +86,7 @@ struct RulesFileAST {
   std::vector<RematAST> remats;
   std::vector<MicrobatchesAST> microbatches; // sema checks there is at most one
   std::vector<ScheduleAST> schedules;        // likewise
+  std::vector<PrecisionAST> precisions;      // at most one per `what`
 };
 
 } // namespace shardc

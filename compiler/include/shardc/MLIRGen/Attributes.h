@@ -67,6 +67,9 @@ inline constexpr const char *kGradientSyncAttr = "shardc.gradient_sync";
 
 /// On the module: the number of microbatches of train_step.
 inline constexpr const char *kMicrobatchesAttr = "shardc.microbatches";
+/// On the module: "bf16" where the rules file's `precision matmul : bf16` asks
+/// for every matrix product's operands in bfloat16 (shardc-matmul-operands-bf16).
+inline constexpr const char *kMatmulPrecisionAttr = "shardc.matmul_precision";
 /// On a microbatch_step input: the dim the microbatches split.
 inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 /// On a microbatch_step result: the factor of its sum over the microbatches.

@@ -92,6 +92,39 @@ def ChannelsInnermostPass : Pass<"shardc-channels-innermost", "::mlir::func::Fun
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MatmulOperandsBf16Pass : Pass<"shardc-matmul-operands-bf16", "::mlir::ModuleOp"> {
+  let summary = "Give every matrix product bfloat16 operands where the rules "
+                "file asks for it";
+  let description = [{
+    Under `precision matmul : bf16` (the module's `shardc.matmul_precision`
+    is "bf16"), each f32 contraction on tensors (a matmul, attention's
+    products, their gradients: a multiply-accumulate with a reduction whose
+    operands are read through permutations of its loops) reads its two
+    operands rounded to bfloat16 (to nearest, ties to even) and accumulates
+    their products in f32 into its f32 result, as JAX's
+    `jax_default_matmul_precision='bfloat16'` and PyTorch's bf16 autocast of
+    matmuls do. The rounding is an elementwise op of its own before the
+    product, one per operand and block, which shardc-fuse-elementwise then
+    fuses into the operand's producer: a layer norm's or an activation's loop
+    writes the bf16 operand directly, and shardc-lower-to-kernels calls
+    oneDNN's bf16 matmul on it (`shardrt_matmul_bf16`) instead of converting
+    both operands on every call. Convolutions stay f32. Without the attribute
+    the pass changes nothing.
+
+    ```mlir
+    %c = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x2xf32>) outs(%z : tensor<4x2xf32>)
+    ```
+    becomes
+    ```mlir
+    %a16 = linalg.generic {...} ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xbf16>) { truncf }
+    %b16 = linalg.generic {...} ins(%b : tensor<8x2xf32>) outs(%f : tensor<8x2xbf16>) { truncf }
+    %c = linalg.generic {...} ins(%a16, %b16 : ...) outs(%z : tensor<4x2xf32>) { extf, extf, mulf, addf }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg ops into their consumers, sparing "
                 "the ops that become kernels";

@@ -249,6 +249,9 @@ struct TypedProgram {
   std::vector<Output> outputs;
   Microbatches microbatches;
   Pipeline pipeline;
+  /// The rules file's `precision matmul : bf16`: every matrix product's operands
+  /// in bfloat16 (shardc-matmul-operands-bf16).
+  bool matmulInBf16 = false;
   /// Set on the program elaborated at one microbatch's size (`microbatches`
   /// slices of the batch): the inputs' first axis, which it divides.
   std::string microbatchAxis;
