@@ -37,4 +37,6 @@ scheduleDecl : 'schedule' STRING ;
 // precision matmul : bf16   (every matrix product's operands rounded to bfloat16,
 // their products accumulated in f32; the tensors a product makes and everything else
 // stay f32: f32, the default, or bf16)
+// precision gradients : bf16   (the parameters' gradients reduced across ranks in
+// bfloat16, summed in f32)
 precisionDecl : 'precision' IDENT ':' IDENT ;

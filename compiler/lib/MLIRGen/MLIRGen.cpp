@@ -910,6 +910,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   (*module)->setAttr(kAxisRulesAttr, axisRules());
   if (program.matmulInBf16)
     (*module)->setAttr(kMatmulPrecisionAttr, b.getStringAttr("bf16"));
+  if (program.gradientsInBf16)
+    (*module)->setAttr(kGradientPrecisionAttr, b.getStringAttr("bf16"));
   b.setInsertionPointToEnd(module->getBody());
   if (!options.reference) {
     SmallVector<int64_t> shape;

@@ -93,6 +93,8 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
       sizes.push_back(size);
     }
   manifest[kMesh] = {{kAxes, axes}, {kSizes, sizes}};
+  if (program.gradientsInBf16 && !reference)
+    manifest[kSettings] = {{"reduce_precision", "bf16"}};
 
   json params = json::array();
   for (const FunctionValue &v : steps.params) {

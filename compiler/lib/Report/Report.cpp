@@ -327,6 +327,11 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
     c.gradient = gradientOf(op->getResult(0), fn, paramNames).value_or("");
   c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.gradientSync = op->hasAttr(kGradientSyncAttr);
+  // `precision gradients : bf16`: the run sends these in bfloat16.
+  if (c.gradientSync && op->getParentOfType<ModuleOp>()->hasAttr(kGradientPrecisionAttr)) {
+    c.dtype = "bf16";
+    c.bytes = c.elements * 2;
+  }
   c.stage = stageOf(op);
   int64_t ranks = 1;
   for (int16_t axis : axes)
@@ -752,11 +757,13 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
 
   auto precision = module->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
   const std::string matmulPrecision = precision ? precision.getValue().str() : "f32";
+  const bool gradientsInBf16 = module->hasAttr(kGradientPrecisionAttr);
   if (asJson) {
     json report;
     report["model"] = model;
     report["rules"] = rules;
     report["matmul_precision"] = matmulPrecision;
+    report["gradient_precision"] = gradientsInBf16 ? "bf16" : "f32";
     json meshJson = json::object();
     for (const auto &[name, size] : mesh.axes)
       meshJson[name] = size;
@@ -834,6 +841,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   if (matmulPrecision == "bf16")
     os << "precision: every matrix product reads its operands in bfloat16 and accumulates in "
           "f32 (precision matmul : bf16)\n";
+  if (gradientsInBf16)
+    os << "precision: the gradients are reduced across ranks in bfloat16, summed in f32 "
+          "(precision gradients : bf16)\n";
   os << "\nmemory per rank\n";
   os << "  parameters   " << llvm::right_justify(formatBytes(memory.parameters), 12) << "\n";
   os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";
@@ -882,7 +892,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "; each rank sends " << formatBytes(totalSent) << " by ring algorithms";
   if (gradientCount)
     os << ", " << formatBytes(gradientSent) << " of them in the " << gradientCount
-       << " that reduce gradients [gradient] (half with --reduce-precision bf16)";
+       << " that reduce gradients [gradient]"
+       << (gradientsInBf16 ? " (in bfloat16: precision gradients : bf16)"
+                           : " (half with --reduce-precision bf16)");
   os << "\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",

@@ -480,15 +480,17 @@ private:
     }
   }
 
-  /// `precision matmul : bf16`: what is named, in a type it can take, once.
+  /// `precision matmul : bf16`, `precision gradients : bf16`: what is named, in
+  /// a type it can take, once.
   void applyPrecisions() {
     std::map<std::string, const PrecisionAST *> seen;
     for (const PrecisionAST &precision : rules.precisions) {
-      if (precision.what != "matmul") {
+      if (precision.what != "matmul" && precision.what != "gradients") {
         diags.error(precision.whatRange,
                     "unknown precision '" + precision.what +
                         "': `precision matmul : bf16` rounds every matrix product's "
-                        "operands to bfloat16");
+                        "operands to bfloat16, `precision gradients : bf16` reduces the "
+                        "gradients across ranks in bfloat16");
         continue;
       }
       if (precision.type != "f32" && precision.type != "bf16") {
@@ -502,7 +504,8 @@ private:
         diags.note(first->second->range, "the first is here");
         continue;
       }
-      program.matmulInBf16 = precision.type == "bf16";
+      (precision.what == "matmul" ? program.matmulInBf16 : program.gradientsInBf16) =
+          precision.type == "bf16";
     }
   }
 

@@ -20,6 +20,10 @@ inline constexpr const char *kEval = "eval";
 inline constexpr const char *kMemoryPerRank = "memory_per_rank";
 /* The communication plan, as shardc --report=json prints it (for the report page). */
 inline constexpr const char *kPlan = "plan";
+/* Optional: run settings the program was compiled with, in the run configuration's
+ * keys ({"reduce_precision": "bf16"} from the rules file's `precision gradients :
+ * bf16`), applied before the run's own configuration and flags. */
+inline constexpr const char *kSettings = "settings";
 
 /* mesh: axis names and sizes, in the order collectives number the axes. */
 inline constexpr const char *kAxes = "axes";

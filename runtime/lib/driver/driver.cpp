@@ -168,7 +168,14 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   DriverOptions options;
   Manifest manifest;
   try {
-    options = parseSettings(argc, argv);
+    manifest = parseManifest(manifestJson);
+  } catch (const ManifestError &error) {
+    if (rank == 0)
+      std::fprintf(stderr, "shardrt: error: %s\n", error.what());
+    return 1;
+  }
+  try {
+    options = parseSettings(argc, argv, manifest.settings);
   } catch (const UsageError &error) {
     if (rank == 0)
       std::fprintf(stderr, "shardrt: error: %s\n", error.what());
@@ -178,13 +185,6 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     if (rank == 0)
       std::fputs(usageText(argc > 0 ? argv[0] : "program").c_str(), stdout);
     return 0;
-  }
-  try {
-    manifest = parseManifest(manifestJson);
-  } catch (const ManifestError &error) {
-    if (rank == 0)
-      std::fprintf(stderr, "shardrt: error: %s\n", error.what());
-    return 1;
   }
   if (options.mode == Mode::Page) {
     if (options.reportPage.empty()) {

@@ -436,6 +436,44 @@ std::string folderOf(const std::string &path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
+/// The settings of a configuration's object, `source` naming it in messages ("'run.json'")
+/// and `folder` the one its relative data paths start from.
+void applySettings(DriverOptions &options, const json &config, const std::string &source,
+                   const std::string &folder) {
+  std::vector<std::string> keys;
+  for (const Flag &flag : kFlags)
+    if (flag.inConfig)
+      keys.push_back(configKey(flag));
+  for (const auto &[key, value] : config.items()) {
+    const Flag *flag = nullptr;
+    for (const Flag &candidate : kFlags)
+      if (candidate.inConfig && configKey(candidate) == key)
+        flag = &candidate;
+    const std::string where = source + ": '" + key + "'";
+    if (!flag)
+      throw UsageError(where + " is not a setting" + didYouMean(key, keys));
+    if (value.is_null())
+      continue; // the default, as the effective configuration writes it
+    const std::string mismatch = where + " is " + std::string(kindText(flag->kind)) + " as " +
+                                 flag->name + " takes it, not " + value.dump();
+    if (flag->kind == Kind::Bindings) {
+      if (!value.is_object())
+        throw UsageError(mismatch);
+      bindingsFromJson(options.data, value, source + ": data", folder);
+    } else if (flag->kind == Kind::Switch) {
+      if (!value.is_boolean())
+        throw UsageError(mismatch);
+      if (value.get<bool>())
+        flag->apply(options, flag->name, "");
+    } else {
+      std::optional<std::string> text = flagText(value, flag->kind);
+      if (!text)
+        throw UsageError(mismatch);
+      flag->apply(options, flag->name, *text);
+    }
+  }
+}
+
 void applyConfig(DriverOptions &options, const std::string &path) {
   std::ifstream file(path);
   if (!file)
@@ -451,43 +489,12 @@ void applyConfig(DriverOptions &options, const std::string &path) {
   if (!config.is_object())
     throw UsageError("--config: '" + path + "' holds " + std::string(config.type_name()) +
                      ", not an object of settings");
-  std::vector<std::string> keys;
-  for (const Flag &flag : kFlags)
-    if (flag.inConfig)
-      keys.push_back(configKey(flag));
-  for (const auto &[key, value] : config.items()) {
-    const Flag *flag = nullptr;
-    for (const Flag &candidate : kFlags)
-      if (candidate.inConfig && configKey(candidate) == key)
-        flag = &candidate;
-    const std::string where = "'" + path + "': '" + key + "'";
-    if (!flag)
-      throw UsageError(where + " is not a setting" + didYouMean(key, keys));
-    if (value.is_null())
-      continue; // the default, as the effective configuration writes it
-    const std::string mismatch = where + " is " + std::string(kindText(flag->kind)) + " as " +
-                                 flag->name + " takes it, not " + value.dump();
-    if (flag->kind == Kind::Bindings) {
-      if (!value.is_object())
-        throw UsageError(mismatch);
-      bindingsFromJson(options.data, value, "'" + path + "': data", folderOf(path));
-    } else if (flag->kind == Kind::Switch) {
-      if (!value.is_boolean())
-        throw UsageError(mismatch);
-      if (value.get<bool>())
-        flag->apply(options, flag->name, "");
-    } else {
-      std::optional<std::string> text = flagText(value, flag->kind);
-      if (!text)
-        throw UsageError(mismatch);
-      flag->apply(options, flag->name, *text);
-    }
-  }
+  applySettings(options, config, "'" + path + "'", folderOf(path));
 }
 
 } // namespace
 
-DriverOptions parseSettings(int argc, char **argv) {
+DriverOptions parseSettings(int argc, char **argv, const std::string &compiled) {
   // Split the command line into (flag, value) pairs first, so that --config applies
   // before every flag wherever it stands.
   std::vector<std::pair<const Flag *, std::string>> given;
@@ -513,6 +520,8 @@ DriverOptions parseSettings(int argc, char **argv) {
     given.emplace_back(flag, value);
   }
   DriverOptions options;
+  if (!compiled.empty())
+    applySettings(options, json::parse(compiled), "the program's compiled settings", "");
   const Flag *config = findFlag("--config");
   for (const auto &[flag, value] : given)
     if (flag == config)

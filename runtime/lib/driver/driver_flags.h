@@ -108,12 +108,14 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The run configuration `--config FILE` (if given), then the flags in argv[1..argc),
-/// which override it. Flags take their value as the next argument or after '='
-/// (`--seed 3`, `--seed=3`). A configuration key that does not exist (the nearest is
-/// suggested) or whose value has another type than its flag takes is an error, like a
-/// bad flag. Throws UsageError.
-DriverOptions parseSettings(int argc, char **argv);
+/// The settings the program was compiled with (`compiled`: a JSON object of
+/// configuration keys, the manifest's `settings`, or empty), then the run configuration
+/// `--config FILE` (if given), then the flags in argv[1..argc), each overriding the one
+/// before. Flags take their value as the next argument or after '=' (`--seed 3`,
+/// `--seed=3`). A configuration key that does not exist (the nearest is suggested) or
+/// whose value has another type than its flag takes is an error, like a bad flag.
+/// Throws UsageError.
+DriverOptions parseSettings(int argc, char **argv, const std::string &compiled = "");
 
 /// The --help text.
 std::string usageText(const char *program);

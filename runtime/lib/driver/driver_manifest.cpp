@@ -401,7 +401,8 @@ Manifest parseManifest(const char *text) {
   }
   requireObject(root, "");
   allowKeys(root, "",
-            {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan});
+            {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan,
+             kSettings});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", kModel), kModel);
@@ -437,6 +438,11 @@ Manifest parseManifest(const char *text) {
     if (memory->contains(kScratch))
       manifest.scratchBytes =
           getInt((*memory)[kScratch], join(kMemoryPerRank, kScratch), 0, INT64_MAX);
+  }
+  auto settings = root.find(kSettings);
+  if (settings != root.end()) {
+    requireObject(*settings, kSettings);
+    manifest.settings = settings->dump();
   }
   auto plan = root.find(kPlan);
   if (plan != root.end()) {

@@ -80,6 +80,9 @@ struct Manifest {
   // manifest does not say.
   int64_t memoryPerRank = 0;
   int64_t scratchBytes = 0; // the runtime's scratch buffer, mapped before the first step
+  // Run settings the program was compiled with: a JSON object of the configuration's
+  // keys, applied before the run's configuration and flags; empty for none.
+  std::string settings;
   std::string plan; // shardc's --report=json of the program, for the report page; may be empty
 };
 

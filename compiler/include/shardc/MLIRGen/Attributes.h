@@ -70,6 +70,9 @@ inline constexpr const char *kMicrobatchesAttr = "shardc.microbatches";
 /// On the module: "bf16" where the rules file's `precision matmul : bf16` asks
 /// for every matrix product's operands in bfloat16 (shardc-matmul-operands-bf16).
 inline constexpr const char *kMatmulPrecisionAttr = "shardc.matmul_precision";
+/// On the module: "bf16" where the rules file's `precision gradients : bf16`
+/// has the run reduce the gradients in bfloat16 (--reduce-precision's default).
+inline constexpr const char *kGradientPrecisionAttr = "shardc.gradient_precision";
 /// On a microbatch_step input: the dim the microbatches split.
 inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 /// On a microbatch_step result: the factor of its sum over the microbatches.

@@ -250,8 +250,10 @@ struct TypedProgram {
   Microbatches microbatches;
   Pipeline pipeline;
   /// The rules file's `precision matmul : bf16`: every matrix product's operands
-  /// in bfloat16 (shardc-matmul-operands-bf16).
-  bool matmulInBf16 = false;
+  /// in bfloat16 (shardc-matmul-operands-bf16); `precision gradients : bf16`:
+  /// the parameters' gradients reduced across ranks in bfloat16 (the run's
+  /// default --reduce-precision).
+  bool matmulInBf16 = false, gradientsInBf16 = false;
   /// Set on the program elaborated at one microbatch's size (`microbatches`
   /// slices of the batch): the inputs' first axis, which it divides.
   std::string microbatchAxis;
