@@ -64,6 +64,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardc/Support/MultiplyAccumulate.h"
 #include "shardrt/scratch_regions.h"
 #include "RuntimeCalls.h"
 
@@ -181,35 +182,11 @@ bool hasLoops(AffineMap map, ArrayRef<unsigned> loops) {
   return hasForms(map, forms);
 }
 
-/// What `v` widens with an arith.extf (a bf16 operand's element), or `v`.
-Value widened(Value v) {
-  auto ext = v.getDefiningOp<arith::ExtFOp>();
-  return ext ? ext.getIn() : v;
-}
-
 /// Two inputs, one init, a body `out + in0 * in1` (either operand order), each
 /// input read as it is or widened to f32 (shardc-matmul-operands-bf16's form).
 bool isMultiplyAccumulate(linalg::LinalgOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
-  Block *body = op.getBlock();
-  const size_t ops = body->getOperations().size();
-  if (body->getNumArguments() != 3 || (ops != 3 && ops != 5))
-    return false;
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value out = body->getArgument(2);
-  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul || (add.getLhs() != out && add.getRhs() != out))
-    return false;
-  Value in0 = body->getArgument(0), in1 = body->getArgument(1);
-  Value lhs = widened(mul.getLhs()), rhs = widened(mul.getRhs());
-  if (ops == 5 && (lhs == mul.getLhs() || rhs == mul.getRhs()))
-    return false;
-  return (lhs == in0 && rhs == in1) || (lhs == in1 && rhs == in0);
+  return op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1 &&
+         shardc::isMultiplyAccumulateBody(*op.getBlock());
 }
 
 bool hasIterators(linalg::LinalgOp op, unsigned parallel, unsigned reduction) {

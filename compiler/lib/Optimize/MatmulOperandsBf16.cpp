@@ -6,6 +6,7 @@
 
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Optimize/Passes.h"
+#include "shardc/Support/MultiplyAccumulate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -34,14 +35,11 @@ bool isF32Product(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0 || !llvm::all_of(op->getOperands(), isF32Tensor))
     return false;
-  if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-        return map.isProjectedPermutation(/*allowZeroInResults=*/false);
-      }))
-    return false;
-  return linalg::detail::isContractionBody(
-      *op.getBlock(), [](Operation *first, Operation *second) {
-        return isa<arith::MulFOp>(first) && isa<arith::AddFOp>(second);
-      });
+  return llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap map) {
+                        return map.isProjectedPermutation(/*allowZeroInResults=*/false);
+                      }) &&
+         shardc::isMultiplyAccumulateBody(*op.getBlock());
 }
 
 class Bf16Operands {
