@@ -74,9 +74,6 @@ bool onDnnlConvolution(int64_t n, int64_t channels) {
 /// (0.4x there), and so do the convolutions' im2col products, chunked as measured.
 constexpr int64_t kWideSide = 32;
 
-/// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
-/// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
-/// `im2col`: a convolution's product.
 /// Whether the products of `batch` (c[m, n] = op(a) op(b) of k terms) have anything
 /// to compute, after stopping on a size out of BLAS's range. An empty product (k = 0)
 /// adds nothing (BLAS would reject its leading dimensions of 0), but an overwritten
@@ -98,6 +95,9 @@ bool productsToCompute(const char *caller, bool accumulate, int64_t m, int64_t n
   return false;
 }
 
+/// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
+/// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
+/// `im2col`: a convolution's product.
 void sgemm(const char *caller, bool im2col, bool accumulate, bool transA, bool transB, int64_t m,
            int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const Batch &batch = {}) {

@@ -130,18 +130,10 @@ private:
     RankedTensorType inType, outType;
   };
 
-  /// Records what a blocking collective of `c` over `axes` takes of the
-  /// runtime's scratch buffer: `regions(view of the input around dim, element
-  /// bytes, ranks in the group)`.
-  template <typename Regions>
-  void needScratch(const CollectiveOperands &c, ArrayRef<shard::GridAxis> axes, int64_t dim,
-                   Regions regions) {
-    ArrayRef<int64_t> shape = c.inType.getShape();
-    shardc::conversion_detail::needScratch(
-        module, int64_t(shardrt::scratchBytes(regions(
-                    shardrt::viewOf(int(shape.size()), shape.data(), int(dim)),
-                    size_t(c.inType.getElementTypeBitWidth() / 8),
-                    shard::collectiveProcessGroupSize(axes, c.grid)))));
+  /// Records that a blocking collective takes `regions` of the runtime's
+  /// scratch buffer (shardrt/scratch_regions.h).
+  template <size_t N> void needScratch(const shardrt::ScratchRegions<N> &regions) {
+    shardc::conversion_detail::needScratch(module, int64_t(shardrt::scratchBytes(regions)));
   }
 
   /// A gradient's or a parameter's collective `op` on `input`, started by runtime function
@@ -242,6 +234,16 @@ private:
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
+
+/// A tensor type viewed around dimension `dim`, and the bytes of its elements:
+/// what the runtime's scratch regions of a collective depend on.
+static shardrt::DimView viewAround(RankedTensorType type, int64_t dim) {
+  return shardrt::viewOf(int(type.getRank()), type.getShape().data(), int(dim));
+}
+
+static size_t elementBytes(RankedTensorType type) {
+  return size_t(type.getElementTypeBitWidth() / 8);
+}
 
 static bool isAscending(ArrayRef<shard::GridAxis> axes) {
   for (size_t i = 1; i < axes.size(); ++i)
@@ -678,7 +680,8 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
     return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
                               shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim)};
   };
-  needScratch(*c, axes, dim, shardrt::allGatherRegions);
+  needScratch(shardrt::allGatherRegions(viewAround(c->inType, dim), elementBytes(c->inType),
+                                        shard::collectiveProcessGroupSize(axes, c->grid)));
   if (gathersParameter(op, *suffix) && isAscending(axes))
     return lowerInFlight(op, "shardrt_all_gather_start_f32", *c, op.getInput(), tailTypes,
                          tailArgs);
@@ -716,9 +719,9 @@ LogicalResult RuntimeLowering::lower(shard::ReduceScatterOp op) {
                               shapePointer(b, loc, c->inType.getShape()), i32(b, loc, dim),
                               i32(b, loc, *reduction)};
   };
-  needScratch(*c, axes, dim, [](const shardrt::DimView &in, size_t bytes, int64_t ranks) {
-    return shardrt::reduceScatterRegions(in, bytes, ranks, shardrt::kDefaultRingMinBytes);
-  });
+  needScratch(shardrt::reduceScatterRegions(viewAround(c->inType, dim), elementBytes(c->inType),
+                                            shard::collectiveProcessGroupSize(axes, c->grid),
+                                            shardrt::kDefaultRingMinBytes));
   // Put block g (shard's group order) where the runtime sends it to the
   // rank of that index in mesh order.
   Value input = op.getInput();
@@ -755,13 +758,12 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
                         {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();
-  needScratch(*c, axes, splitDim, [&](const shardrt::DimView &split, size_t bytes, int64_t ranks) {
-    ArrayRef<int64_t> shape = c->inType.getShape();
-    const shardrt::DimView received = shardrt::receivedBlocks(
-        shardrt::viewOf(int(shape.size()), shape.data(), int(concatDim)), int(splitDim),
-        int(concatDim), ranks);
-    return shardrt::allToAllRegions(split, received, bytes, ranks);
-  });
+  const int64_t ranks = shard::collectiveProcessGroupSize(axes, c->grid);
+  needScratch(shardrt::allToAllRegions(
+      viewAround(c->inType, splitDim),
+      shardrt::receivedBlocks(viewAround(c->inType, concatDim), int(splitDim), int(concatDim),
+                              ranks),
+      elementBytes(c->inType), ranks));
   bool reorder = !isAscending(axes);
   SmallVector<shard::GridAxis> sorted = sortedAxes(axes);
   // Blocks are sent by receiver index and received by sender index: reorder

@@ -863,8 +863,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     os << "  convolutions " << llvm::right_justify(formatBytes(memory.convolutionBuffers), 12)
        << "  (oneDNN's copies of " << memory.convolutions << " convolutions' operands in its "
        << "blocked layouts, kept for the run)\n";
-  if (memory.callsKernels && memory.onednnCode >= 0)
-    os << "  oneDNN       " << llvm::right_justify(formatBytes(memory.onednnCode), 12)
+  if (memory.onednnMemory())
+    os << "  oneDNN       " << llvm::right_justify(formatBytes(memory.onednnMemory()), 12)
        << "  (what a rank's first oneDNN products and convolutions add: its code, generated "
           "kernels and buffers; measured on this machine)\n";
   if (memory.process < 0)
