@@ -29,9 +29,11 @@ scripts/build.sh when it is missing. Only the parent runs here with the standard
 """
 
 import argparse
+import array
 import gzip
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -393,6 +395,21 @@ def peak_resident_mib(sample):
     return round(peak / 2**20, 1) if peak else None
 
 
+def write_w1_input(path, batch, seed):
+    """W1's input x f32[batch, 1024] as a NumPy .npy file: normals drawn once, as PyTorch's
+    worker draws its x once and reads it every step (the Flax guide W1 comes from does
+    the same). Written with the standard library (no NumPy on the parent's side)."""
+    rng = random.Random(seed)
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({batch}, {W1_DEPTH}), }}"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"  # data 64-byte aligned
+    values = array.array("f", (rng.gauss(0.0, 1.0) for _ in range(batch * W1_DEPTH)))
+    if sys.byteorder != "little":
+        values.byteswap()
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        values.tofile(f)
+
+
 def run_shardc(prog, ranks, run_args, steps, timeout=1800):
     """Runs a shardc executable meant to train `steps` steps; returns its JSON object
     with `bench_steps` added (the executable's own `steps` when it reports one)."""
@@ -502,6 +519,8 @@ def main():
         if do_w1:
             wanted.append(("w1_b8", "w1", os.path.join(REPO, "examples", "mlp", "mlp.shard")))
             wanted.append(("w1_b256", "w1", os.path.join(HERE, "mlp_b256.shard")))
+            for batch, _, _ in w1_cases:
+                write_w1_input(os.path.join(tmpdir, f"w1_x_b{batch}.npy"), batch, args.seed)
         for name, workload, model in wanted:
             for layout in LAYOUTS[workload]:
                 out = os.path.join(tmpdir, f"{name}-{layout}")
@@ -541,8 +560,9 @@ def main():
             if use_shardc:
                 def shardc_w1(b=batch, s=steps, w=warmup, layout="data2", precision="f32"):
                     prog = progs[(f"w1_b{b}", layout)][0]
-                    # W1 reads no dataset: synthetic inputs, as PyTorch's side has.
-                    common = ["--synthetic", "--seed", str(args.seed), "--no-eval",
+                    # One batch of x, read every step, as PyTorch's side has.
+                    common = ["--data", "x=" + os.path.join(tmpdir, f"w1_x_b{b}.npy"),
+                              "--seed", str(args.seed), "--no-eval",
                               "--matmul-precision", precision]
                     # The short run is the warm-up (page cache, first-touch, MPI start-up);
                     # it also gives a marginal per-step time without start-up costs.

@@ -61,3 +61,17 @@ func.func @tangled(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    arith.subf
 // CHECK-NEXT:    arith.mulf
 // CHECK-NOT:   func.func
+
+// -----
+
+// A part of one op (here the last op of its block but the return) is a call too.
+
+#l0 = loc("layer 0 update"("m.shard":3:5))
+func.func @single(%w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  %n = arith.subf %w, %g : tensor<4xf32> loc(#l0)
+  return %n : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @single
+// CHECK-NEXT:    %[[N:.*]] = call @shardc_layer_{{[0-9]+}}(%arg0, %arg1)
+// CHECK-NEXT:    return %[[N]]

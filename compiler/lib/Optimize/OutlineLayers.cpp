@@ -127,7 +127,7 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     DenseSet<Operation *> inPart(ops.begin(), ops.end());
     Operation *first = ops.front(), *last = ops.back();
     SmallVector<Operation *> between;
-    for (Operation *op = first->getNextNode(); op != last; op = op->getNextNode())
+    for (Operation *op = first; op != last; op = op->getNextNode()) // none for one op
       if (!inPart.count(op))
         between.push_back(op);
 

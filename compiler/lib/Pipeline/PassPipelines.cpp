@@ -148,6 +148,7 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createChannelsInnermostPass());
   pm.addPass(createMatmulOperandsBf16Pass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createFuseSiblingsPass());
   pm.addNestedPass<func::FuncOp>(createUpdateInPlacePass());
   pm.addPass(createOutlineLayersPass());
   pm.addPass(createPrefetchGathersPass());

@@ -165,6 +165,37 @@ def FuseElementwisePass : Pass<"shardc-fuse-elementwise", "::mlir::func::FuncOp"
   ];
 }
 
+def FuseSiblingsPass : Pass<"shardc-fuse-siblings", "::mlir::func::FuncOp"> {
+  let summary = "Make elementwise loops that read the same tensor one loop";
+  let description = [{
+    After shardc-fuse-elementwise, an optimizer's update of one parameter is
+    still three loops: Adam's new parameter, new first and new second moment
+    each read the gradient and the old moments (the moments' cheap updates are
+    fused into every reader), eight reads of a parameter's size for four
+    tensors. This pass fuses sibling loops (loops that read a common tensor,
+    neither reading the other's result, as the affine dialect's sibling fusion
+    does for loops over memrefs) into one linalg.generic with the results of
+    both, so that each tensor is read once; the body's common subexpressions
+    (the moment both compute) are computed once.
+
+    Two loops are fused where both are elementwise (every loop parallel, every
+    operand indexed by the identity or a scalar) over the same static loop
+    ranges, of one scan layer part or both of none (as
+    shardc-fuse-elementwise), with only elementwise loops, empty tensors and
+    constants between them, and nothing between them reading the first's
+    results. The fused loop stands where the second was.
+
+    ```mlir
+    %p = linalg.generic ins(%w, %mu, %g, %nu) outs(%e0) { adam's update }
+    %m = linalg.generic ins(%mu, %g) outs(%e1) { b1 mu + (1 - b1) g }
+    ```
+
+    becomes one linalg.generic ins(%w, %mu, %g, %nu) outs(%e0, %e1) with both
+    results.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def UpdateInPlacePass : Pass<"shardc-update-in-place", "::mlir::func::FuncOp"> {
   let summary = "Make the train step's new parameters and state over the old ones";
   let description = [{
