@@ -63,8 +63,8 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
 /// convolution is faster than im2col + OpenBLAS (measured on W2, one core of a Zen 4:
 /// conv2's 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3
 /// against 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
-bool onDnnlConvolution(int64_t n, int64_t channels) {
-  return onDnnlInF32(n, channels) && !matmulInBf16();
+bool onDnnlConvolution(int64_t n, int64_t channels, bool productsInBf16) {
+  return !productsInBf16 && onDnnlInF32(n, channels) && !matmulInBf16();
 }
 
 /// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
@@ -97,14 +97,15 @@ bool productsToCompute(const char *caller, bool accumulate, int64_t m, int64_t n
 
 /// c[m, n] = op(a) op(b) (+ c when accumulating), row-major with leading dimensions lda,
 /// ldb, ldc; a is [m, k] or [k, m], b [k, n] or [n, k]; for each product of `batch`.
-/// `im2col`: a convolution's product.
-void sgemm(const char *caller, bool im2col, bool accumulate, bool transA, bool transB, int64_t m,
-           int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-           int64_t ldc, const Batch &batch = {}) {
+/// `im2col`: a convolution's product; `inBf16`: in bfloat16 whatever --matmul-precision
+/// says (a _bf16 convolution entry's).
+void sgemm(const char *caller, bool im2col, bool inBf16, bool accumulate, bool transA, bool transB,
+           int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float *c, int64_t ldc, const Batch &batch = {}) {
   if (!productsToCompute(caller, accumulate, m, n, k, lda, ldb, c, ldc, batch))
     return;
   progressGradients();
-  if (matmulInBf16())
+  if (inBf16 || matmulInBf16())
     return bf16Gemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
   if (!im2col && std::min({m, n, k}) >= kWideSide)
     return dnnlGemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
@@ -125,11 +126,18 @@ void bf16Products(const char *caller, bool accumulate, bool transA, bool transB,
   bf16OperandsGemm(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
 }
 
+/// The C entry a convolution came in by: its name, for errors, and whether it computes
+/// its products in bfloat16 (the _bf16 entries, `precision matmul : bf16`).
+struct ConvEntry {
+  const char *name;
+  bool productsInBf16;
+};
+
 /// A convolution's sgemm on dense matrices.
-void im2colProduct(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
+void im2colProduct(ConvEntry entry, bool accumulate, bool transA, bool transB, int64_t m,
                    int64_t n, int64_t k, const float *a, const float *b, float *c) {
-  sgemm(caller, /*im2col=*/true, accumulate, transA, transB, m, n, k, a, transA ? m : k, b,
-        transB ? k : n, c, n);
+  sgemm(entry.name, /*im2col=*/true, entry.productsInBf16, accumulate, transA, transB, m, n, k, a,
+        transA ? m : k, b, transB ? k : n, c, n);
 }
 
 /// Copies `n` floats. A window row of a few channels (conv1's 3 pixels of 1
@@ -215,6 +223,73 @@ private:
   float *padded, *cols;
 };
 
+void conv2d(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                        int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
+                        int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
+                        const float *k, float *y) {
+  if (onDnnlConvolution(n, c, entry.productsInBf16) &&
+      dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
+                      k, y))
+    return;
+  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
+  const Windows &g = product.g;
+  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+    im2colProduct(entry, accumulate, false, false, images * g.rowsPerImage(), f,
+                  g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
+  });
+}
+
+void conv2dFilterGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
+                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                    int64_t sw, const float *x, const float *dy, float *dw) {
+  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, 1, 1);
+  const Windows &g = product.g;
+  // Every chunk adds to the same dw: only the first may overwrite it, and without
+  // images there is no first.
+  if (!accumulate && n == 0)
+    std::memset(dw, 0, g.rowLength() * f * sizeof(float));
+  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
+    im2colProduct(entry, accumulate || first > 0, true, false,
+                  g.rowLength(), f, images * g.rowsPerImage(), cols,
+                  dy + first * g.rowsPerImage() * f, dw);
+  });
+}
+
+void conv2dInputGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                   int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
+                                   int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
+                                   float *dx) {
+  // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (dy [N, dy_h, dy_w, F] at
+  // (pad_h, pad_w), zeros around it) with the flipped kernel.
+  auto flip = [&](float *flipped) {
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t fi = 0; fi < f; ++fi)
+            flipped[((i * kw + j) * f + fi) * c + ci] =
+                k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
+  };
+  if (onDnnlConvolution(n, f, entry.productsInBf16)) {
+    auto [region] = scratch().regions<1>({flippedFiltersBytes(kh, kw, f, c)});
+    float *flipped = reinterpret_cast<float *>(region);
+    flip(flipped);
+    if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
+                        dy, flipped, dx))
+      return;
+  }
+  const Im2colProduct product = inputGradIm2col(h, w, c, kh, kw, f, dy_h, dy_w, pad_h, pad_w);
+  const Windows &g = product.g;
+  Im2colChunks chunks(product, n);
+  float *flipped = chunks.extra;
+  flip(flipped);
+  chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
+    im2colProduct(entry, accumulate, false, false,
+                  images * g.rowsPerImage(), c, g.rowLength(), cols, flipped,
+                  dx + first * g.rowsPerImage() * c);
+  });
+}
+
 } // namespace
 } // namespace shardrt
 
@@ -225,7 +300,7 @@ extern "C" {
 void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c) {
-  sgemm("shardrt_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b,
+  sgemm("shardrt_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b,
         ldb, c, ldc);
 }
 
@@ -239,7 +314,7 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                     {a_stride0, a_stride1},
                     {b_stride0, b_stride1},
                     {c_stride0, c_stride1}};
-  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, accumulate, trans_a, trans_b, m, n, k, a,
+  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a, trans_b, m, n, k, a,
         lda, b, ldb, c, ldc, batch);
 }
 
@@ -264,71 +339,32 @@ void shardrt_batched_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t tr
                ldb, c, ldc, batch);
 }
 
-void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                        int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
-                        int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
-                        const float *k, float *y) {
-  if (onDnnlConvolution(n, c) &&
-      dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
-                      k, y))
-    return;
-  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
-  const Windows &g = product.g;
-  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct("shardrt_conv2d_f32", accumulate, false, false, images * g.rowsPerImage(), f,
-                  g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
-  });
-}
-
-void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w,
-                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
-                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                    int64_t sw, const float *x, const float *dy, float *dw) {
-  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, 1, 1);
-  const Windows &g = product.g;
-  // Every chunk adds to the same dw: only the first may overwrite it, and without
-  // images there is no first.
-  if (!accumulate && n == 0)
-    std::memset(dw, 0, g.rowLength() * f * sizeof(float));
-  Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct("shardrt_conv2d_filter_grad_f32", accumulate || first > 0, true, false,
-                  g.rowLength(), f, images * g.rowsPerImage(), cols,
-                  dy + first * g.rowsPerImage() * f, dw);
-  });
-}
-
-void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                                   int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
-                                   int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
-                                   float *dx) {
-  // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (dy [N, dy_h, dy_w, F] at
-  // (pad_h, pad_w), zeros around it) with the flipped kernel.
-  auto flip = [&](float *flipped) {
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j)
-        for (int64_t ci = 0; ci < c; ++ci)
-          for (int64_t fi = 0; fi < f; ++fi)
-            flipped[((i * kw + j) * f + fi) * c + ci] =
-                k[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * f + fi];
-  };
-  if (onDnnlConvolution(n, f)) {
-    auto [region] = scratch().regions<1>({flippedFiltersBytes(kh, kw, f, c)});
-    float *flipped = reinterpret_cast<float *>(region);
-    flip(flipped);
-    if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
-                        dy, flipped, dx))
-      return;
+#define SHARDRT_CONV2D_ENTRIES(PRECISION, IN_BF16)                                            \
+  void shardrt_conv2d_##PRECISION(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, \
+                                  int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw,          \
+                                  int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,     \
+                                  int64_t dh, int64_t dw, const float *x, const float *k,        \
+                                  float *y) {                                                    \
+    conv2d({"shardrt_conv2d_" #PRECISION, IN_BF16}, accumulate, n, h, w, c, pad_h, pad_w, kh,    \
+           kw, f, oh, ow, sh, sw, dh, dw, x, k, y);                                              \
+  }                                                                                              \
+  void shardrt_conv2d_filter_grad_##PRECISION(                                                   \
+      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pad_h,             \
+      int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,      \
+      int64_t sw, const float *x, const float *dy, float *dw) {                                  \
+    conv2dFilterGrad({"shardrt_conv2d_filter_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w,  \
+                     c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, x, dy, dw);                     \
+  }                                                                                              \
+  void shardrt_conv2d_input_grad_##PRECISION(                                                    \
+      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,    \
+      int64_t f, int64_t dy_h, int64_t dy_w, int64_t pad_h, int64_t pad_w, const float *dy,      \
+      const float *k, float *dx) {                                                               \
+    conv2dInputGrad({"shardrt_conv2d_input_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w, c,  \
+                    kh, kw, f, dy_h, dy_w, pad_h, pad_w, dy, k, dx);                             \
   }
-  const Im2colProduct product = inputGradIm2col(h, w, c, kh, kw, f, dy_h, dy_w, pad_h, pad_w);
-  const Windows &g = product.g;
-  Im2colChunks chunks(product, n);
-  float *flipped = chunks.extra;
-  flip(flipped);
-  chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct("shardrt_conv2d_input_grad_f32", accumulate, false, false,
-                  images * g.rowsPerImage(), c, g.rowLength(), cols, flipped,
-                  dx + first * g.rowsPerImage() * c);
-  });
-}
+
+SHARDRT_CONV2D_ENTRIES(f32, false)
+SHARDRT_CONV2D_ENTRIES(bf16, true)
+#undef SHARDRT_CONV2D_ENTRIES
 
 } // extern "C"

@@ -45,17 +45,18 @@ std::vector<float> randomVector(int64_t n) {
   return v;
 }
 
-/// In bfloat16 a 1 x 1 x 2 product rounds each operand to nearest, ties to even:
+/// In bfloat16 a sum of two products rounds each operand to nearest, ties to even:
 /// 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-8 (a tie) to 1 + 2^-6, 1 + 2^-7 + 2^-9 to 1 + 2^-7.
-void checkBf16Rounding() {
+/// `product(a, b, c)` computes c = a[0] b[0] + a[1] b[1].
+void checkBf16Rounding(const char *what, void (*product)(const float *, const float *, float *)) {
   ++checks;
   const float a[2] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f}, b[2] = {1.0f, 1.0f + 0x1p-7f + 0x1p-9f};
   float c = 0;
-  shardrt_matmul_f32(0, 0, 0, 1, 1, 2, 2, 1, 1, a, b, &c);
+  product(a, b, &c);
   const float want = 1.0f * 1.0f + (1.0f + 0x1p-6f) * (1.0f + 0x1p-7f);
   if (c != want) {
     ++failures;
-    std::fprintf(stderr, "FAILED: bfloat16 rounding: %.9g, expected %.9g\n", c, want);
+    std::fprintf(stderr, "FAILED: bfloat16 rounding of %s: %.9g, expected %.9g\n", what, c, want);
   }
 }
 
@@ -163,6 +164,17 @@ struct Conv {
   }
 };
 
+/// The convolution entries checked: the f32 ones, or the _bf16 ones (their products in
+/// bfloat16 whatever --matmul-precision says: `precision matmul : bf16`).
+bool bf16Entries = false;
+auto conv2d() { return bf16Entries ? shardrt_conv2d_bf16 : shardrt_conv2d_f32; }
+auto conv2dFilterGrad() {
+  return bf16Entries ? shardrt_conv2d_filter_grad_bf16 : shardrt_conv2d_filter_grad_f32;
+}
+auto conv2dInputGrad() {
+  return bf16Entries ? shardrt_conv2d_input_grad_bf16 : shardrt_conv2d_input_grad_f32;
+}
+
 void checkConv(const Conv &p, bool accumulate = true) {
   int64_t oh = p.oh(), ow = p.ow();
   std::vector<float> x = randomVector(p.n * p.h * p.w * p.c),
@@ -183,7 +195,7 @@ void checkConv(const Conv &p, bool accumulate = true) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * oh + i) * ow + j) * p.f + f] += sum;
         }
-  shardrt_conv2d_f32(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+  conv2d()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
                      p.dh, p.dw, x.data(), k.data(), y.data());
   expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name() + mode(accumulate));
 }
@@ -206,7 +218,7 @@ void checkFilterGrad(const Conv &p, bool accumulate = true) {
                        dy[((n * oh + i) * ow + j) * p.f + f];
           want[((a * p.kw + b) * p.c + c) * p.f + f] += sum;
         }
-  shardrt_conv2d_filter_grad_f32(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow,
+  conv2dFilterGrad()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow,
                                  p.sh, p.sw, x.data(), dy.data(), dw.data());
   expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name() + mode(accumulate));
 }
@@ -231,7 +243,7 @@ void checkInputGrad(const Conv &p, bool accumulate = true) {
                        k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * p.h + i) * p.w + j) * p.c + c] += sum;
         }
-  shardrt_conv2d_input_grad_f32(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
+  conv2dInputGrad()(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
                                 dyp.data(), k.data(), dx.data());
   expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name() + mode(accumulate));
 }
@@ -250,9 +262,9 @@ void checkInputGradIsAdjoint(const Conv &p) {
         for (int64_t f = 0; f < p.f; ++f)
           dyp[((n * hq + i * p.sh + p.kh - 1) * wq + j * p.sw + p.kw - 1) * p.f + f] =
               dy[((n * oh + i) * ow + j) * p.f + f];
-  shardrt_conv2d_f32(true, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1,
+  conv2d()(true, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1,
                      x.data(), k.data(), y.data());
-  shardrt_conv2d_input_grad_f32(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(),
+  conv2dInputGrad()(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(),
                                 k.data(), dx.data());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < y.size(); ++i)
@@ -279,16 +291,16 @@ void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bott
                            std::to_string(left) + "," + std::to_string(bottom) + "," +
                            std::to_string(right);
   std::vector<float> y(p.n * oh * ow * p.f), yWant(y.size());
-  shardrt_conv2d_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
+  conv2d()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
                      p.dw, xpad.data(), k.data(), yWant.data());
-  shardrt_conv2d_f32(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
+  conv2d()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
                      p.dw, x.data(), k.data(), y.data());
   expectEqual(y, yWant, "conv2d reads its padding as zeros, " + what);
   if (p.dh == 1 && p.dw == 1) {
     std::vector<float> dw(k.size()), dwWant(k.size());
-    shardrt_conv2d_filter_grad_f32(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh,
+    conv2dFilterGrad()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh,
                                    p.sw, xpad.data(), dy.data(), dwWant.data());
-    shardrt_conv2d_filter_grad_f32(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh,
+    conv2dFilterGrad()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh,
                                    p.sw, x.data(), dy.data(), dw.data());
     expectEqual(dw, dwWant, "filter grad reads its padding as zeros, " + what);
   }
@@ -301,9 +313,9 @@ void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bott
       for (int64_t i = 0; i < oh; ++i)
         std::copy_n(&dy[((n * oh + i) * ow) * p.f], ow * p.f,
                     &dyp[((n * hq + i + top) * wq + left) * p.f]);
-    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
+    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
                                   dyp.data(), k.data(), dxWant.data());
-    shardrt_conv2d_input_grad_f32(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh, ow, top, left,
+    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh, ow, top, left,
                                   dy.data(), k.data(), dx.data());
     expectEqual(dx, dxWant, "input grad reads its padding as zeros, " + what);
   }
@@ -412,7 +424,9 @@ void checkProducts() {
   checkBatchedMatmul(2, 3, 5, 4, true);
   checkBatchedMatmul(3, 4, 16, 8, false);
   std::printf("kernels: batched matmul checked (the same as one call per product)\n");
+}
 
+void checkConvolutions() {
   //                 n   h   w   c kh kw   f sh sw dh dw
   const Conv convs[] = {{2, 7, 7, 3, 3, 3, 4, 1, 1, 1, 1},
                         {3, 9, 8, 1, 3, 3, 5, 2, 2, 1, 1},   // C=1, stride 2, h != w
@@ -451,13 +465,26 @@ void checkProducts() {
 
 int main() {
   checkProducts();
+  checkConvolutions();
   // The same in bfloat16 (oneDNN), and its rounding.
   shardrt_set_matmul_precision_bf16(1);
   bf16Inputs = true;
   checkProducts();
-  checkBf16Rounding();
+  checkConvolutions();
+  checkBf16Rounding("a 1 x 1 x 2 matmul", [](const float *a, const float *b, float *c) {
+    shardrt_matmul_f32(0, 0, 0, 1, 1, 2, 2, 1, 1, a, b, c);
+  });
   std::printf("kernels: the same in bfloat16 (rounding to nearest, ties to even)\n");
   shardrt_set_matmul_precision_bf16(0);
+  // The _bf16 convolution entries, with the flag off.
+  bf16Entries = true;
+  checkConvolutions();
+  // A 1 x 1 convolution of one pixel of two channels is that product.
+  checkBf16Rounding("shardrt_conv2d_bf16", [](const float *x, const float *k, float *y) {
+    shardrt_conv2d_bf16(0, 1, 1, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, x, k, y);
+  });
+  std::printf("kernels: the _bf16 convolution entries the same in bfloat16, rounding so\n");
+  bf16Entries = false;
   bf16Inputs = false;
 
   checkMemrefCopies();

@@ -7,6 +7,10 @@
 //                          BLAS thread per rank, set up as a compiled program's main sets
 //                          it up), every rank at once, 2 M N K per call: "gemm" per size
 //                          (256^3, 512^3), the 512^3 figure the headline
+//   gemm_bf16_flops_per_rank
+//                          the same for the products a program holds in bfloat16
+//                          (shardrt_matmul_bf16: oneDNN's bf16 matmul, f32 accumulation;
+//                          `precision matmul : bf16`): "gemm_bf16" per size
 //   elementwise_per_rank   iterations per second of a streaming loop c = a * b + c over
 //                          arrays larger than the caches (what an elementwise op or the
 //                          optimizer's update costs per element)
@@ -247,20 +251,32 @@ int main(int argc, char **argv) {
     return bytes >= 0 ? 0 : 1;
   }
 
-  std::string gemmSamples;
-  double gemmHeadline = 0;
-  for (int64_t n : {256, 512}) {
-    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
-    const double seconds = secondsPerCall(
-        [&] { shardrt_matmul_f32(0, 0, 0, n, n, n, n, n, n, a.data(), b.data(), c.data()); },
-        0.05);
-    const double rate = 2.0 * double(n) * double(n) * double(n) / seconds;
-    gemmHeadline = rate;
-    gemmSamples += (gemmSamples.empty() ? "" : ", ") + std::string("{\"m\": ") +
-                   std::to_string(n) + ", \"n\": " + std::to_string(n) +
-                   ", \"k\": " + std::to_string(n) + ", \"flops_per_rank\": " + number(rate) +
-                   "}";
-  }
+  // Square products of 256 and 512, 2 M N K per call; the 512 one the headline.
+  auto gemmRates = [&](auto product, std::string &samples) {
+    double headline = 0;
+    for (int64_t n : {256, 512}) {
+      const double seconds = secondsPerCall([&] { product(n); }, 0.05);
+      headline = 2.0 * double(n) * double(n) * double(n) / seconds;
+      samples += (samples.empty() ? "" : ", ") + std::string("{\"m\": ") + std::to_string(n) +
+                 ", \"n\": " + std::to_string(n) + ", \"k\": " + std::to_string(n) +
+                 ", \"flops_per_rank\": " + number(headline) + "}";
+    }
+    return headline;
+  };
+  std::vector<float> a(512 * 512, 0.5f), b(512 * 512, 0.25f), c(512 * 512, 0.0f);
+  std::string gemmSamples, gemmBf16Samples;
+  const double gemmHeadline = gemmRates(
+      [&](int64_t n) {
+        shardrt_matmul_f32(0, 0, 0, n, n, n, n, n, n, a.data(), b.data(), c.data());
+      },
+      gemmSamples);
+  // 0.5 and 0.25 in bfloat16: the high halves of their f32 bits.
+  std::vector<uint16_t> a16(512 * 512, 0x3f00), b16(512 * 512, 0x3e80);
+  const double gemmBf16Headline = gemmRates(
+      [&](int64_t n) {
+        shardrt_matmul_bf16(0, 0, 0, n, n, n, n, n, n, a16.data(), b16.data(), c.data());
+      },
+      gemmBf16Samples);
 
   const int64_t streamed = int64_t(1) << 21; // 3 arrays of 8 MiB
   std::vector<float> x(streamed, 1.0f), y(streamed, 0.5f), z(streamed, 0.0f);
@@ -301,9 +317,11 @@ int main(int argc, char **argv) {
         bandwidth = number(1 / fit.secondsPerByte);
     }
     std::printf("{\"ranks\": %d, \"gemm_flops_per_rank\": %s, \"gemm\": [%s], "
+                "\"gemm_bf16_flops_per_rank\": %s, \"gemm_bf16\": [%s], "
                 "\"elementwise_per_rank\": %s, \"all_reduce\": [%s], \"latency_seconds\": %s, "
                 "\"bandwidth_bytes_per_second\": %s, \"blas\": \"%s\"}\n",
                 ranks, number(gemmHeadline).c_str(), gemmSamples.c_str(),
+                number(gemmBf16Headline).c_str(), gemmBf16Samples.c_str(),
                 number(elementwise).c_str(), reduceSamples.c_str(), latency.c_str(),
                 bandwidth.c_str(), shardrt::blasConfig().c_str());
     std::fflush(stdout);

@@ -67,3 +67,19 @@ func.func @on_onednn(%x: memref<2x8x8x16xf32>, %k: memref<3x3x16x4xf32>, %y: mem
       ins(%x, %k : memref<2x8x8x16xf32>, memref<3x3x16x4xf32>) outs(%y : memref<2x6x6x4xf32>)
   return
 }
+
+// -----
+
+// Under `precision matmul : bf16` the same convolution computes its products in
+// bfloat16 on im2col (the _bf16 entry): 2 images of 6 x 6 windows of 3 x 3 x 16
+// floats, 41472 bytes, are planned.
+// CONV: module attributes {shardc.matmul_precision = "bf16", shardc.scratch_bytes = 41472 : i64}
+// CONV-LABEL: func.func @in_bf16
+// CONV:         call @shardrt_conv2d_bf16(
+module attributes {shardc.matmul_precision = "bf16"} {
+  func.func @in_bf16(%x: memref<2x8x8x16xf32>, %k: memref<3x3x16x4xf32>, %y: memref<2x6x6x4xf32>) {
+    linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+        ins(%x, %k : memref<2x8x8x16xf32>, memref<3x3x16x4xf32>) outs(%y : memref<2x6x6x4xf32>)
+    return
+  }
+}

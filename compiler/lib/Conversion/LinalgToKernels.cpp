@@ -34,7 +34,8 @@
 //        heads of scores), inside one scf.for per further batch loop that
 //        advances the pointers by the operands' strides.
 //     b. linalg.conv_2d_nhwc_hwcf, any strides and dilations
-//          -> shardrt_conv2d_f32
+//          -> shardrt_conv2d_f32 (b.-d. _bf16 under `precision matmul : bf16`,
+//             the module's shardc.matmul_precision: products in bfloat16)
 //     c. Filter gradient, loops (kh, kw, c, f, n, oh, ow), [par x4, red x3]:
 //          xpad (d4, d5 * sh + d0, d6 * sw + d1, d2), dy (d4, d5, d6, d3),
 //          out (d0, d1, d2, d3)         -> shardrt_conv2d_filter_grad_f32
@@ -64,6 +65,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
+#include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Support/MultiplyAccumulate.h"
 #include "shardrt/scratch_regions.h"
 #include "RuntimeCalls.h"
@@ -121,7 +123,7 @@ struct KernelCall {
   std::optional<PaddedInput> paddedInput;
   /// What the call takes of the runtime's scratch buffer, by its scalars
   /// (none: nothing).
-  size_t (*scratchBytes)(ArrayRef<int64_t> scalars) = nullptr;
+  std::function<size_t(ArrayRef<int64_t> scalars)> scratchBytes;
 };
 
 /// f32, static shape, dense row-major (step 1).
@@ -370,27 +372,32 @@ SmallVector<IntegerAttr> i64Attrs(Builder &b, ArrayRef<int64_t> values) {
                              [&](int64_t v) { return b.getI64IntegerAttr(v); });
 }
 
+/// A convolution entry of the runtime: `shardrt_conv2d_` + `kind` + its precision.
+StringRef convEntry(Builder &b, StringRef kind, bool productsInBf16) {
+  return b.getStringAttr("shardrt_conv2d_" + kind + (productsInBf16 ? "bf16" : "f32")).getValue();
+}
+
 /// Form b.
-std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b) {
+std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b, bool productsInBf16) {
   Value x = op.getInputs()[0], k = op.getInputs()[1], y = op.getOutputs()[0];
   ArrayRef<int64_t> xs = shapeOf(x), ks = shapeOf(k), ys = shapeOf(y);
   auto strides = llvm::to_vector(op.getStrides().getValues<int64_t>());
   auto dilations = llvm::to_vector(op.getDilations().getValues<int64_t>());
   return KernelCall{
-      "shardrt_conv2d_f32",
+      convEntry(b, "", productsInBf16),
       i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, ks[0], ks[1], ks[3], ys[1],
                    ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
       {x, k, y},
       {},
       KernelCall::PaddedInput{1, 2, 4, 5},
-      [](ArrayRef<int64_t> s) {
-        return shardrt::conv2dScratchBytes(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
-                                           s[9], s[10], s[11], s[12], s[13], s[14]);
+      [productsInBf16](ArrayRef<int64_t> s) {
+        return shardrt::conv2dScratchBytes(productsInBf16, s[0], s[1], s[2], s[3], s[4], s[5],
+                                           s[6], s[7], s[9], s[10], s[11], s[12], s[13], s[14]);
       }};
 }
 
 /// Form c.
-std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
+std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b, bool productsInBf16) {
   if (!hasIterators(op, 4, 3) || !isMultiplyAccumulate(op))
     return std::nullopt;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
@@ -411,7 +418,7 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
   Value xpad = op.getDpsInputs()[0], dy = op.getDpsInputs()[1],
         dw = op.getDpsInits()[0];
   ArrayRef<int64_t> xs = shapeOf(xpad), dys = shapeOf(dy), dws = shapeOf(dw);
-  return KernelCall{"shardrt_conv2d_filter_grad_f32",
+  return KernelCall{convEntry(b, "filter_grad_", productsInBf16),
                     i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, dws[0],
                                  dws[1], dws[3], dys[1], dys[2], sh, sw}),
                     {xpad, dy, dw},
@@ -425,7 +432,7 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b) {
 }
 
 /// Form d.
-std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
+std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b, bool productsInBf16) {
   if (!hasIterators(op, 4, 3) || !isMultiplyAccumulate(op))
     return std::nullopt;
   Value dyp = op.getDpsInputs()[0], w = op.getDpsInputs()[1],
@@ -443,15 +450,15 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b) {
       !hasLoops(maps[1], {4, 5, 3, 6}) || !hasLoops(maps[2], {0, 1, 2, 3}))
     return std::nullopt;
   return KernelCall{
-      "shardrt_conv2d_input_grad_f32",
+      convEntry(b, "input_grad_", productsInBf16),
       i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3], dyps[1],
                    dyps[2], 0, 0}),
       {dyp, w, dx},
       {},
       KernelCall::PaddedInput{7, 8, 9, 10},
-      [](ArrayRef<int64_t> s) {
-        return shardrt::conv2dInputGradScratchBytes(s[0], s[1], s[2], s[3], s[4], s[5], s[6],
-                                                    s[7], s[8], s[9], s[10]);
+      [productsInBf16](ArrayRef<int64_t> s) {
+        return shardrt::conv2dInputGradScratchBytes(productsInBf16, s[0], s[1], s[2], s[3], s[4],
+                                                    s[5], s[6], s[7], s[8], s[9], s[10]);
       }};
 }
 
@@ -514,7 +521,8 @@ linalg::FillOp zeroInitOf(Operation *op, Value output) {
   return init;
 }
 
-std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
+/// `convolutionsInBf16`: the convolutions' products in bfloat16 (the _bf16 entries).
+std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b, bool convolutionsInBf16) {
   if (!op.hasPureBufferSemantics())
     return std::nullopt;
   if (std::optional<KernelCall> call = matchContraction(op, b))
@@ -522,9 +530,9 @@ std::optional<KernelCall> matchKernel(linalg::LinalgOp op, Builder &b) {
   if (!llvm::all_of(op->getOperands(), isDenseF32))
     return std::nullopt;
   if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
-    return matchConv(conv, b);
+    return matchConv(conv, b, convolutionsInBf16);
   for (auto match : {matchFilterGrad, matchInputGrad})
-    if (std::optional<KernelCall> call = match(op, b))
+    if (std::optional<KernelCall> call = match(op, b, convolutionsInBf16))
       return call;
   return std::nullopt;
 }
@@ -694,10 +702,12 @@ struct LowerToKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder attrs(module.getContext());
+    auto precision = module->getAttrOfType<StringAttr>(shardc::kMatmulPrecisionAttr);
+    const bool convolutionsInBf16 = precision && precision.getValue() == "bf16";
     // 1.-2.
     SmallVector<std::pair<linalg::LinalgOp, KernelCall>, 0> work;
     module.walk([&](linalg::LinalgOp op) {
-      if (std::optional<KernelCall> call = matchKernel(op, attrs))
+      if (std::optional<KernelCall> call = matchKernel(op, attrs, convolutionsInBf16))
         work.push_back({op, std::move(*call)});
       else
         LLVM_DEBUG(llvm::dbgs()

@@ -839,8 +839,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "communication plan: model " << model << " under " << rules << ", mesh " << mesh.str()
      << ", " << mesh.numRanks() << " ranks\n";
   if (matmulPrecision == "bf16")
-    os << "precision: every matrix product reads its operands in bfloat16 and accumulates in "
-          "f32 (precision matmul : bf16)\n";
+    os << "precision: every matrix product and convolution reads its operands in bfloat16 and "
+          "accumulates in f32 (precision matmul : bf16)\n";
   if (gradientsInBf16)
     os << "precision: the gradients are reduced across ranks in bfloat16, summed in f32 "
           "(precision gradients : bf16)\n";

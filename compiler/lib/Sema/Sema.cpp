@@ -97,26 +97,69 @@ std::optional<TypedProgram> Sema::analyzeModel(const ModuleAST &main, llvm::Stri
   return program;
 }
 
-std::optional<std::vector<ConfigOverride>>
-shardc::parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
-                             DiagnosticEngine &diags) {
-  std::vector<ConfigOverride> overrides;
-  for (const std::string &set : sets) {
+namespace {
+
+/// A `--FLAG NAME=VALUE` flag, located in a buffer of its own.
+struct FlagPair {
+  std::string name, value;
+  SMRange whole, nameRange, valueRange;
+};
+
+/// Each of `values` (what `--FLAG` was given) split at its `=` into a buffer of its
+/// own (`<command line>`, text `--FLAG NAME=VALUE`) so that an error points into the
+/// flag; std::nullopt after reporting one that is not NAME=VALUE (`wants` says what
+/// NAME is).
+std::optional<std::vector<FlagPair>> parseFlagPairs(llvm::StringRef flag, llvm::StringRef wants,
+                                                    llvm::ArrayRef<std::string> values,
+                                                    llvm::SourceMgr &sourceMgr,
+                                                    DiagnosticEngine &diags) {
+  std::vector<FlagPair> pairs;
+  for (const std::string &set : values) {
     auto [name, value] = llvm::StringRef(set).split('=');
     if (!llvm::StringRef(set).contains('=') || name.trim().empty()) {
-      diags.toolError("--set wants NAME=VALUE (a config parameter of the model), not '" + set +
+      diags.toolError("--" + flag.str() + " wants NAME=VALUE (" + wants.str() + "), not '" + set +
                       "'");
       return std::nullopt;
     }
-    const std::string text = "--set " + set;
+    const std::string prefix = "--" + flag.str() + " ";
     unsigned buffer = sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(text, "<command line>"), llvm::SMLoc());
-    const char *start = sourceMgr.getMemoryBuffer(buffer)->getBufferStart() + 6;
+        llvm::MemoryBuffer::getMemBufferCopy(prefix + set, "<command line>"), llvm::SMLoc());
+    const char *start = sourceMgr.getMemoryBuffer(buffer)->getBufferStart() + prefix.size();
     auto range = [](const char *begin, size_t size) {
       return SMRange(llvm::SMLoc::getFromPointer(begin), llvm::SMLoc::getFromPointer(begin + size));
     };
-    overrides.push_back({name.trim().str(), value.trim().str(), range(start, name.size()),
-                         range(start + name.size() + 1, value.size())});
+    pairs.push_back({name.trim().str(), value.trim().str(), range(start, set.size()),
+                     range(start, name.size()), range(start + name.size() + 1, value.size())});
   }
+  return pairs;
+}
+
+} // namespace
+
+std::optional<std::vector<ConfigOverride>>
+shardc::parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
+                             DiagnosticEngine &diags) {
+  auto pairs = parseFlagPairs("set", "a config parameter of the model", sets, sourceMgr, diags);
+  if (!pairs)
+    return std::nullopt;
+  std::vector<ConfigOverride> overrides;
+  for (FlagPair &pair : *pairs)
+    overrides.push_back(
+        {std::move(pair.name), std::move(pair.value), pair.nameRange, pair.valueRange});
   return overrides;
+}
+
+std::optional<std::vector<PrecisionAST>>
+shardc::parsePrecisionFlags(llvm::ArrayRef<std::string> flags, llvm::SourceMgr &sourceMgr,
+                            DiagnosticEngine &diags) {
+  auto pairs = parseFlagPairs("precision", "matmul or gradients = f32 or bf16, as a rules "
+                              "file's `precision matmul : bf16`",
+                              flags, sourceMgr, diags);
+  if (!pairs)
+    return std::nullopt;
+  std::vector<PrecisionAST> precisions;
+  for (FlagPair &pair : *pairs)
+    precisions.push_back(
+        {std::move(pair.name), std::move(pair.value), pair.whole, pair.nameRange, pair.valueRange});
+  return precisions;
 }

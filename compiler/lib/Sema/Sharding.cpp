@@ -112,7 +112,7 @@ public:
     reportUnused(overrideUsed);
     applyRemat();
     applyMicrobatches();
-    applyPrecisions();
+    applyPrecisions(program, rules.precisions, diags);
     return diags.errorCount() == errorsBefore;
   }
 
@@ -482,33 +482,6 @@ private:
 
   /// `precision matmul : bf16`, `precision gradients : bf16`: what is named, in
   /// a type it can take, once.
-  void applyPrecisions() {
-    std::map<std::string, const PrecisionAST *> seen;
-    for (const PrecisionAST &precision : rules.precisions) {
-      if (precision.what != "matmul" && precision.what != "gradients") {
-        diags.error(precision.whatRange,
-                    "unknown precision '" + precision.what +
-                        "': `precision matmul : bf16` rounds every matrix product's "
-                        "operands to bfloat16, `precision gradients : bf16` reduces the "
-                        "gradients across ranks in bfloat16");
-        continue;
-      }
-      if (precision.type != "f32" && precision.type != "bf16") {
-        diags.error(precision.typeRange, "precision " + precision.what + " is f32 or bf16, not '" +
-                                             precision.type + "'");
-        continue;
-      }
-      auto [first, inserted] = seen.try_emplace(precision.what, &precision);
-      if (!inserted) {
-        diags.error(precision.range, "more than one precision line for " + precision.what);
-        diags.note(first->second->range, "the first is here");
-        continue;
-      }
-      (precision.what == "matmul" ? program.matmulInBf16 : program.gradientsInBf16) =
-          precision.type == "bf16";
-    }
-  }
-
   /// `microbatches N`: at most one, N at least 1, and a training step to run them.
   void applyMicrobatches() {
     if (rules.microbatches.empty())
@@ -573,6 +546,36 @@ private:
 };
 
 } // namespace
+
+bool shardc::applyPrecisions(TypedProgram &program, llvm::ArrayRef<PrecisionAST> precisions,
+                             DiagnosticEngine &diags) {
+  const unsigned errorsBefore = diags.errorCount();
+  std::map<std::string, const PrecisionAST *> seen;
+  for (const PrecisionAST &precision : precisions) {
+    if (precision.what != "matmul" && precision.what != "gradients") {
+      diags.error(precision.whatRange,
+                  "unknown precision '" + precision.what +
+                      "': `precision matmul : bf16` rounds every matrix product's "
+                      "operands to bfloat16, `precision gradients : bf16` reduces the "
+                      "gradients across ranks in bfloat16");
+      continue;
+    }
+    if (precision.type != "f32" && precision.type != "bf16") {
+      diags.error(precision.typeRange, "precision " + precision.what + " is f32 or bf16, not '" +
+                                           precision.type + "'");
+      continue;
+    }
+    auto [first, inserted] = seen.try_emplace(precision.what, &precision);
+    if (!inserted) {
+      diags.error(precision.range, "more than one precision line for " + precision.what);
+      diags.note(first->second->range, "the first is here");
+      continue;
+    }
+    (precision.what == "matmul" ? program.matmulInBf16 : program.gradientsInBf16) =
+        precision.type == "bf16";
+  }
+  return diags.errorCount() == errorsBefore;
+}
 
 bool shardc::applyRules(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags) {
   return RulesApplier(program, rules, diags).run();

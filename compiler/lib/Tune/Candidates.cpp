@@ -118,7 +118,17 @@ std::string Candidate::rulesText(llvm::ArrayRef<std::string> comment) const {
     width = std::max(width, rule.first.size());
   for (const auto &[logical, meshAxis] : rules)
     text += "  " + logical + std::string(width - logical.size(), ' ') + " -> " + meshAxis + "\n";
-  return text + "}\n";
+  text += "}\n";
+  for (const std::string &line : precisionLines())
+    text += line + "\n";
+  return text;
+}
+
+std::vector<std::string> Candidate::precisionLines() const {
+  std::vector<std::string> lines;
+  for (const auto &[what, type] : precisions)
+    lines.push_back("precision " + what + " : " + type);
+  return lines;
 }
 
 std::string Candidate::label() const {

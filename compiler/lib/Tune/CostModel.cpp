@@ -45,6 +45,7 @@ Value Calibration::toJSON() const {
   Object object{{"ranks", ranks},
                 {"hosts", hosts},
                 {"gemm_flops_per_rank", gemmFlopsPerRank},
+                {"gemm_bf16_flops_per_rank", gemmBf16FlopsPerRank},
                 {"elementwise_per_rank", elementwisePerRank},
                 {"local", linkJSON(local)}};
   if (network)
@@ -69,6 +70,12 @@ llvm::Expected<Calibration> shardc::parseCalibration(const Value &value) {
   if (calibration.hosts < 1 || *ranks % calibration.hosts)
     return malformed("calibration's hosts must divide its ranks");
   calibration.gemmFlopsPerRank = *gemm;
+  if (const Value *bf16 = object->get("gemm_bf16_flops_per_rank")) {
+    std::optional<double> rate = bf16->getAsNumber();
+    if (!rate || *rate < 0)
+      return malformed("calibration's gemm_bf16_flops_per_rank must be a number >= 0");
+    calibration.gemmBf16FlopsPerRank = *rate;
+  }
   calibration.elementwisePerRank = *elementwise;
   auto local = parseLink(object->getObject("local"), "local");
   if (!local)
@@ -98,10 +105,18 @@ llvm::Expected<StepCost> shardc::predictStep(const Object &report, const Mesh &m
     return malformed("the calibration is for " + llvm::Twine(calibration.ranks) +
                      " ranks, the layout has " + llvm::Twine(mesh.numRanks()));
   StepCost cost;
+  cost.gemmFlopsPerRank = calibration.gemmFlopsPerRank;
+  if (report.getString("matmul_precision").value_or("f32") == "bf16") {
+    if (calibration.gemmBf16FlopsPerRank <= 0)
+      return malformed("the layout computes its products in bfloat16 (precision matmul : bf16) "
+                       "and the calibration has no gemm_bf16_flops_per_rank: measure one (leave "
+                       "out --calibration)");
+    cost.gemmFlopsPerRank = calibration.gemmBf16FlopsPerRank;
+  }
   cost.flops = *flops;
   cost.contractionFlops = *contraction;
   cost.memoryPerRank = *total;
-  cost.computeSeconds = double(*contraction) / calibration.gemmFlopsPerRank +
+  cost.computeSeconds = double(*contraction) / cost.gemmFlopsPerRank +
                         double(*flops - *contraction) / calibration.elementwisePerRank;
   const int64_t ranksPerHost = calibration.ranks / calibration.hosts;
   for (const Value &entry : *collectives) {

@@ -1,6 +1,6 @@
 //===- shardc-tune.cpp - which layout? ------------------------------------===//
 //
-// shardc tune MODEL.shard --ranks N [--hosts H] [--top K] [-o BEST.rules]
+// shardc tune MODEL.shard --ranks N [--hosts H] [--top K] [--precision NAME=TYPE] [-o BEST.rules]
 //
 // A layout search: the layouts people write (Tune/Candidates.h) for the model's
 // logical axes over every factorization of N, each compiled by shardc for its
@@ -93,6 +93,12 @@ cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import searc
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> configSets("set", cl::desc("Set a config parameter of the model"),
                                  cl::value_desc("NAME=VALUE"), cl::cat(category));
+cl::list<std::string> precisionFlags(
+    "precision",
+    cl::desc("Every layout with this precision policy, as the rules file's `precision NAME : "
+             "TYPE` (matmul=bf16: products in bfloat16, priced at the calibration's bf16 GEMM "
+             "rate; gradients=bf16: gradients reduced in bfloat16, half the bytes); repeatable"),
+    cl::value_desc("NAME=TYPE"), cl::cat(category));
 cl::list<std::string> runArgs("run-arg",
                               cl::desc("An argument for every timed run (repeatable)"),
                               cl::value_desc("arg"), cl::cat(category));
@@ -272,7 +278,7 @@ llvm::Expected<Calibration> loadOrMeasureCalibration(const char *argv0) {
   if (!all)
     return all.takeError();
   json::Object figures{{"ranks", ranks.getValue()}, {"hosts", hosts.getValue()}};
-  for (const char *key : {"gemm_flops_per_rank", "elementwise_per_rank"})
+  for (const char *key : {"gemm_flops_per_rank", "gemm_bf16_flops_per_rank", "elementwise_per_rank"})
     if (const json::Value *value = all->get(key))
       figures[key] = *value;
   // With one host the ranks' link is the host's; with one rank per host no group
@@ -437,7 +443,7 @@ std::vector<std::string> explain(const Trial &best, const std::vector<const Tria
                                 "rank at {3:F1} GFLOP/s, {4:F3} G other loop iterations at "
                                 "{5:F2} G/s),",
                                 milliseconds(p.seconds()), milliseconds(p.computeSeconds),
-                                p.contractionFlops / 1e9, calibration.gemmFlopsPerRank / 1e9,
+                                p.contractionFlops / 1e9, p.gemmFlopsPerRank / 1e9,
                                 (p.flops - p.contractionFlops) / 1e9,
                                 calibration.elementwisePerRank / 1e9)
                       .str());
@@ -556,6 +562,9 @@ int tune(const char *argv0) {
   }
   if (!program)
     return fail("the model has errors (above)");
+  auto precisions = parsePrecisionFlags(precisionFlags, sourceMgr, diags);
+  if (!precisions || !applyPrecisions(*program, *precisions, diags))
+    return fail("--precision has errors (above)");
   const ModelAxes axes = analyzeAxes(*program);
   if (axes.batch.empty())
     return fail("model " + program->modelName + " has no input with an axis to split");
@@ -564,6 +573,8 @@ int tune(const char *argv0) {
   for (Candidate &candidate : layoutCandidates(axes, ranks)) {
     Trial trial;
     trial.candidate = std::move(candidate);
+    for (const PrecisionAST &precision : *precisions)
+      trial.candidate.precisions.push_back({precision.what, precision.type});
     std::string name = llvm::formatv("{0,0+2}-{1}", trials.size() + 1,
                                      trial.candidate.label())
                            .str();
@@ -583,6 +594,10 @@ int tune(const char *argv0) {
     return fail("--calibration '" + calibrationFile + "' is for " +
                 llvm::Twine(calibration->ranks) + " ranks on " + llvm::Twine(calibration->hosts) +
                 " host(s), not " + llvm::Twine(ranks) + " on " + llvm::Twine(hosts));
+  if (program->matmulInBf16 && calibration->gemmBf16FlopsPerRank <= 0)
+    return fail("--precision matmul=bf16 prices the products at the calibration's bf16 GEMM "
+                "rate, which --calibration '" + calibrationFile +
+                "' lacks (gemm_bf16_flops_per_rank): measure one (leave out --calibration)");
   std::string calibrationText;
   llvm::raw_string_ostream(calibrationText) << llvm::formatv("{0:2}", calibration->toJSON());
   writeFile(workDir + "/calibration.json", calibrationText + "\n");
@@ -638,6 +653,8 @@ int tune(const char *argv0) {
   command += " --ranks " + std::to_string(ranks);
   if (hosts > 1)
     command += " --hosts " + std::to_string(hosts);
+  for (const std::string &precision : precisionFlags)
+    command += " --precision " + precision;
   comment.push_back(command + "; the candidates, their plans and logs in " + workDir + ".");
   if (!writeFile(outputFile, best->candidate.rulesText(comment)))
     return fail("cannot write '" + outputFile + "'");
@@ -650,6 +667,7 @@ int tune(const char *argv0) {
                         {"ranks", ranks.getValue()},
                         {"hosts", hosts.getValue()},
                         {"axes", axesJSON(axes)},
+                        {"precisions", json::Array(best->candidate.precisionLines())},
                         {"calibration", calibration->toJSON()},
                         {"candidates", std::move(list)},
                         {"best", best->candidate.label()},
@@ -659,10 +677,15 @@ int tune(const char *argv0) {
   }
   llvm::outs() << "Layouts of " << program->modelName << " on " << ranks << " ranks"
                << (hosts > 1 ? " over " + std::to_string(hosts) + " hosts" : "") << llvm::formatv(
-                      " (per rank: GEMM {0:F1} GFLOP/s, streaming {1:F2} G/s; all_reduce {2:F0} "
-                      "us + {3:F2} GB/s",
-                      calibration->gemmFlopsPerRank / 1e9, calibration->elementwisePerRank / 1e9,
-                      calibration->local.latency * 1e6,
+                      " (per rank: GEMM {0:F1} GFLOP/s{1}, streaming {2:F2} G/s; all_reduce {3:F0} "
+                      "us + {4:F2} GB/s",
+                      calibration->gemmFlopsPerRank / 1e9,
+                      calibration->gemmBf16FlopsPerRank > 0
+                          ? llvm::formatv(" ({0:F1} in bf16)",
+                                          calibration->gemmBf16FlopsPerRank / 1e9)
+                                .str()
+                          : "",
+                      calibration->elementwisePerRank / 1e9, calibration->local.latency * 1e6,
                       calibration->local.bytesPerSecond / 1e9);
   if (calibration->network)
     llvm::outs() << llvm::formatv(", between hosts {0:F0} us + {1:F2} GB/s",

@@ -12,7 +12,7 @@ namespace shardrt {
 
 /* A forward convolution of at least this many input channels, or an input gradient of
  * at least this many output channels (a forward convolution of those), runs on oneDNN
- * (in f32; with --matmul-precision bf16 on im2col instead). */
+ * (in f32; the _bf16 entries and --matmul-precision bf16 run on im2col instead). */
 inline constexpr int64_t kDnnlConvChannels = 16;
 
 /* Whether an f32 correlation of `n` images of `channels` channels (a forward

@@ -111,12 +111,13 @@ inline Im2colProduct inputGradIm2col(int64_t h, int64_t w, int64_t c, int64_t kh
                     flippedFiltersBytes(kh, kw, f, c));
 }
 
-/* What each convolution entry takes of the scratch in f32 (with --matmul-precision bf16
- * every convolution is an im2col product), by the entries' arguments but the pointers. */
-inline size_t conv2dScratchBytes(int64_t n, int64_t h, int64_t w, int64_t c, int64_t padH,
-                                 int64_t padW, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
-                                 int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
-  if (onDnnlInF32(n, c))
+/* What each convolution entry takes of the scratch, by the entries' arguments but the
+ * pointers: `productsInBf16` for the _bf16 entries, whose convolutions are all im2col
+ * products (with --matmul-precision bf16 the f32 entries' are too, past this plan). */
+inline size_t conv2dScratchBytes(bool productsInBf16, int64_t n, int64_t h, int64_t w, int64_t c,
+                                 int64_t padH, int64_t padW, int64_t kh, int64_t kw, int64_t oh,
+                                 int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+  if (!productsInBf16 && onDnnlInF32(n, c))
     return 0;
   return scratchBytes(forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, dh, dw).regions(n));
 }
@@ -127,10 +128,10 @@ inline size_t conv2dFilterGradScratchBytes(int64_t n, int64_t h, int64_t w, int6
   return scratchBytes(forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, 1, 1).regions(n));
 }
 
-inline size_t conv2dInputGradScratchBytes(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
-                                          int64_t kw, int64_t f, int64_t dyH, int64_t dyW,
-                                          int64_t padH, int64_t padW) {
-  if (onDnnlInF32(n, f))
+inline size_t conv2dInputGradScratchBytes(bool productsInBf16, int64_t n, int64_t h, int64_t w,
+                                          int64_t c, int64_t kh, int64_t kw, int64_t f,
+                                          int64_t dyH, int64_t dyW, int64_t padH, int64_t padW) {
+  if (!productsInBf16 && onDnnlInF32(n, f))
     return scratchBytes(ScratchRegions<1>{flippedFiltersBytes(kh, kw, f, c)});
   return scratchBytes(inputGradIm2col(h, w, c, kh, kw, f, dyH, dyW, padH, padW).regions(n));
 }

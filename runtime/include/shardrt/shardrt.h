@@ -279,6 +279,23 @@ void shardrt_conv2d_input_grad_f32(int32_t accumulate, int64_t n, int64_t h, int
                                    int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
                                    float *dx);
 
+/* The three convolution entries with their products in bfloat16 (f32 operands rounded
+ * to bfloat16 as they are read, f32 accumulation: im2col products on oneDNN's bf16
+ * matmul), the same arguments: lower-to-kernels calls them under `precision matmul :
+ * bf16`, as --matmul-precision bf16 does with the f32 ones at run time. */
+void shardrt_conv2d_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                         int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f,
+                         int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                         const float *x, const float *k, float *y);
+void shardrt_conv2d_filter_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                                     int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
+                                     int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
+                                     int64_t sw, const float *x, const float *dy, float *dw);
+void shardrt_conv2d_input_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t dy_h,
+                                    int64_t dy_w, int64_t pad_h, int64_t pad_w, const float *dy,
+                                    const float *k, float *dx);
+
 /* ---- Counter-based random numbers ----------------------------------------------- */
 /* A parameter's value at global element index n (row-major over the global shape) is a
  * function of (seed, parameter path, n) only, so every sharding of a parameter holds

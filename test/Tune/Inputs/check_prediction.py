@@ -2,7 +2,8 @@
 from the candidate's report (its rules file with .report.out for .rules) and the
 calibration, by the cost model's closed form:
 
-  compute = contraction_flops / gemm_flops_per_rank
+  compute = contraction_flops / gemm_flops_per_rank (gemm_bf16_flops_per_rank when the
+            report's matmul_precision is bf16)
             + (step_flops - contraction_flops) / elementwise_per_rank
   comm    = sum over collectives with traffic of
             count * (steps * latency / (2 (ranks - 1)) + sent_bytes / bandwidth)
@@ -39,7 +40,9 @@ for c in tune["candidates"]:
         comm += coll["count"] * (steps * link["latency_seconds"] / (2 * (ranks - 1)) +
                                  coll["sent_bytes"] / link["bandwidth_bytes_per_second"])
     memory = report["memory_per_rank"]
-    compute = (memory["contraction_flops"] / cal["gemm_flops_per_rank"] +
+    gemm = cal["gemm_bf16_flops_per_rank" if report["matmul_precision"] == "bf16"
+               else "gemm_flops_per_rank"]
+    compute = (memory["contraction_flops"] / gemm +
                (memory["step_flops"] - memory["contraction_flops"]) / cal["elementwise_per_rank"])
     for key, want in (("compute_seconds", compute), ("communication_seconds", comm),
                       ("predicted_seconds", compute + comm)):

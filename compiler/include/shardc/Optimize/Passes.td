@@ -108,7 +108,9 @@ def MatmulOperandsBf16Pass : Pass<"shardc-matmul-operands-bf16", "::mlir::Module
     fuses into the operand's producer: a layer norm's or an activation's loop
     writes the bf16 operand directly, and shardc-lower-to-kernels calls
     oneDNN's bf16 matmul on it (`shardrt_matmul_bf16`) instead of converting
-    both operands on every call. Convolutions stay f32. Without the attribute
+    both operands on every call. Convolutions are left to
+    shardc-lower-to-kernels, which calls the runtime's _bf16 convolution
+    entries under the attribute (f32 operands, products in bf16). Without the attribute
     the pass changes nothing.
 
     ```mlir

@@ -60,12 +60,24 @@ private:
 /// axes, rules that can never apply, mesh axes used twice and divisibility.
 bool applyRules(TypedProgram &program, const RulesFileAST &rules, DiagnosticEngine &diags);
 
+/// A rules file's precision lines (`precision matmul : bf16`), checked: known
+/// names, f32 or bf16, one line per name. Part of applyRules; shardc tune checks
+/// its --precision flags with it.
+bool applyPrecisions(TypedProgram &program, llvm::ArrayRef<PrecisionAST> precisions,
+                     DiagnosticEngine &diags);
+
 /// The `--set NAME=VALUE` flags as overrides, each located in a buffer of its own
 /// (`<command line>`) so that an error points into the flag; std::nullopt after
 /// reporting one that is not NAME=VALUE.
 std::optional<std::vector<ConfigOverride>>
 parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
                      DiagnosticEngine &diags);
+
+/// shardc tune's `--precision NAME=TYPE` flags as a rules file's precision lines,
+/// located like parseConfigOverrides' flags, for applyPrecisions to check.
+std::optional<std::vector<PrecisionAST>>
+parsePrecisionFlags(llvm::ArrayRef<std::string> flags, llvm::SourceMgr &sourceMgr,
+                    DiagnosticEngine &diags);
 
 } // namespace shardc
 

@@ -49,6 +49,11 @@ struct Candidate {
   Mesh mesh;
   std::vector<std::pair<std::string, std::string>> rules; // logical axis -> mesh axis
   std::string summary; // "batch over data, hidden over model"
+  /// The precision policy every candidate shares (shardc tune --precision):
+  /// matmul -> bf16, ...
+  std::vector<std::pair<std::string, std::string>> precisions;
+  /// `precision matmul : bf16`, one per policy.
+  std::vector<std::string> precisionLines() const;
   /// The rules file, its comment lines (each `// ...`) first.
   std::string rulesText(llvm::ArrayRef<std::string> comment = {}) const;
   /// `megatron 2x4`: the name, then the mesh as data x model.

@@ -2,7 +2,7 @@
 //
 // The search ranks layouts before it runs any: a step's time is its
 // contractions' floating-point work per rank at the GEMM rate measured with every
-// rank of a host busy, its other loop iterations (elementwise ops, reductions,
+// rank of a host busy (bfloat16's under `precision matmul : bf16`), its other loop iterations (elementwise ops, reductions,
 // the optimizer: bound by memory) at the streaming rate measured alike, plus each
 // collective of the communication plan (shardc
 // --report=json) at a latency and a bandwidth measured for the link its group
@@ -33,6 +33,7 @@ struct LinkCost {
 struct Calibration {
   int64_t ranks = 0, hosts = 1;
   double gemmFlopsPerRank = 0;
+  double gemmBf16FlopsPerRank = 0; // products in bfloat16; 0: not measured
   double elementwisePerRank = 0; // loop iterations per second of a streaming op
   LinkCost local;                 // inside a host
   std::optional<LinkCost> network; // between hosts (hosts > 1)
@@ -44,6 +45,7 @@ llvm::Expected<Calibration> parseCalibration(const llvm::json::Value &value);
 struct StepCost {
   double computeSeconds = 0, communicationSeconds = 0;
   int64_t memoryPerRank = 0, flops = 0, contractionFlops = 0, sentBytes = 0, collectives = 0;
+  double gemmFlopsPerRank = 0; // the rate its contractions are priced at (f32's or bf16's)
   double seconds() const { return computeSeconds + communicationSeconds; }
 };
 
