@@ -224,12 +224,12 @@ private:
 };
 
 void conv2d(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                        int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh,
-                        int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x,
-                        const float *k, float *y) {
+            int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh, int64_t ow,
+            int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x, const float *k,
+            float *y) {
   if (onDnnlConvolution(n, c, entry.productsInBf16) &&
-      dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x,
-                      k, y))
+      dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x, k,
+                      y))
     return;
   const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
   const Windows &g = product.g;
@@ -240,9 +240,9 @@ void conv2d(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w
 }
 
 void conv2dFilterGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w,
-                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
-                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                    int64_t sw, const float *x, const float *dy, float *dw) {
+                      int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f,
+                      int64_t oh, int64_t ow, int64_t sh, int64_t sw, const float *x,
+                      const float *dy, float *dw) {
   const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, 1, 1);
   const Windows &g = product.g;
   // Every chunk adds to the same dw: only the first may overwrite it, and without
@@ -250,16 +250,14 @@ void conv2dFilterGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h,
   if (!accumulate && n == 0)
     std::memset(dw, 0, g.rowLength() * f * sizeof(float));
   Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct(entry, accumulate || first > 0, true, false,
-                  g.rowLength(), f, images * g.rowsPerImage(), cols,
-                  dy + first * g.rowsPerImage() * f, dw);
+    im2colProduct(entry, accumulate || first > 0, true, false, g.rowLength(), f,
+                  images * g.rowsPerImage(), cols, dy + first * g.rowsPerImage() * f, dw);
   });
 }
 
-void conv2dInputGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
-                                   int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
-                                   int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
-                                   float *dx) {
+void conv2dInputGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w,
+                     int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
+                     int64_t pad_h, int64_t pad_w, const float *dy, const float *k, float *dx) {
   // A stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (dy [N, dy_h, dy_w, F] at
   // (pad_h, pad_w), zeros around it) with the flipped kernel.
   auto flip = [&](float *flipped) {
@@ -300,8 +298,8 @@ extern "C" {
 void shardrt_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const float *a,
                         const float *b, float *c) {
-  sgemm("shardrt_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a, trans_b, m, n, k, a, lda, b,
-        ldb, c, ldc);
+  sgemm("shardrt_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a, trans_b, m,
+        n, k, a, lda, b, ldb, c, ldc);
 }
 
 void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
@@ -314,8 +312,8 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                     {a_stride0, a_stride1},
                     {b_stride0, b_stride1},
                     {c_stride0, c_stride1}};
-  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a, trans_b, m, n, k, a,
-        lda, b, ldb, c, ldc, batch);
+  sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a,
+        trans_b, m, n, k, a, lda, b, ldb, c, ldc, batch);
 }
 
 void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,

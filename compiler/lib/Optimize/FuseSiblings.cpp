@@ -30,9 +30,8 @@ bool isElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
       op.getNumParallelLoops() != op.getNumLoops())
     return false;
-  return llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-    return map.isIdentity() || map.getNumResults() == 0;
-  });
+  return llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity() || map.getNumResults() == 0; });
 }
 
 /// Ops that may stand between two siblings: they read no tensor memory, so
@@ -144,9 +143,8 @@ void fuseSiblingsIn(Block &block, IRRewriter &rewriter) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
     if (!generic)
       continue;
-    auto sibling = llvm::find_if(open, [&](linalg::GenericOp earlier) {
-      return canFuse(earlier, generic);
-    });
+    auto sibling =
+        llvm::find_if(open, [&](linalg::GenericOp earlier) { return canFuse(earlier, generic); });
     if (sibling != open.end()) {
       generic = fuse(*sibling, generic, rewriter);
       open.erase(sibling);

@@ -52,7 +52,8 @@ void Sema::checkBlock(const BlockAST &block) {
   if (block.forwards.empty())
     diags.error(block.range, "block '" + block.name + "' has no forward function");
   for (size_t i = 1; i < block.forwards.size(); ++i) {
-    diags.error(block.forwards[i].range, "block '" + block.name + "' has more than one forward function");
+    diags.error(block.forwards[i].range,
+                "block '" + block.name + "' has more than one forward function");
     diags.note(block.forwards[0].range, "first forward function here");
   }
   for (const auto &f : block.forwards) {
@@ -152,7 +153,8 @@ shardc::parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &
 std::optional<std::vector<PrecisionAST>>
 shardc::parsePrecisionFlags(llvm::ArrayRef<std::string> flags, llvm::SourceMgr &sourceMgr,
                             DiagnosticEngine &diags) {
-  auto pairs = parseFlagPairs("precision", "matmul or gradients = f32 or bf16, as a rules "
+  auto pairs = parseFlagPairs("precision",
+                              "matmul or gradients = f32 or bf16, as a rules "
                               "file's `precision matmul : bf16`",
                               flags, sourceMgr, diags);
   if (!pairs)

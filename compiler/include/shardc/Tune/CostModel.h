@@ -2,8 +2,9 @@
 //
 // The search ranks layouts before it runs any: a step's time is its
 // contractions' floating-point work per rank at the GEMM rate measured with every
-// rank of a host busy (bfloat16's under `precision matmul : bf16`), its other loop iterations (elementwise ops, reductions,
-// the optimizer: bound by memory) at the streaming rate measured alike, plus each
+// rank of a host busy (bfloat16's under `precision matmul : bf16`), its other
+// loop iterations (elementwise ops, reductions, the optimizer: bound by memory)
+// at the streaming rate measured alike, plus each
 // collective of the communication plan (shardc
 // --report=json) at a latency and a bandwidth measured for the link its group
 // crosses: shared memory inside a host, TCP between hosts. The constants come
