@@ -1,8 +1,8 @@
 // Dense f32 kernels for linalg ops that lower-to-kernels (compiler/lib/Conversion)
 // replaces: matmul and the three 2-D convolutions of a training step, on OpenBLAS and
 // oneDNN (dnnl_matmul.h: the matmuls' wide products in f32, and with
-// `--matmul-precision bf16` every product in bfloat16; dnnl_conv.h: forward
-// convolutions of many input channels in f32).
+// `--matmul-precision bf16` every product in bfloat16, as the _bf16 entries' always;
+// dnnl_conv.h: forward convolutions of many input channels in f32).
 //
 // A convolution is sgemm on an im2col matrix: row (n, oh, ow) holds the input
 // window that output position reads, laid out (kh, kw, c) like the kernel's leading
