@@ -34,9 +34,10 @@ bool isElementwise(linalg::GenericOp op) {
                       [](AffineMap map) { return map.isIdentity() || map.getNumResults() == 0; });
 }
 
-/// Ops that may stand between two siblings: they read no tensor memory, so
-/// moving the first sibling past them keeps no buffer alive any longer than the
-/// siblings' own reads do.
+/// Ops that may stand between two siblings: other elementwise loops, empty
+/// tensors, constants. Anything else (a kernel-to-be, a reduction, a collective,
+/// a call) ends the search: moving the first sibling past it would keep the
+/// first's inputs alive across it and reorder the loop with communication.
 bool mayStandBetween(Operation &op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   return (generic && isElementwise(generic)) || isa<tensor::EmptyOp, arith::ConstantOp>(op);
@@ -52,8 +53,7 @@ bool readsSameTensor(linalg::GenericOp first, linalg::GenericOp second) {
 /// Whether `first`, earlier in the block, may move down to `second` and
 /// become one loop with it: the same loops, one layer part (as
 /// shardc-fuse-elementwise's sameLayer, for shardc-outline-layers), a tensor
-/// both read, and nothing that reads `first`'s results before `second` does
-/// not (`second` included).
+/// both read, and no reader of `first`'s results at or before `second`.
 bool canFuse(linalg::GenericOp first, linalg::GenericOp second) {
   if (first.getStaticLoopRanges() != second.getStaticLoopRanges() ||
       llvm::is_contained(first.getStaticLoopRanges(), ShapedType::kDynamic))
