@@ -174,7 +174,8 @@ def FuseSiblingsPass : Pass<"shardc-fuse-siblings", "::mlir::func::FuncOp"> {
     still three loops: Adam's new parameter, new first and new second moment
     each read the gradient and the old moments (the moments' cheap updates are
     fused into every reader), eight reads of a parameter's size for four
-    tensors. This pass fuses sibling loops (loops that read a common tensor,
+    tensors. Upstream's linalg fusion on tensors is producer-into-consumer
+    only; this pass fuses sibling loops (loops that read a common tensor,
     neither reading the other's result, as the affine dialect's sibling fusion
     does for loops over memrefs) into one linalg.generic with the results of
     both, so that each tensor is read once; the body's common subexpressions
