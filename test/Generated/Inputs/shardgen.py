@@ -191,7 +191,11 @@ class Program:
         v = self.pick(lambda v: v.dtype == "f32" and len(v.dims) >= 2)
         if not v:
             return None
-        partners = [u for u in self.values if u.dtype == "f32" and set(u.dims) & set(v.dims[1:])]
+        sizes = dict(v.dims)
+        # An axis both have is summed or kept as a batch axis: one size in both (a
+        # pooled value keeps its input's h and w names at other sizes).
+        partners = [u for u in self.values if u.dtype == "f32" and set(u.dims) & set(v.dims[1:])
+                    and all(sizes.get(a, s) == s for a, s in u.dims)]
         if not partners:
             return None
         u = self.r.choice(partners)
