@@ -18,6 +18,9 @@
 //     feeding a matmul, with a zero bias, gives several at once, whatever eps is) and
 //     no difference is its derivative: the element is counted under "kinks" and not
 //     checked. A wrong gradient cannot hide there: the slopes do not depend on it.
+//     Where they disagree at the step but agree at a quarter of it (a kink between
+//     the two distances from x, or a strong curvature), the quarter step's central
+//     difference is the one checked.
 #include "driver_json.h"
 #include "driver_modes.h"
 #include "../mesh.h"
@@ -167,14 +170,20 @@ int runGradientCheck(const Program &program) {
       };
       const Differences atEps = differences(options.fdEps);
       // A kink keeps its one-sided slopes apart at a quarter of the step; a smooth
-      // point brings them four times closer. Without a tolerance there is no telling.
+      // point brings them four times closer; a kink between a quarter of the step and
+      // the step away from x leaves them together, and the quarter step's central
+      // difference is then the derivative (the step's straddles the kink). Without a
+      // tolerance there is no telling.
       bool kink = false;
+      Differences checked = atEps;
       if ((options.fdAtol > 0 || options.fdRtol > 0) && atEps.sidesDisagree(options)) {
         const Differences atQuarter = differences(options.fdEps / 4);
         kink = atQuarter.sidesDisagree(options) &&
                atQuarter.sidesApart() > atEps.sidesApart() / 2;
+        if (!atQuarter.sidesDisagree(options))
+          checked = atQuarter;
       }
-      check.add(index, atEps, kink, options);
+      check.add(index, checked, kink, options);
     }
     ok = ok && check.ok;
     entries += std::string(p ? ",\n    " : "\n    ") + check.json(spec);
