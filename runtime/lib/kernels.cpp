@@ -231,7 +231,8 @@ void conv2d(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w
       dnnlConvolution(accumulate, n, h, w, c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, dh, dw, x, k,
                       y))
     return;
-  const Im2colProduct product = forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
+  const Im2colProduct product =
+      forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
   const Windows &g = product.g;
   Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
     im2colProduct(entry, accumulate, false, false, images * g.rowsPerImage(), f,

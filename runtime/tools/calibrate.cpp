@@ -3,9 +3,9 @@
 // `mpirun -np N shardrt-calibrate` (with `--mca btl tcp,self` it measures TCP links).
 // Prints one JSON object on rank 0's stdout and nothing else:
 //
-//   gemm_flops_per_rank    the runtime's own sgemm (shardrt_matmul_f32: cblas_sgemm, one
-//                          BLAS thread per rank, set up as a compiled program's main sets
-//                          it up), every rank at once, 2 M N K per call: "gemm" per size
+//   gemm_flops_per_rank    the runtime's own f32 products (shardrt_matmul_f32: oneDNN's
+//                          matmul at these sizes, one thread per rank, set up as a
+//                          compiled program's main sets it up), every rank at once, 2 M N K per call: "gemm" per size
 //                          (256^3, 512^3), the 512^3 figure the headline
 //   gemm_bf16_flops_per_rank
 //                          the same for the products a program holds in bfloat16
@@ -27,8 +27,8 @@
 // `shardrt-calibrate --process-memory` measures instead what a rank of a compiled program
 // holds before its own memory (what shardc --report adds to the program's figures as
 // "process"): {"ranks": N, "process_resident_bytes": B, "onednn_resident_bytes": C},
-// C what its first oneDNN convolutions and products add (onednnResidentBytes), B the largest rank's resident
-// memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
+// C what its first oneDNN convolutions and products add (onednnResidentBytes), B the
+// largest rank's resident memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
 // collectives have run (MPI's buffers, the runtime's scratch at its first size), as a
 // compiled program's first step finds them. The build runs it (runtime/CMakeLists.txt).
 //

@@ -270,9 +270,8 @@ Type elementOf(Value v) { return cast<MemRefType>(v.getType()).getElementType();
 
 /// Form a (step 2).
 std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
-  if (!isMultiplyAccumulate(op) || !isa<MemRefType>(op->getOperand(0).getType()) ||
-      !isa<MemRefType>(op->getOperand(1).getType()) ||
-      !isa<MemRefType>(op->getOperand(2).getType()))
+  if (!isMultiplyAccumulate(op) ||
+      !llvm::all_of(op->getOperandTypes(), llvm::IsaPred<MemRefType>))
     return std::nullopt;
   // f32 operands, or bf16 ones (shardc-matmul-operands-bf16); an f32 result.
   Type element = elementOf(op->getOperand(0));
@@ -702,8 +701,7 @@ struct LowerToKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder attrs(module.getContext());
-    auto precision = module->getAttrOfType<StringAttr>(shardc::kMatmulPrecisionAttr);
-    const bool convolutionsInBf16 = precision && precision.getValue() == "bf16";
+    const bool convolutionsInBf16 = shardc::precisionIsBf16(module, shardc::kMatmulPrecisionAttr);
     // 1.-2.
     SmallVector<std::pair<linalg::LinalgOp, KernelCall>, 0> work;
     module.walk([&](linalg::LinalgOp op) {

@@ -435,7 +435,8 @@ std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
     for (const std::string &axis : s.axes())
       add(axis, "logical axis", Completion::Axis);
   if (isRulesFile(path)) {
-    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule", "precision", "none"})
+    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule",
+                                "precision", "none"})
       add(keyword, "keyword", Completion::Keyword);
     for (const char *policy : kRematPolicies)
       add(policy, "remat policy", Completion::Keyword);

@@ -102,8 +102,7 @@ struct MatmulOperandsBf16Pass
     : shardc::impl::MatmulOperandsBf16PassBase<MatmulOperandsBf16Pass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto precision = module->getAttrOfType<StringAttr>(shardc::kMatmulPrecisionAttr);
-    if (!precision || precision.getValue() != "bf16")
+    if (!shardc::precisionIsBf16(module, shardc::kMatmulPrecisionAttr))
       return;
     SmallVector<linalg::LinalgOp> products;
     module.walk([&](linalg::LinalgOp op) {

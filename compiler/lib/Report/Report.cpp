@@ -328,7 +328,7 @@ std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
   c.bucket = bucketOf(op->getResult(0), fn, paramNames);
   c.gradientSync = op->hasAttr(kGradientSyncAttr);
   // `precision gradients : bf16`: the run sends these in bfloat16.
-  if (c.gradientSync && op->getParentOfType<ModuleOp>()->hasAttr(kGradientPrecisionAttr)) {
+  if (c.gradientSync && precisionIsBf16(op->getParentOfType<ModuleOp>(), kGradientPrecisionAttr)) {
     c.dtype = "bf16";
     c.bytes = c.elements * 2;
   }
@@ -494,8 +494,9 @@ std::string shardc::describeTotal(const MemoryPerRank &memory) {
                               : "") +
          (memory.convolutions ? ", " + formatBytes(memory.convolutionBuffers) + " of convolutions"
                               : "") +
-         (memory.onednnMemory() ? ", " + formatBytes(memory.onednnMemory()) + " of oneDNN's code and buffers"
-                                : "") +
+         (memory.onednnMemory()
+              ? ", " + formatBytes(memory.onednnMemory()) + " of oneDNN's code and buffers"
+              : "") +
          (memory.process < 0 ? "" : ", " + formatBytes(memory.process) + " of the process itself");
 }
 
@@ -755,14 +756,13 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   if (strictFailed)
     return failure();
 
-  auto precision = module->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
-  const std::string matmulPrecision = precision ? precision.getValue().str() : "f32";
-  const bool gradientsInBf16 = module->hasAttr(kGradientPrecisionAttr);
+  const bool matmulInBf16 = precisionIsBf16(module, kMatmulPrecisionAttr);
+  const bool gradientsInBf16 = precisionIsBf16(module, kGradientPrecisionAttr);
   if (asJson) {
     json report;
     report["model"] = model;
     report["rules"] = rules;
-    report["matmul_precision"] = matmulPrecision;
+    report["matmul_precision"] = matmulInBf16 ? "bf16" : "f32";
     report["gradient_precision"] = gradientsInBf16 ? "bf16" : "f32";
     json meshJson = json::object();
     for (const auto &[name, size] : mesh.axes)
@@ -838,7 +838,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   llvm::raw_string_ostream os(text);
   os << "communication plan: model " << model << " under " << rules << ", mesh " << mesh.str()
      << ", " << mesh.numRanks() << " ranks\n";
-  if (matmulPrecision == "bf16")
+  if (matmulInBf16)
     os << "precision: every matrix product and convolution reads its operands in bfloat16 and "
           "accumulates in f32 (precision matmul : bf16)\n";
   if (gradientsInBf16)

@@ -480,8 +480,6 @@ private:
     }
   }
 
-  /// `precision matmul : bf16`, `precision gradients : bf16`: what is named, in
-  /// a type it can take, once.
   /// `microbatches N`: at most one, N at least 1, and a training step to run them.
   void applyMicrobatches() {
     if (rules.microbatches.empty())

@@ -119,7 +119,8 @@ inline size_t conv2dScratchBytes(bool productsInBf16, int64_t n, int64_t h, int6
                                  int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
   if (!productsInBf16 && onDnnlInF32(n, c))
     return 0;
-  return scratchBytes(forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, dh, dw).regions(n));
+  return scratchBytes(
+      forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, dh, dw).regions(n));
 }
 
 inline size_t conv2dFilterGradScratchBytes(int64_t n, int64_t h, int64_t w, int64_t c,

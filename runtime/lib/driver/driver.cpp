@@ -155,8 +155,8 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
                  "inputs, the larger of the train and eval steps' planned arenas, the runtime's "
                  "scratch buffer, oneDNN's convolution buffers and code, and the process "
-                 "itself, as shardc's --report counts them), and rank %d's host offers it %s (%s of memory shared by %d "
-                 "ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
+                 "itself, as shardc's --report counts them), and rank %d's host offers it %s "
+                 "(%s of memory shared by %d ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,
                  bytesText(offer.bytes()).c_str(), bytesText(offer.physical).c_str(), localRanks,

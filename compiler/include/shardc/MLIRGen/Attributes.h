@@ -10,6 +10,9 @@
 #ifndef SHARDC_MLIRGEN_ATTRIBUTES_H
 #define SHARDC_MLIRGEN_ATTRIBUTES_H
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+
 namespace shardc {
 
 inline constexpr const char *kTrainFunction = "train_step";
@@ -73,6 +76,12 @@ inline constexpr const char *kMatmulPrecisionAttr = "shardc.matmul_precision";
 /// On the module: "bf16" where the rules file's `precision gradients : bf16`
 /// has the run reduce the gradients in bfloat16 (--reduce-precision's default).
 inline constexpr const char *kGradientPrecisionAttr = "shardc.gradient_precision";
+/// Whether `module`'s precision attribute `name` (kMatmulPrecisionAttr,
+/// kGradientPrecisionAttr) asks for bfloat16.
+inline bool precisionIsBf16(mlir::Operation *module, const char *name) {
+  auto precision = module->getAttrOfType<mlir::StringAttr>(name);
+  return precision && precision.getValue() == "bf16";
+}
 /// On a microbatch_step input: the dim the microbatches split.
 inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 /// On a microbatch_step result: the factor of its sum over the microbatches.
