@@ -47,6 +47,12 @@ if shutil.which("ip") and subprocess.run(["unshare", "--net", "--uts", "--mount"
                                          capture_output=True).returncode == 0:
     config.available_features.add("netns")
 
+# test/Training/target-cpu.test runs a program built for Sapphire Rapids on a CPU
+# without its AMX tiles, which must refuse to start.
+with open("/proc/cpuinfo") as cpuinfo:
+    if "amx_tile" not in cpuinfo.read():
+        config.available_features.add("cpu-without-amx")
+
 # The report page is checked in a real browser: Debian's headless Chromium
 # (chromium-headless-shell, installed by scripts/setup.sh).
 for browser in ("chromium-headless-shell", "chromium"):

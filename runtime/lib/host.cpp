@@ -89,6 +89,12 @@ void useOneBlasThread() {
   openblas_set_num_threads(1);
 }
 
+std::string hostName() {
+  char host[256] = "unknown host";
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
 std::string blasConfig() {
   const int threads = openblas_get_num_threads();
   return std::string("OpenBLAS ") + openblas_get_corename() + ", " + std::to_string(threads) +

@@ -33,6 +33,9 @@ int64_t blasWorkBufferBytes();
 /// OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS.
 void useOneBlasThread();
 
+/// This host's name (gethostname), or "unknown host".
+std::string hostName();
+
 /// The BLAS this process computes with: "OpenBLAS Haswell, 1 thread". Another kernel
 /// set or thread count sums in another order, so a run's last bits depend on it.
 std::string blasConfig();

@@ -1,6 +1,6 @@
 //===- EmitExecutable.cpp - from the LLVM dialect to an executable --------===//
 //
-// Translate to LLVM IR, optimise for the host CPU, write object files and link
+// Translate to LLVM IR, optimise for the target CPU, write object files and link
 // them with libshardrt. After loop extraction the module is split into one part
 // per core (llvm::SplitModule), each optimised and compiled on a thread of its
 // own in a context of its own (its bitcode parsed there), as LTO's parallel code
@@ -63,9 +63,11 @@ static void runPasses(llvm::PassBuilder &builder, llvm::ModulePassManager &passe
   passes.run(module, mam);
 }
 
-/// Whether the target has AVX-512 (16 floats per vector), else AVX2's 8 are assumed.
-static bool hasAvx512(llvm::TargetMachine *machine) {
-  return machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
+/// The floats in one of the target's vectors: AVX-512's 16, AVX2's 8, else SSE's 4
+/// (libmvec's 8-lane functions are AVX2 code).
+static unsigned vectorLanes(llvm::TargetMachine *machine) {
+  const llvm::MCSubtargetInfo *subtarget = machine->getMCSubtargetInfo();
+  return subtarget->checkFeatures("+avx512f") ? 16 : subtarget->checkFeatures("+avx2") ? 8 : 4;
 }
 
 /// The loop nests inside a loop of loop nests (the microbatches' loop, which
@@ -132,7 +134,7 @@ static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
 /// A loop shorter than one vector runs in order; one of unknown length gets the
 /// widest choice (its scalar remainder, if any, still in order).
 static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine) {
-  const unsigned lanes = hasAvx512(machine) ? 16 : 8;
+  const unsigned lanes = vectorLanes(machine);
   const unsigned maxInterleave = 4;
   llvm::LLVMContext &context = module.getContext();
   auto hint = [&](llvm::StringRef name, unsigned value) -> llvm::Metadata * {
@@ -198,7 +200,7 @@ static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
   llvm::PassBuilder builder(machine, tuning);
   llvm::TargetLibraryInfoImpl libraries(machine->getTargetTriple(), llvm::VectorLibrary::LIBMVEC);
   // LLVM's libmvec table stops at AVX2's 8 lanes; glibc also has AVX-512's 16.
-  if (hasAvx512(machine)) {
+  if (vectorLanes(machine) == 16) {
     static const llvm::VecDesc avx512[] = {
         {"llvm.exp.f32", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false,
          "_ZGV_LLVM_N16v", std::nullopt},
@@ -212,7 +214,8 @@ static void optimize(llvm::Module &module, llvm::TargetMachine *machine) {
 }
 
 LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
-                                     llvm::StringRef runtimeLibDir, DiagnosticEngine &diags) {
+                                     llvm::StringRef runtimeLibDir, const CodeTarget &codeTarget,
+                                     DiagnosticEngine &diags) {
   // The command's or the machine's problems; shardc's own go through MLIR.
   auto fail = [&](const llvm::Twine &message) {
     diags.toolError(message);
@@ -235,13 +238,10 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return fail("no code generator for " + triple.str() + ": " + error);
-  std::string features;
-  for (const auto &feature : llvm::sys::getHostCPUFeatures())
-    features += (features.empty() ? "" : ",") + std::string(feature.getValue() ? "+" : "-") +
-                feature.getKey().str();
   auto createMachine = [&] {
-    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-        triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+    return std::unique_ptr<llvm::TargetMachine>(
+        target->createTargetMachine(triple, codeTarget.cpu, codeTarget.llvmFeatures,
+                                    llvm::TargetOptions(), llvm::Reloc::PIC_));
   };
   std::unique_ptr<llvm::TargetMachine> machine = createMachine();
   llvmModule->setTargetTriple(triple);

@@ -38,6 +38,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
@@ -758,12 +759,19 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
 
   const bool matmulInBf16 = precisionIsBf16(module, kMatmulPrecisionAttr);
   const bool gradientsInBf16 = precisionIsBf16(module, kGradientPrecisionAttr);
+  auto targetCpu = module->getAttrOfType<StringAttr>(kTargetCpuAttr);
+  std::vector<std::string> targetFeatures;
+  if (auto features = module->getAttrOfType<ArrayAttr>(kTargetFeaturesAttr))
+    for (auto feature : features.getAsValueRange<StringAttr>())
+      targetFeatures.push_back(feature.str());
   if (asJson) {
     json report;
     report["model"] = model;
     report["rules"] = rules;
     report["matmul_precision"] = matmulInBf16 ? "bf16" : "f32";
     report["gradient_precision"] = gradientsInBf16 ? "bf16" : "f32";
+    if (targetCpu)
+      report["target"] = {{"cpu", targetCpu.str()}, {"features", targetFeatures}};
     json meshJson = json::object();
     for (const auto &[name, size] : mesh.axes)
       meshJson[name] = size;
@@ -844,6 +852,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   if (gradientsInBf16)
     os << "precision: the gradients are reduced across ranks in bfloat16, summed in f32 "
           "(precision gradients : bf16)\n";
+  if (targetCpu)
+    os << "target: " << targetCpu.getValue() << " (" << llvm::join(targetFeatures, " ")
+       << ")\n";
   os << "\nmemory per rank\n";
   os << "  parameters   " << llvm::right_justify(formatBytes(memory.parameters), 12) << "\n";
   os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";

@@ -108,19 +108,6 @@ std::string Elaborator::suggest(llvm::StringRef name, const Scope &scope) {
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
-std::string sema::nearestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates) {
-  std::string best;
-  unsigned bestDistance = 3;
-  for (const std::string &c : candidates) {
-    unsigned d = name.edit_distance(c, true, bestDistance);
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 Value Elaborator::evalName(const NameExpr &name, Scope &scope) {
   if (auto it = scope.names.find(name.name); it != scope.names.end())
     return it->second;

@@ -23,6 +23,7 @@
 
 #include "shardc/Sema/Builtins.h"
 #include "shardc/Sema/Sema.h"
+#include "shardc/Support/NearestName.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -53,8 +54,6 @@ struct Value {
 /// `an int`, `a tensor`, ...: for diagnostics.
 std::string describeKind(const Value &v);
 ArgKind argKindOf(ScalarKind kind);
-/// The candidate nearest to `name` (an edit distance under 3), or "".
-std::string nearestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates);
 
 /// Axis sizes known in one scope (a block instance or the model), with where
 /// each was learnt.

@@ -95,6 +95,17 @@ cl::opt<std::string> maxMemoryPerRank(
     "max-memory-per-rank",
     cl::desc("Warn when a rank needs more than this (bytes, or with K, M, G or T: binary units)"),
     cl::value_desc("size"), cl::cat(category));
+cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("The CPU to compile for: native (this host's, the default), x86-64-v2, x86-64-v3, "
+             "x86-64-v4 or an LLVM x86-64 CPU name (znver3, skylake-avx512); the program "
+             "refuses to start on a CPU without its features"),
+    cl::value_desc("name"), cl::init("native"), cl::cat(category));
+cl::opt<std::string> targetFeatures(
+    "target-features",
+    cl::desc("Instruction set features to add to or remove from the CPU's, as clang's "
+             "-target-feature: +avx2,-avx512f"),
+    cl::value_desc("list"), cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> configSets(
@@ -125,7 +136,8 @@ void warnAboveMemoryLimit(const MemoryPerRank &memory, DiagnosticEngine &diags) 
 /// `microbatch` is the program at one microbatch's size, if the rules ask for
 /// microbatches.
 bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit stage,
-           bool printStage, DiagnosticEngine &diags, llvm::raw_ostream &os) {
+           bool printStage, const CodeTarget &target, DiagnosticEngine &diags,
+           llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
   mlir::MLIRContext context(registry);
@@ -141,6 +153,7 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
         return mlir::success(bool(module));
       })))
     return false;
+  annotateCodeTarget(*module, target);
   auto print = [&] {
     if (!printStage)
       return true;
@@ -189,14 +202,14 @@ bool lower(const TypedProgram &program, const TypedProgram *microbatch, Emit sta
   mlir::FailureOr<std::string> plan = buildReport(*module, memory, /*asJson=*/true, /*strict=*/false);
   if (mlir::failed(plan))
     return false;
-  std::string manifest = buildManifest(program, *steps, reference, memory, *plan);
+  std::string manifest = buildManifest(program, *steps, reference, memory, *plan, target);
   if (mlir::failed(stages.run("llvm", [&] { return addMain(*lowered, manifest); })))
     return false;
   module = std::move(lowered);
   if (stage == Emit::LLVM)
     return print();
-  return mlir::succeeded(
-      stages.run("exe", [&] { return emitExecutable(*module, outputFile, runtimeDir, diags); }));
+  return mlir::succeeded(stages.run(
+      "exe", [&] { return emitExecutable(*module, outputFile, runtimeDir, target, diags); }));
 }
 
 int compile() {
@@ -207,6 +220,9 @@ int compile() {
                     maxMemoryPerRank + "'");
     return reportErrors(diags);
   }
+  std::optional<CodeTarget> target = resolveCodeTarget(targetCpu, targetFeatures, sourceMgr, diags);
+  if (!target)
+    return reportErrors(diags);
   std::string out;
   llvm::raw_string_ostream os(out);
 
@@ -281,11 +297,12 @@ int compile() {
       // as it would with -o.
       if (!emit.getNumOccurrences() && !reference &&
           !lower(*program, microbatch ? &*microbatch : nullptr, Emit::SPMD,
-                 /*printStage=*/false, diags, llvm::nulls()))
+                 /*printStage=*/false, *target, diags, llvm::nulls()))
         return reportErrors(diags, 1);
     }
     else if (program &&
-             !lower(*program, microbatch ? &*microbatch : nullptr, stage, printStage, diags, os))
+             !lower(*program, microbatch ? &*microbatch : nullptr, stage, printStage, *target,
+                    diags, os))
       return reportErrors(diags, 1);
     else if (program && stage == Emit::Executable)
       return 0; // written by the linker

@@ -25,6 +25,13 @@ inline constexpr const char *kPlan = "plan";
  * bf16`), applied before the run's own configuration and flags. */
 inline constexpr const char *kSettings = "settings";
 
+/* The CPU the code is compiled for (shardc --target-cpu, `native` resolved to the
+ * host's) and the instruction set features the code may use, by the names of
+ * shardrt/cpu_features.def: every rank checks at start that its CPU has them. */
+inline constexpr const char *kTarget = "target";
+inline constexpr const char *kCpu = "cpu";
+inline constexpr const char *kFeatures = "features";
+
 /* mesh: axis names and sizes, in the order collectives number the axes. */
 inline constexpr const char *kAxes = "axes";
 inline constexpr const char *kSizes = "sizes";

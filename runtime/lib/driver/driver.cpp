@@ -19,6 +19,7 @@
 #include "driver_modes.h"
 #include "driver_page.h"
 #include "driver_output.h"
+#include "../cpu_features.h"
 #include "../dnnl_matmul.h"
 #include "../host.h"
 #include "../mesh.h"
@@ -164,6 +165,27 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
   return false;
 }
 
+/// Whether every rank's CPU has the instruction set features the program's code was
+/// compiled for (the manifest's target): checked before any of that code runs, which
+/// would die of SIGILL mid-step. The first rank short of some names them and its host.
+/// Collective, before the mesh (the runtime itself is compiled for plain x86-64).
+bool cpuFits(const Manifest &manifest, int rank) {
+  const std::vector<std::string> missing = missingCpuFeatures(manifest.targetFeatures);
+  int firstShort = missing.empty() ? INT_MAX : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &firstShort, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (firstShort != rank)
+    return firstShort == INT_MAX;
+  std::string names;
+  for (const std::string &name : missing)
+    names += (names.empty() ? "" : ", ") + name;
+  std::fprintf(stderr,
+               "shardrt: error: host %s lacks CPU features this program was built for: %s "
+               "(target %s): rebuild with shardc --target-cpu %s (or a CPU all hosts have)\n",
+               hostName().c_str(), names.c_str(), manifest.targetCpu.c_str(),
+               cpuLevelName().c_str());
+  return false;
+}
+
 int run(int argc, char **argv, const char *manifestJson, Entries entries, int rank) {
   DriverOptions options;
   Manifest manifest;
@@ -195,6 +217,8 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     return rank == 0 ? writeReportPageFromMetrics(options.reportPage, manifest, options.fromMetrics)
                      : 0;
   }
+  if (!cpuFits(manifest, rank))
+    return 1;
   DataPlan data;
   // A program without an optimizer does not train: checkProgram says so, rather than
   // asking for the data of a run that cannot happen.

@@ -293,9 +293,7 @@ bool lockFolder(const std::string &folder, int &fd) {
     fd = -1;
     return false;
   }
-  char host[256] = "unknown host";
-  ::gethostname(host, sizeof host - 1);
-  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host + "\n";
+  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + hostName() + "\n";
   // Without the note the lock still holds; the next run's message only says less.
   [[maybe_unused]] const bool noted =
       ::ftruncate(fd, 0) == 0 && ::pwrite(fd, holder.data(), holder.size(), 0) >= 0;

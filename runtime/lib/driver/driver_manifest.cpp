@@ -402,7 +402,7 @@ Manifest parseManifest(const char *text) {
   requireObject(root, "");
   allowKeys(root, "",
             {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan,
-             kSettings});
+             kSettings, kTarget});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", kModel), kModel);
@@ -448,6 +448,16 @@ Manifest parseManifest(const char *text) {
   if (plan != root.end()) {
     requireObject(*plan, kPlan);
     manifest.plan = plan->dump();
+  }
+  auto target = root.find(kTarget);
+  if (target != root.end()) {
+    requireObject(*target, kTarget);
+    allowKeys(*target, kTarget, {kCpu, kFeatures});
+    manifest.targetCpu = getString(member(*target, kTarget, kCpu), join(kTarget, kCpu));
+    const std::string where = join(kTarget, kFeatures);
+    const json &features = getArray(member(*target, kTarget, kFeatures), where);
+    for (size_t i = 0; i < features.size(); ++i)
+      manifest.targetFeatures.push_back(getString(features[i], indexed(where, i)));
   }
   return manifest;
 }

@@ -84,6 +84,10 @@ struct Manifest {
   // keys, applied before the run's configuration and flags; empty for none.
   std::string settings;
   std::string plan; // shardc's --report=json of the program, for the report page; may be empty
+  // The CPU the code is compiled for and the instruction set features it may use
+  // (shardrt/cpu_features.def's names); empty when the manifest does not say.
+  std::string targetCpu;
+  std::vector<std::string> targetFeatures;
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the

@@ -82,6 +82,11 @@ inline bool precisionIsBf16(mlir::Operation *module, const char *name) {
   auto precision = module->getAttrOfType<mlir::StringAttr>(name);
   return precision && precision.getValue() == "bf16";
 }
+/// On the module: the CPU the code is compiled for (--target-cpu, `native`
+/// resolved to the host's) and the instruction set features the code may use that
+/// the runtime checks at start, which the manifest records too.
+inline constexpr const char *kTargetCpuAttr = "shardc.target_cpu";
+inline constexpr const char *kTargetFeaturesAttr = "shardc.target_features";
 /// On a microbatch_step input: the dim the microbatches split.
 inline constexpr const char *kMicrobatchDimAttr = "shardc.microbatch_dim";
 /// On a microbatch_step result: the factor of its sum over the microbatches.

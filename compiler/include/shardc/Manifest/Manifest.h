@@ -8,6 +8,7 @@
 #ifndef SHARDC_MANIFEST_MANIFEST_H
 #define SHARDC_MANIFEST_MANIFEST_H
 
+#include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Report/Report.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardc/Train/StepFunctions.h"
@@ -20,9 +21,11 @@ namespace shardc {
 /// mesh, parameters with their initialisers, optimizer, inputs with their
 /// fills or dataset fields, the steps' results, each with its split over the
 /// mesh, the memory per rank, and `plan`, the communication plan as
-/// --report=json prints it (for the run's report page).
+/// --report=json prints it (for the run's report page), and the CPU the code is
+/// compiled for with the features the runtime checks at start.
 std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference,
-                          const MemoryPerRank &memory, const std::string &plan);
+                          const MemoryPerRank &memory, const std::string &plan,
+                          const CodeTarget &target);
 
 } // namespace shardc
 

@@ -25,8 +25,10 @@
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -146,12 +148,34 @@ void addKernelMemory(mlir::ModuleOp lowered, MemoryPerRank &memory);
 /// a `main` that calls shardrt_main with `manifest`.
 mlir::LogicalResult addMain(mlir::ModuleOp lowered, llvm::StringRef manifest);
 
-/// Translates to LLVM IR, optimises at -O3 for the host, writes an object
-/// file and links it with libshardrt from `runtimeLibDir` into `output`.
+/// The CPU the generated code is compiled for (--target-cpu, --target-features).
+struct CodeTarget {
+  std::string cpu;          // LLVM's name, `native` resolved to the host's
+  std::string llvmFeatures; // the code generator's feature string: "+avx2,-avx512f"
+  /// The instruction set features the code may use that the runtime checks at start
+  /// (shardrt/cpu_features.def), in that file's order.
+  std::vector<std::string> features;
+};
+
+/// Resolves --target-cpu and --target-features as clang's -mcpu and -target-feature:
+/// the CPU's features (`native`: the host's CPU and features), then each `+NAME` or
+/// `-NAME` of the comma-separated list with the features it implies (or that imply
+/// it). std::nullopt after an error: an unknown CPU, or an entry of the list that is
+/// malformed or unknown, located in a buffer of the flag's own.
+std::optional<CodeTarget> resolveCodeTarget(llvm::StringRef cpu, llvm::StringRef features,
+                                            llvm::SourceMgr &sourceMgr, DiagnosticEngine &diags);
+
+/// Records `target` on the module (kTargetCpuAttr, kTargetFeaturesAttr): the report
+/// and every printed stage say what the code is compiled for.
+void annotateCodeTarget(mlir::ModuleOp module, const CodeTarget &target);
+
+/// Translates to LLVM IR, optimises at -O2 for `target`, writes object files
+/// and links them with libshardrt from `runtimeLibDir` into `output`.
 /// Problems of the command or the machine (a missing folder or linker) go to
 /// `diags`; its own failures are MLIR errors on the module.
 mlir::LogicalResult emitExecutable(mlir::ModuleOp module, llvm::StringRef output,
-                                   llvm::StringRef runtimeLibDir, DiagnosticEngine &diags);
+                                   llvm::StringRef runtimeLibDir, const CodeTarget &target,
+                                   DiagnosticEngine &diags);
 
 } // namespace shardc
 
