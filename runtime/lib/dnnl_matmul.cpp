@@ -1,9 +1,14 @@
 // Matrix products on oneDNN's matmul (dnnl_matmul.h). In f32 it reads the operands in
-// place. In bfloat16 they are converted into two buffers of their own (not the scratch
+// place. In bfloat16 they are copied into two buffers of their own (not the scratch
 // buffer, which a convolution's im2col matrix occupies while it calls sgemm), each
 // keeping its orientation: oneDNN reads a transposed operand through its strides. A
 // batch of products (attention's, over batch and heads) is one 4-d primitive of each
 // kind. A primitive (a conversion, a product) is made once per shape.
+//
+// bf16 products run on oneDNN's bf16 kernels where the CPU has them (AVX512-BF16 or
+// AMX). Elsewhere (AVX2: oneDNN 2.6 has no bf16 matmul there) they are emulated: the
+// operands rounded to bfloat16 but kept as f32, then an f32 product. A bf16 x bf16
+// product is exact in f32, so the two differ only in the order of the summation.
 #include "dnnl_matmul.h"
 #include "dnnl_context.h"
 #include "scratch.h"
@@ -12,7 +17,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <utility>
 #include <string>
 #include <tuple>
 
@@ -136,42 +145,158 @@ void product(memory_type precision, bool accumulate, bool transA, bool transB, i
   state.context.stream.wait();
 }
 
-/// The product in bfloat16: each operand converted into a buffer of its own first.
-void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                 const Batch &batch) {
+/// Where an operand's copy lies: its leading dimension and the batch's strides in it.
+struct OperandCopy {
+  int64_t ld;
+  int64_t strides[2];
+};
+
+/// An operand of `batch` (rows x cols matrices, rows `ld` apart, products `strides`
+/// apart) copied by `copy(batch, strides, rows, cols, ld)`, which writes the matrices
+/// densely: as one flat run where the operand fills its span (it then keeps its
+/// layout), matrix by matrix otherwise.
+template <typename Copy>
+OperandCopy copyOperand(const Batch &batch, const int64_t strides[2], int64_t rows,
+                        int64_t cols, int64_t ld, Copy copy) {
+  if (fillsItsSpan(batch, strides, rows, cols, ld)) {
+    const int64_t none[2] = {0, 0}, count = batch.sizes[0] * batch.sizes[1] * rows * cols;
+    copy(Batch{}, none, 1, count, count);
+    return {ld, {strides[0], strides[1]}};
+  }
+  copy(batch, strides, rows, cols, ld);
+  OperandCopy dense{cols, {0, 0}};
+  denseStrides(batch, rows, cols, dense.strides);
+  return dense;
+}
+
+/// The operands' buffers: `bytes` for a, then for b.
+std::pair<std::byte *, std::byte *> operandBuffers(Dnnl &state, size_t aBytes, size_t bBytes,
+                                                   int64_t m, int64_t n, int64_t k,
+                                                   const Batch &batch) {
+  std::byte *a = state.a.tryReserve(aBytes), *b = state.b.tryReserve(bBytes);
+  if (!a || !b)
+    fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
+          "for their operands",
+          (long long)(batch.sizes[0] * batch.sizes[1]), (long long)m, (long long)n,
+          (long long)k);
+  return {a, b};
+}
+
+/// `x` rounded to bfloat16 (to nearest, ties to even, as oneDNN's conversion), kept
+/// in f32. A NaN stays a NaN.
+inline float roundedToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    bits |= 0x00400000u;
+  else
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/// A bfloat16 widened to f32 (exactly).
+inline float widened(uint16_t half) {
+  const uint32_t bits = uint32_t(half) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/// The emulation's copy (copyOperand's `copy`): each element of `in` through
+/// `element`, densely into the f32 matrices at `out`.
+template <typename In, typename Element>
+auto copyingTo(float *out, const In *in, Element element) {
+  return [=](const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
+             int64_t ld) {
+    float *to = out;
+    for (int64_t i = 0; i < batch.sizes[0]; ++i)
+      for (int64_t j = 0; j < batch.sizes[1]; ++j)
+        for (int64_t row = 0; row < rows; ++row) {
+          const In *from = in + i * strides[0] + j * strides[1] + row * ld;
+          for (int64_t col = 0; col < cols; ++col)
+            to[col] = element(from[col]);
+          to += cols;
+        }
+  };
+}
+
+/// The products of bfloat16 operands (`In` f32 elements rounded by `element`, or
+/// bfloat16 ones widened) emulated: the operands copied as f32, then an f32 product.
+template <typename In, typename Element>
+void emulatedProduct(bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+                     int64_t k, const In *a, int64_t lda, const In *b, int64_t ldb, float *c,
+                     int64_t ldc, const Batch &batch, Element element) {
   Dnnl &state = dnnlState();
   // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
   const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
   const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-  const int64_t products = batch.sizes[0] * batch.sizes[1];
-  std::byte *a16 = state.a.tryReserve(size_t(products * aRows * aCols) * 2);
-  std::byte *b16 = state.b.tryReserve(size_t(products * bRows * bCols) * 2);
-  if (!a16 || !b16)
-    fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
-          "for their operands",
-          (long long)products, (long long)m, (long long)n, (long long)k);
-  // Each operand's bf16 copy: its leading dimension and the batch's strides in it.
-  auto convertOperand = [&](const float *in, const int64_t strides[2], int64_t rows,
-                            int64_t cols, int64_t ld, std::byte *out, int64_t &outLd,
-                            int64_t outStrides[2]) {
-    if (fillsItsSpan(batch, strides, rows, cols, ld)) {
-      const int64_t none[2] = {0, 0}, count = products * rows * cols;
-      convert(state, Batch{}, none, in, 1, count, count, out);
-      outLd = ld;
-      outStrides[0] = strides[0];
-      outStrides[1] = strides[1];
-      return;
-    }
-    convert(state, batch, strides, in, rows, cols, ld, out);
-    outLd = cols;
-    denseStrides(batch, rows, cols, outStrides);
+  const size_t products = size_t(batch.sizes[0] * batch.sizes[1]);
+  auto [aBuffer, bBuffer] =
+      operandBuffers(state, products * size_t(aRows * aCols) * sizeof(float),
+                     products * size_t(bRows * bCols) * sizeof(float), m, n, k, batch);
+  float *a32 = reinterpret_cast<float *>(aBuffer), *b32 = reinterpret_cast<float *>(bBuffer);
+  OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, copyingTo(a32, a, element));
+  OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, copyingTo(b32, b, element));
+  product(memory_type::f32, accumulate, transA, transB, m, n, k, a32, aCopy.ld, aCopy.strides,
+          b32, bCopy.ld, bCopy.strides, c, ldc, batch);
+}
+
+/// The product in bfloat16 on oneDNN's kernels: each operand converted into a buffer
+/// of its own first.
+void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                 const Batch &batch) {
+  Dnnl &state = dnnlState();
+  const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+  const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+  const size_t products = size_t(batch.sizes[0] * batch.sizes[1]);
+  auto [a16, b16] = operandBuffers(state, products * size_t(aRows * aCols) * 2,
+                                   products * size_t(bRows * bCols) * 2, m, n, k, batch);
+  auto convertingTo = [&](const float *in, std::byte *out) {
+    return [&state, in, out](const Batch &batch, const int64_t strides[2], int64_t rows,
+                             int64_t cols, int64_t ld) {
+      convert(state, batch, strides, in, rows, cols, ld, out);
+    };
   };
-  int64_t aLd, bLd, aOuter[2], bOuter[2];
-  convertOperand(a, batch.a, aRows, aCols, lda, a16, aLd, aOuter);
-  convertOperand(b, batch.b, bRows, bCols, ldb, b16, bLd, bOuter);
-  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aLd, aOuter, b16, bLd,
-          bOuter, c, ldc, batch);
+  OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, convertingTo(a, a16));
+  OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, convertingTo(b, b16));
+  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aCopy.ld, aCopy.strides,
+          b16, bCopy.ld, bCopy.strides, c, ldc, batch);
+}
+
+/// Whether this CPU has bfloat16 kernels in oneDNN: AVX512-BF16 or AMX, in the ISA
+/// oneDNN runs at (which ONEDNN_MAX_CPU_ISA may lower).
+bool dnnlHasBf16Kernels() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
+/// Whether a bf16 product has run in this process.
+bool bf16ProductsRan = false;
+
+/// How this process computes bf16 products, decided at its first one; emulation is
+/// said once, by rank 0, as it costs the speed a user asked bf16 for.
+Bf16Products bf16Products() {
+  static const Bf16Products how = [] {
+    if (dnnlHasBf16Kernels())
+      return Bf16Products::OneDnn;
+    int initialised = 0, rank = 0;
+    MPI_Initialized(&initialised);
+    if (initialised)
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *limit = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "shardrt: warning: bf16 products emulated: this CPU has no AVX512-BF16 or "
+                   "AMX%s%s%s; expect no speed-up\n",
+                   limit ? " (ONEDNN_MAX_CPU_ISA=" : "", limit ? limit : "", limit ? ")" : "");
+    return Bf16Products::Emulated;
+  }();
+  bf16ProductsRan = true;
+  return how;
 }
 
 /// What a failure names: the batch of products and their shape.
@@ -187,11 +312,22 @@ void setMatmulInBf16(bool enabled) { inBf16 = enabled; }
 
 bool matmulInBf16() { return inBf16; }
 
+const char *bf16ProductsUsed() {
+  if (!bf16ProductsRan)
+    return nullptr;
+  return bf16Products() == Bf16Products::OneDnn ? "onednn" : "emulated";
+}
+
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch) {
   reportingFailures(
-      [&] { bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch); },
+      [&] {
+        if (bf16Products() == Bf16Products::Emulated)
+          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
+                                 batch, roundedToBf16);
+        bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
+      },
       [&] { return products("bfloat16", m, n, k, batch); });
 }
 
@@ -200,6 +336,9 @@ void bf16OperandsGemm(bool accumulate, bool transA, bool transB, int64_t m, int6
                       int64_t ldc, const Batch &batch) {
   reportingFailures(
       [&] {
+        if (bf16Products() == Bf16Products::Emulated)
+          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
+                                 batch, widened);
         product(memory_type::bf16, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
                 batch.b, c, ldc, batch);
       },
@@ -222,3 +361,5 @@ void dnnlGemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, i
 extern "C" void shardrt_set_matmul_precision_bf16(int32_t enabled) {
   shardrt::setMatmulInBf16(enabled != 0);
 }
+
+extern "C" const char *shardrt_bf16_products(void) { return shardrt::bf16ProductsUsed(); }

@@ -17,6 +17,14 @@ namespace shardrt {
 void setMatmulInBf16(bool enabled);
 bool matmulInBf16();
 
+/// How bf16 products run: on oneDNN's bfloat16 kernels, or emulated on the f32 path
+/// (the operands rounded to bfloat16, then an f32 product) where the CPU has none.
+enum class Bf16Products { OneDnn, Emulated };
+
+/// "onednn" or "emulated" once a bf16 product has run in this process, else null:
+/// what the run's summary names.
+const char *bf16ProductsUsed();
+
 /// sizes[0] x sizes[1] products of the same shape at once: the (i, j)-th reads
 /// a + i * a[0] + j * a[1] and b + ..., and writes c + ... (strides in elements).
 struct Batch {
@@ -29,7 +37,8 @@ struct Batch {
 /// c[m, n] = op(a) op(b) (+ c when accumulating) as kernels.cpp's sgemm, in bfloat16,
 /// for each product of `batch`: a is [m, k] ([k, m] if transA) with leading dimension
 /// lda, b [k, n] ([n, k] if transB) with ldb, c [m, n] with ldc; m, n, k > 0. One
-/// oneDNN primitive (and one conversion of each operand) for the whole batch.
+/// oneDNN primitive (and one conversion of each operand) for the whole batch, or the
+/// emulation's f32 primitive.
 void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               const Batch &batch = {});

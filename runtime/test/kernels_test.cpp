@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -149,6 +150,49 @@ void checkBatchedMatmul(int64_t batch, int64_t heads, int64_t seq, int64_t dim, 
     shardrt_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim, scores.data() + p * seq * seq,
                        v.data() + p * seq * dim, outPerProduct.data() + p * seq * dim);
   expectClose(out, widen(outPerProduct), seq, "batched matmul (one batch dimension), " + shape);
+}
+
+/// The bits of bfloat16 values (randomVector's in its bfloat16 pass).
+std::vector<uint16_t> bf16Bits(const std::vector<float> &v) {
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t word;
+    std::memcpy(&word, &v[i], sizeof word);
+    bits[i] = uint16_t(word >> 16);
+  }
+  return bits;
+}
+
+/// The entries of operands already in bfloat16 (`precision matmul : bf16`) against the
+/// f32 ones on the same values: a product of a transposed, strided a and b, and
+/// attention's scores over a [batch, seq, heads, dim] layout.
+void checkBf16OperandEntries(bool accumulate) {
+  const std::tuple<int64_t, int64_t, int64_t, bool, bool> shapes[] = {
+      {7, 5, 3, false, false}, {40, 33, 65, true, false}, {33, 40, 48, false, true},
+      {1, 1, 1, true, true}};
+  for (auto [m, n, k, ta, tb] : shapes) {
+    const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1;
+    std::vector<float> a = randomVector((ta ? k : m) * lda), b = randomVector((tb ? n : k) * ldb);
+    std::vector<float> c = randomVector(m * n), f32 = c;
+    shardrt_matmul_bf16(accumulate, ta, tb, m, n, k, lda, ldb, n, bf16Bits(a).data(),
+                        bf16Bits(b).data(), c.data());
+    shardrt_matmul_f32(accumulate, ta, tb, m, n, k, lda, ldb, n, a.data(), b.data(), f32.data());
+    expectClose(c, widen(f32), k,
+                "shardrt_matmul_bf16 " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                    std::to_string(k) + mode(accumulate));
+  }
+  const int64_t batch = 2, heads = 3, seq = 9, dim = 4;
+  const int64_t rowStride = heads * dim, batchStride = seq * rowStride;
+  std::vector<float> q = randomVector(batch * batchStride), k = randomVector(batch * batchStride);
+  std::vector<float> scores = randomVector(batch * heads * seq * seq), f32 = scores;
+  shardrt_batched_matmul_bf16(accumulate, 0, 1, seq, seq, dim, rowStride, rowStride, seq, batch,
+                              heads, batchStride, dim, batchStride, dim, heads * seq * seq,
+                              seq * seq, bf16Bits(q).data(), bf16Bits(k).data(), scores.data());
+  shardrt_batched_matmul_f32(accumulate, 0, 1, seq, seq, dim, rowStride, rowStride, seq, batch,
+                             heads, batchStride, dim, batchStride, dim, heads * seq * seq,
+                             seq * seq, q.data(), k.data(), f32.data());
+  expectClose(scores, widen(f32), dim,
+              std::string("shardrt_batched_matmul_bf16, attention's scores") + mode(accumulate));
 }
 
 /// A forward convolution's shapes; the input is already padded.
@@ -485,6 +529,9 @@ int main() {
   });
   std::printf("kernels: the _bf16 convolution entries the same in bfloat16, rounding so\n");
   bf16Entries = false;
+  for (bool accumulate : {true, false})
+    checkBf16OperandEntries(accumulate);
+  std::printf("kernels: the bfloat16 operands' matmul entries give the f32 ones' products\n");
   bf16Inputs = false;
 
   checkMemrefCopies();

@@ -218,6 +218,11 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
  * The driver's --matmul-precision sets it. */
 void shardrt_set_matmul_precision_bf16(int32_t enabled);
 
+/* How this process's bfloat16 products ran: "onednn" (oneDNN's bf16 kernels, on a CPU
+ * with AVX512-BF16 or AMX), "emulated" (elsewhere: the operands rounded to bfloat16 and
+ * kept in f32, then an f32 product), or NULL before the first. Decided once per process. */
+const char *shardrt_bf16_products(void);
+
 /* c[M,N] += op(a) op(b): a is [M,K] ([K,M] if trans_a), b is [K,N] ([N,K] if trans_b),
  * each row-major with its leading dimension (the distance between its rows' starts:
  * lda >= K for [M,K], ldc >= N, ...), so that a matrix can be a strided view of a larger

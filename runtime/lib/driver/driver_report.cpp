@@ -12,6 +12,7 @@
 #include "driver_json.h"
 #include "driver_output.h"
 #include "../collectives.h"
+#include "../dnnl_matmul.h"
 #include "../host.h"
 #include "../scratch.h"
 #include "../watchdog.h"
@@ -227,6 +228,8 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
       .add("scratch", integer(memory[5]));
   summary.add("resident_bytes_per_rank", resident.str());
   summary.add("config", program_.options.effective.dump());
+  const char *bf16Products = bf16ProductsUsed();
+  summary.add("bf16_products", bf16Products ? jsonString(bf16Products) : "null");
   if (evaluated_) {
     JsonObject eval;
     eval.add("examples", integer(last_.examples));
