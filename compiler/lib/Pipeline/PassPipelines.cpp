@@ -193,6 +193,9 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          out (malloc's null pointer would be a segfault)
 //   shardc-expand-tanh     tanh (gelu's) as exp: libm's tanhf goes through
 //                          expm1f, 16 % of W4's step against 2 % for expf
+//   shardc-expand-bf16     the f32 <-> bf16 conversions as integer ops: LLVM
+//                          calls __truncsfbf2 for them on a CPU without
+//                          AVX512-BF16, which libgcc 12 does not have
 //   convert-math-to-llvm   before convert-math-to-libm: exp, log, pow, sqrt as
 //                          LLVM intrinsics, which the loop vectorizer calls
 //                          glibc's vector math (libmvec) for (EmitExecutable);
@@ -219,6 +222,7 @@ void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createExpandTanhPass());
+  pm.addPass(createExpandBf16Pass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());

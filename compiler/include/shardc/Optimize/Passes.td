@@ -469,6 +469,31 @@ def ExpandTanhPass : Pass<"shardc-expand-tanh", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
+def ExpandBf16Pass : Pass<"shardc-expand-bf16", "::mlir::ModuleOp"> {
+  let summary = "Expand the conversions between f32 and bf16 into integer ops "
+                "(upstream's patterns), applied to those conversions only";
+  let description = [{
+    LLVM lowers an f32 -> bf16 `fptrunc` to one instruction on a CPU with
+    AVX512-BF16 and to a call of `__truncsfbf2` on any other, which GCC 12's
+    libgcc lacks: a program with bf16 operands would not link for such a
+    target. Upstream's expansion (arith-expand's include-bf16 patterns)
+    rounds to nearest, ties to even, and keeps NaNs, with integer ops that
+    every x86-64 has and that the loop vectorizer takes; it gives the same
+    bits on every target. Upstream's pass also expands the other arith ops it
+    knows (maximumf, ceildivsi, ...); this one hands the bf16 `truncf` and
+    `extf` alone to the rewriter.
+
+    Input:
+    ```mlir
+    %h = arith.truncf %x : f32 to bf16
+    ```
+    Output: `arith.bitcast` to i32, the rounding bias added, a shift right by
+    16, a select of a quiet NaN for a NaN, and `arith.trunci` to i16 bitcast
+    to bf16.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ReassociateReductionsPass : Pass<"shardc-reassociate-reductions", "::mlir::ModuleOp"> {
   let summary = "Let the float sums and products that a linalg.generic "
                 "accumulates over its reduction loops be reassociated";
