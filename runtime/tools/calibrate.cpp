@@ -11,6 +11,9 @@
 //                          the same for the products a program holds in bfloat16
 //                          (shardrt_matmul_bf16: oneDNN's bf16 matmul, f32 accumulation;
 //                          `precision matmul : bf16`): "gemm_bf16" per size
+//   bf16_products          how those ran: "onednn" (the CPU's bf16 kernels) or
+//                          "emulated" (an f32 product of the operands widened: a CPU
+//                          without AVX512-BF16 or AMX, or ONEDNN_MAX_CPU_ISA below it)
 //   elementwise_per_rank   iterations per second of a streaming loop c = a * b + c over
 //                          arrays larger than the caches (what an elementwise op or the
 //                          optimizer's update costs per element)
@@ -318,10 +321,12 @@ int main(int argc, char **argv) {
     }
     std::printf("{\"ranks\": %d, \"gemm_flops_per_rank\": %s, \"gemm\": [%s], "
                 "\"gemm_bf16_flops_per_rank\": %s, \"gemm_bf16\": [%s], "
+                "\"bf16_products\": \"%s\", "
                 "\"elementwise_per_rank\": %s, \"all_reduce\": [%s], \"latency_seconds\": %s, "
                 "\"bandwidth_bytes_per_second\": %s, \"blas\": \"%s\"}\n",
                 ranks, number(gemmHeadline).c_str(), gemmSamples.c_str(),
                 number(gemmBf16Headline).c_str(), gemmBf16Samples.c_str(),
+                shardrt_bf16_products(),
                 number(elementwise).c_str(), reduceSamples.c_str(), latency.c_str(),
                 bandwidth.c_str(), shardrt::blasConfig().c_str());
     std::fflush(stdout);

@@ -46,6 +46,7 @@ Value Calibration::toJSON() const {
                 {"hosts", hosts},
                 {"gemm_flops_per_rank", gemmFlopsPerRank},
                 {"gemm_bf16_flops_per_rank", gemmBf16FlopsPerRank},
+                {"bf16_products", bf16Emulated ? "emulated" : "onednn"},
                 {"elementwise_per_rank", elementwisePerRank},
                 {"local", linkJSON(local)}};
   if (network)
@@ -75,6 +76,12 @@ llvm::Expected<Calibration> shardc::parseCalibration(const Value &value) {
     if (!rate || *rate < 0)
       return malformed("calibration's gemm_bf16_flops_per_rank must be a number >= 0");
     calibration.gemmBf16FlopsPerRank = *rate;
+  }
+  if (const Value *how = object->get("bf16_products")) {
+    std::optional<llvm::StringRef> name = how->getAsString();
+    if (!name || (*name != "onednn" && *name != "emulated"))
+      return malformed("calibration's bf16_products must be \"onednn\" or \"emulated\"");
+    calibration.bf16Emulated = *name == "emulated";
   }
   calibration.elementwisePerRank = *elementwise;
   auto local = parseLink(object->getObject("local"), "local");

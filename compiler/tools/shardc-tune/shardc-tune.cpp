@@ -682,8 +682,9 @@ int tune(const char *argv0) {
                       "us + {4:F2} GB/s",
                       calibration->gemmFlopsPerRank / 1e9,
                       calibration->gemmBf16FlopsPerRank > 0
-                          ? llvm::formatv(" ({0:F1} in bf16)",
-                                          calibration->gemmBf16FlopsPerRank / 1e9)
+                          ? llvm::formatv(" ({0:F1} in bf16{1})",
+                                          calibration->gemmBf16FlopsPerRank / 1e9,
+                                          calibration->bf16Emulated ? ", emulated" : "")
                                 .str()
                           : "",
                       calibration->elementwisePerRank / 1e9, calibration->local.latency * 1e6,
