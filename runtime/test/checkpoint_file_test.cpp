@@ -19,7 +19,7 @@
 // One process, no MPI; checkpoint_file.cpp is compiled in, since the library exports
 // its C ABI only. Each mode but read and damage ends with `checkpoint-file: N checks
 // passed` and exits non-zero on any failure.
-#include "checkpoint_file.h"
+#include "driver/checkpoint_file.h"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>

@@ -19,7 +19,7 @@
 // read from its file at its offset, a produced one produced. A DataError prints
 // "error: WHAT" on stderr and exits 1; bad arguments exit 2. One process, no MPI; the
 // data readers are linked in as objects, since the library exports its C ABI only.
-#include "array_file.h"
+#include "data/array_file.h"
 
 #include <cinttypes>
 #include <cstdio>

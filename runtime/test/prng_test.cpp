@@ -5,7 +5,7 @@
 // sharding of a parameter holds bitwise the numbers of the unsharded one; and that the
 // distributions have the moments and ranges they should. Prints a line per group and
 // `prng: N checks passed`; exits non-zero on any failure.
-#include "prng.h"
+#include "random/prng.h"
 #include "shardrt/shardrt.h"
 
 #include <algorithm>

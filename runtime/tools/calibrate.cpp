@@ -41,7 +41,7 @@
 // so that 8 ranks on 2 cores finish in a few seconds).
 #include "shardrt/shardrt.h"
 
-#include "../lib/host.h"
+#include "host/host.h"
 #include "shardrt/convolution_buffers.h"
 
 #include <mpi.h>

@@ -1,7 +1,7 @@
 /* convolution_buffers.h - which convolutions the runtime runs on oneDNN, and the buffers
  * it keeps for each: oneDNN computes in its own blocked layouts (channels in blocks of
  * 16), so the runtime holds a copy of the input, the filters and the output in those
- * layouts per convolution shape (runtime/lib/dnnl_conv.cpp), for the whole run. shardc's
+ * layouts per convolution shape (runtime/lib/kernels/dnnl_conv.cpp), for the whole run. shardc's
  * --report counts them so. C++17, header only. */
 #ifndef SHARDRT_CONVOLUTION_BUFFERS_H
 #define SHARDRT_CONVOLUTION_BUFFERS_H

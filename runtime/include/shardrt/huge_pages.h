@@ -1,5 +1,5 @@
 /* huge_pages.h - the unit in which the runtime maps its long-lived buffers (the step
- * arena, the scratch buffer: runtime/lib/scratch.cpp), whole transparent huge pages,
+ * arena, the scratch buffer: runtime/lib/memory/scratch.cpp), whole transparent huge pages,
  * all of each resident once touched; shardc's --report counts the step arena so.
  * C++17, header only. */
 #ifndef SHARDRT_HUGE_PAGES_H

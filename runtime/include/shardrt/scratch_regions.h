@@ -1,5 +1,5 @@
 /* scratch_regions.h - what the runtime's kernels and blocking collectives take of its one
- * scratch buffer (runtime/lib/scratch.h) per call, from the call's arguments: the runtime
+ * scratch buffer (runtime/lib/memory/scratch.h) per call, from the call's arguments: the runtime
  * asks for these regions, and shardc plans the buffer's size as the most any call of a
  * program takes (the manifest's scratch_bytes, mapped by the driver before the first
  * step), which --report counts. C++17, header only. */
@@ -27,7 +27,7 @@ template <size_t N> constexpr size_t scratchBytes(const ScratchRegions<N> &regio
   return total;
 }
 
-/* ---- convolutions as im2col products (runtime/lib/kernels.cpp) ---- */
+/* ---- convolutions as im2col products (runtime/lib/kernels/kernels.cpp) ---- */
 
 /* An NHWC tensor's window geometry: `outH` x `outW` positions, each reading `kh` x `kw`
  * pixels `dilH`/`dilW` apart, windows `strideH`/`strideW` apart. */
@@ -137,7 +137,7 @@ inline size_t conv2dInputGradScratchBytes(bool productsInBf16, int64_t n, int64_
   return scratchBytes(inputGradIm2col(h, w, c, kh, kw, f, dyH, dyW, padH, padW).regions(n));
 }
 
-/* ---- blocking collectives (runtime/lib/collectives.cpp) ---- */
+/* ---- blocking collectives (runtime/lib/collectives/collectives.cpp) ---- */
 
 /* A tensor viewed around one dimension: the elements before it, its size, and after. */
 struct DimView {

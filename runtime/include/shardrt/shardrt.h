@@ -206,7 +206,7 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
  * with HWCF kernels; every kernel ACCUMULATES into its output, as the linalg op does into
  * its init. All run on OpenBLAS's sgemm, the convolutions on an im2col matrix in the
  * runtime's scratch buffer. Nothing here needs shardrt_init; shardrt_init makes OpenBLAS
- * use the calling thread alone (lib/host.cpp says why) unless OPENBLAS_NUM_THREADS,
+ * use the calling thread alone (lib/host/host.cpp says why) unless OPENBLAS_NUM_THREADS,
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set. Dimensions beyond 2^31 - 1 are an error. */
 
 /* Each kernel accumulates into its output (`accumulate` != 0) or overwrites it (0: the

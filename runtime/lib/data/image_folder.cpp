@@ -8,7 +8,7 @@
 // one where it grows.
 #include "reading.h"
 
-#include "../prng.h"
+#include "random/prng.h"
 
 #include <stb_image.h>
 #include <stb_image_resize.h>

@@ -21,7 +21,7 @@
 
 #include "driver_flags.h"
 #include "driver_manifest.h"
-#include "../data/array_file.h"
+#include "data/array_file.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // Allocating and filling this rank's blocks.
 #include "driver_blocks.h"
-#include "../mesh.h"
-#include "../prng.h"
+#include "mesh/mesh.h"
+#include "random/prng.h"
 
 #include "shardrt/shardrt.h"
 

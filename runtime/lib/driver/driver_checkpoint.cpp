@@ -8,10 +8,10 @@
 #include "checkpoint_file.h"
 #include "driver_json.h"
 #include "driver_output.h"
-#include "../host.h"
-#include "../mesh.h"
-#include "../prng.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
+#include "host/host.h"
+#include "mesh/mesh.h"
+#include "random/prng.h"
 
 #include <mpi.h>
 #include <fcntl.h>

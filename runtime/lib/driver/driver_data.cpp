@@ -9,9 +9,9 @@
 //     map the same arrays; after a barrier the names are unlinked (the mappings stay).
 //  3. A verdict over all ranks: the first rank that failed says why.
 #include "driver_data.h"
-#include "../mesh.h"
-#include "../prng.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
+#include "mesh/mesh.h"
+#include "random/prng.h"
 
 #include <mpi.h>
 

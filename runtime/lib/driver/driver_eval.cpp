@@ -6,7 +6,7 @@
 // entry sees as examples, never reaches them.
 #include "driver_eval.h"
 #include "driver_data.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
 
 #include <mpi.h>
 

@@ -23,9 +23,9 @@
 //     difference is the one checked.
 #include "driver_json.h"
 #include "driver_modes.h"
-#include "../mesh.h"
-#include "../prng.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
+#include "mesh/mesh.h"
+#include "random/prng.h"
 
 #include <mpi.h>
 

@@ -5,7 +5,7 @@
 // Finding the culprit costs a grad run, and only happens when the run stops.
 #include "driver_health.h"
 #include "driver_stop.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
 
 #include <mpi.h>
 

@@ -6,10 +6,10 @@
 // the same numbers give the same statistics whatever the mesh.
 #include "driver_output.h"
 #include "driver_json.h"
-#include "../mesh.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/shardrt.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
 
 #include <cerrno>
 #include <cmath>

@@ -11,11 +11,11 @@
 #include "driver_stop.h"
 #include "driver_json.h"
 #include "driver_output.h"
-#include "../collectives.h"
-#include "../dnnl_matmul.h"
-#include "../host.h"
-#include "../scratch.h"
-#include "../watchdog.h"
+#include "collectives/collectives.h"
+#include "collectives/watchdog.h"
+#include "host/host.h"
+#include "kernels/dnnl_matmul.h"
+#include "memory/scratch.h"
 
 #include <mpi.h>
 

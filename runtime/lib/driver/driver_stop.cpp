@@ -1,6 +1,6 @@
 // See driver_stop.h.
 #include "driver_stop.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
 
 #include <mpi.h>
 

@@ -30,7 +30,7 @@
 #include "driver_output.h"
 #include "driver_report.h"
 #include "driver_stop.h"
-#include "../watchdog.h"
+#include "collectives/watchdog.h"
 
 #include <mpi.h>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads a checkpoint as shardrt writes it (safetensors, F32 and I32 tensors, each
 tensor's CRC-32 in __metadata__["crc32"]) with Python's standard library only: a
-reader that shares no code with runtime/lib/checkpoint_file.cpp, to check its files.
+reader that shares no code with runtime/lib/driver/checkpoint_file.cpp, to check its files.
 
     read_safetensors.py FILE [--values K]
 

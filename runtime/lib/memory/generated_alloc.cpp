@@ -4,8 +4,8 @@
 // with a segmentation fault; here the job stops with a message instead. And the
 // arena in which a step places its temporaries, which the runtime keeps from step to
 // step.
-#include "mesh.h"
 #include "scratch.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/shardrt.h"
 

@@ -4,7 +4,7 @@
 #ifndef SHARDRT_LIB_DNNL_CONTEXT_H
 #define SHARDRT_LIB_DNNL_CONTEXT_H
 
-#include "mesh.h"
+#include "mesh/mesh.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

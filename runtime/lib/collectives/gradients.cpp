@@ -25,9 +25,9 @@
 // block to every other rank of the group.
 #include "collectives.h"
 #include "element.h"
-#include "mesh.h"
-#include "scratch.h"
 #include "watchdog.h"
+#include "memory/scratch.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/shardrt.h"
 

@@ -7,9 +7,9 @@
 // gives blocks. Communicators are cached by axis mask and freed at finalize; upstream's
 // shard-to-MPI lowering splits anew at every collective and never frees.
 #include "mesh.h"
-#include "watchdog.h"
-#include "host.h"
-#include "scratch.h"
+#include "collectives/watchdog.h"
+#include "host/host.h"
+#include "memory/scratch.h"
 
 #include "shardrt/shardrt.h"
 

@@ -1,6 +1,6 @@
 // The collective watchdog (watchdog.h).
 #include "watchdog.h"
-#include "mesh.h"
+#include "mesh/mesh.h"
 
 #include <unistd.h>
 

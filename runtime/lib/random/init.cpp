@@ -5,8 +5,8 @@
 // (prng.h). So a value depends only on (seed, path, global index): the eight blocks of
 // a parameter split over eight ranks hold exactly the numbers of the unsharded
 // parameter, and a sharded run starts where the single-rank reference does.
-#include "mesh.h"
 #include "prng.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/shardrt.h"
 

@@ -12,7 +12,7 @@
 #define SHARDRT_LIB_RING_H
 
 #include "element.h"
-#include "mesh.h"
+#include "mesh/mesh.h"
 
 namespace shardrt {
 

@@ -17,9 +17,9 @@
 // runtime is single-threaded, so the two never hold it at the same time.
 #include "dnnl_conv.h"
 #include "dnnl_matmul.h"
-#include "collectives.h"
-#include "mesh.h"
-#include "scratch.h"
+#include "collectives/collectives.h"
+#include "memory/scratch.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/convolution_buffers.h"
 #include "shardrt/scratch_regions.h"

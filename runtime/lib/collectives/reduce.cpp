@@ -1,7 +1,7 @@
 // Element-wise reductions for the ring collectives, one loop per (type, op) so that
 // the compiler vectorises each.
 #include "element.h"
-#include "mesh.h"
+#include "mesh/mesh.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,7 +1,7 @@
 // The scratch buffer: mmap'd, huge-page backed, grown (geometrically, or to the size
 // asked), never shrunk.
 #include "scratch.h"
-#include "mesh.h"
+#include "mesh/mesh.h"
 
 #include "shardrt/huge_pages.h"
 

@@ -11,7 +11,7 @@
 // product is exact in f32, so the two differ only in the order of the summation.
 #include "dnnl_matmul.h"
 #include "dnnl_context.h"
-#include "scratch.h"
+#include "memory/scratch.h"
 
 #include "shardrt/shardrt.h"
 
