@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Pipeline/Pipeline.h"
-#include "shardc/Shard/Passes.h"
+#include "shardc/Schedule/Passes.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"

@@ -8,6 +8,7 @@
 #include "shardc/Conversion/Passes.h"
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
+#include "shardc/Schedule/Passes.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -9,6 +9,7 @@
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Report/Report.h"
+#include "shardc/Schedule/Passes.h"
 #include "shardc/Shard/Passes.h"
 #include "shardc/Shard/ShardingModels.h"
 
@@ -32,6 +33,7 @@ void shardc::registerPasses() {
   registerShardcOptimizePasses();
   registerShardcConversionPasses();
   registerShardcShardPasses();
+  registerShardcSchedulePasses();
   registerShardcReportPasses();
   PassPipelineRegistration<>("shardc-propagate",
                              "Annotate every value with a sharding (shardc --emit=sharded)",

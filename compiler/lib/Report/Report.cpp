@@ -25,7 +25,7 @@
 #include "shardc/Report/Report.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Sema/TypedPrinter.h"
-#include "shardc/Shard/PipelineSchedules.h"
+#include "shardc/Schedule/PipelineSchedules.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardrt/huge_pages.h"
 

@@ -228,24 +228,6 @@ def UpdateInPlacePass : Pass<"shardc-update-in-place", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
-def WriteInSlotsPass : Pass<"shardc-write-in-slots", "::mlir::func::FuncOp"> {
-  let summary = "Make each value a layer loop sets into its slot of a stack in that slot";
-  let description = [{
-    Inside a loop of shardc-layer-loop (`shardc.layer_loop`), a value that a
-    tensor.insert_slice sets into its slot of a stack the loop carries (a
-    residual, a gradient, the next carry) is made by an op whose init is an
-    empty tensor, or zeros filled into one (a contraction's). That tensor
-    becomes the slot (a tensor.extract_slice of the stack at the same place,
-    filled where it was), so that one-shot bufferization writes the value in
-    place instead of into a temporary copied in after. Runs right before
-    bufferization, after the elementwise fusion that gives fused ops new inits.
-    Upstream's eliminate-empty-tensors does this for any destination, but
-    miscompiles a memref destination that two values trace back to through one
-    empty tensor shared by cse (a pipeline's loss and metric totals).
-  }];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
-}
-
 def OutlineLayersPass : Pass<"shardc-outline-layers", "::mlir::ModuleOp"> {
   let summary = "Move each part of each scan layer (forward, backward, "
                 "gradient checks, update) into a function, one function per "

@@ -9,7 +9,7 @@
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Optimize/CheapOps.h"
 #include "shardc/Shard/Matchers.h"
-#include "shardc/Shard/Passes.h"
+#include "shardc/Schedule/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +24,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_LAYERLOOPPASS
-#include "shardc/Shard/Passes.h.inc"
+#include "shardc/Schedule/Passes.h.inc"
 } // namespace shardc
 
 using namespace mlir;

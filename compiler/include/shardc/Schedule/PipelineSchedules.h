@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SHARDC_SHARD_PIPELINESCHEDULES_H
-#define SHARDC_SHARD_PIPELINESCHEDULES_H
+#ifndef SHARDC_SCHEDULE_PIPELINESCHEDULES_H
+#define SHARDC_SCHEDULE_PIPELINESCHEDULES_H
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"

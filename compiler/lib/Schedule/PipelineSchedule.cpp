@@ -7,8 +7,9 @@
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
+#include "shardc/Schedule/Passes.h"
+#include "shardc/Schedule/PipelineSchedules.h"
 #include "shardc/Shard/Passes.h"
-#include "shardc/Shard/PipelineSchedules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -28,7 +29,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PIPELINESCHEDULEPASS
-#include "shardc/Shard/Passes.h.inc"
+#include "shardc/Schedule/Passes.h.inc"
 } // namespace shardc
 
 using namespace mlir;

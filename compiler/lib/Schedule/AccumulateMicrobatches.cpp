@@ -7,7 +7,7 @@
 #include "MicrobatchLoops.h"
 #include "shardc/MLIRGen/Attributes.h"
 #include "shardc/Shard/Matchers.h"
-#include "shardc/Shard/Passes.h"
+#include "shardc/Schedule/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +20,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_ACCUMULATEMICROBATCHESPASS
-#include "shardc/Shard/Passes.h.inc"
+#include "shardc/Schedule/Passes.h.inc"
 } // namespace shardc
 
 using namespace mlir;

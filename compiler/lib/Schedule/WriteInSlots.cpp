@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/MLIRGen/Attributes.h"
-#include "shardc/Optimize/Passes.h"
+#include "shardc/Schedule/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -15,7 +15,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_WRITEINSLOTSPASS
-#include "shardc/Optimize/Passes.h.inc"
+#include "shardc/Schedule/Passes.h.inc"
 } // namespace shardc
 
 using namespace mlir;
