@@ -51,11 +51,8 @@ struct Padding {
 };
 
 /* The batch is cut into chunks whose im2col matrix stays around this size, so that sgemm
- * reads it back from cache. Measured with bench/kernels at W2's shapes (conv2, batch
- * 128, best of 5 medians): 1 thread 9.7 / 9.9 / 10.7 ms (forward / filter / input grad)
- * with 2 MiB chunks, 10.6 / 10.9 / 11.7 with 16 MiB; 2 threads 5.6 / 6.3 / 7.1 with 2 MiB,
- * 5.9 / 6.3 / 7.6 with 1 MiB, 5.6 / 5.9 / 6.7 with 4 MiB. The whole batch at once (115
- * MiB for conv1's input gradient) was up to twice as slow. */
+ * reads it back from cache rather than memory; the whole batch at once is much slower
+ * (bench/kernels times the convolutions at W2's shapes). */
 inline constexpr int64_t kIm2colChunkBytes = int64_t(2) << 20;
 
 /* A convolution as im2col products: the windows over the padded input, the input's place

@@ -214,7 +214,7 @@ void shardrt_all_to_all_i32(uint32_t axes, const int32_t *in, int32_t *out, int 
 
 /* From now on every kernel's matrix products round their operands to bfloat16 and
  * accumulate in f32 (oneDNN's matmul), or (0) compute in f32 on OpenBLAS (a product with M or
- * K at most 16 on oneDNN's sgemm, 1.3-4x faster there), the default.
+ * K at most 16 on oneDNN's sgemm, faster there: bench/kernels), the default.
  * The driver's --matmul-precision sets it. */
 void shardrt_set_matmul_precision_bf16(int32_t enabled);
 

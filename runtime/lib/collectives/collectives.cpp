@@ -73,9 +73,9 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   if (group.size == 1 || count == 0)
     return copyUnlessSame(out, in, count * type.bytes);
 
-  // MPI's blocking all-reduce at every size: its nonblocking one took 1.1-2x its time
-  // from 64 KiB to 16 MiB on two ranks, the ring 1.1-1.4x from 32 to 256 MiB since the
-  // heap keeps freed memory (host.cpp), on two ranks and on eight (bench/runtime).
+  // MPI's blocking all-reduce at every size: its nonblocking one and the ring are slower
+  // once the heap keeps freed memory (host.cpp); bench/runtime measures it against
+  // MPI_Allreduce.
   watchedBlocking("all_reduce", axes, count, [&] {
     MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
                   mpiReduction, group.comm);

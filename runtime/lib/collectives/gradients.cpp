@@ -9,15 +9,16 @@
 // bits, as the replicated parameters need (MPI's all-reduce with a user-defined bf16
 // sum promises that to no one).
 //
-// Overlapped with the backward pass (--overlap-gradients on), as PyTorch's DDP overlaps its buckets: the compiled step starts a gradient's
-// all-reduce or reduce-scatter as soon as the gradient exists
-// (shardrt_*_gradient_start_f32) and waits for it just before the first op that reads
-// the sum (shardrt_wait). The reduction in flight takes the same steps as bf16's (a
-// reduce-scatter the first alone), in f32 or bf16, point to point (MPI_Isend/Irecv in
-// pieces under the eager limit): MPI's nonblocking all-reduce (libnbc) moved W4's
-// gradients between two hosts slower than the blocking one and hid nothing. MPI moves
-// a message only inside an MPI call, so the kernels call progressGradients() before
-// each product, and the compiled step before each large loop nest.
+// Overlapped with the backward pass (--overlap-gradients on), as PyTorch's DDP overlaps
+// its buckets: the compiled step starts a gradient's all-reduce or reduce-scatter as soon
+// as the gradient exists (shardrt_*_gradient_start_f32) and waits for it just before the
+// first op that reads the sum (shardrt_wait). The reduction in flight takes the same
+// steps as bf16's (a reduce-scatter the first alone), in f32 or bf16, point to point
+// (MPI_Isend/Irecv in pieces under the eager limit): MPI's nonblocking all-reduce
+// (libnbc) is slower than the blocking one between hosts and hides nothing
+// (bench/overlap measures the overlap across two hosts). MPI moves a message only inside
+// an MPI call, so the kernels call progressGradients() before each product, and the
+// compiled step before each large loop nest.
 //
 // The parameters' gathers under FSDP go the same way (--prefetch-weights on): the
 // compiled step starts each one before the op that reads the weight before

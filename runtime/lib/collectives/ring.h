@@ -3,11 +3,11 @@
 // reduce_scatters.
 //
 // Why not MPI's collective: OpenMPI's MPI_Reduce_scatter_block allocates a temporary as
-// large as the message on every call; at 64 MiB glibc mapped and unmapped it each time,
-// and the page faults made the call several times slower. The ring sends each element
-// across the group once, and its only temporaries are two blocks in the runtime's
-// scratch buffer. (The all-reduce left its ring for MPI_Allreduce once the heap kept
-// freed memory, host.cpp: it was then 1.1-1.4x slower than MPI's from 32 to 256 MiB.)
+// large as the message on every call, and a large one is mapped and unmapped each time,
+// its pages faulted in afresh. The ring sends each element across the group once, and
+// its only temporaries are two blocks in the runtime's scratch buffer. The all-reduce
+// does not take the ring: with the heap keeping freed memory (host.cpp) MPI_Allreduce is
+// faster (bench/runtime).
 #ifndef SHARDRT_LIB_RING_H
 #define SHARDRT_LIB_RING_H
 

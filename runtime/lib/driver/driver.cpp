@@ -295,9 +295,9 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
 }
 
 /// Whether the address-space limit leaves room to start: OpenMPI 4.1.4's MPI_Init maps
-/// about 200 MiB here (170 MiB under mpirun, 200 MiB as a singleton; measured with
-/// /proc/self/statm around it) and fails, crashes in PMIx or aborts when it cannot,
-/// with messages that do not say so. Said before MPI_Init, by every process.
+/// up to about 200 MiB (as a singleton; less under mpirun) and fails, crashes in PMIx or
+/// aborts when it cannot, with messages that do not say so. Said before MPI_Init, by
+/// every process.
 bool roomToStart() {
   constexpr int64_t mpiInitBytes = int64_t(256) << 20;
   const int64_t left = addressSpaceLeft();

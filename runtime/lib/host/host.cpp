@@ -18,10 +18,9 @@ void keepFreedMemory() {
   // By default glibc maps every block above its mmap threshold (at most 32 MiB) afresh
   // and unmaps it on free, and trims the top of the heap once 2 thresholds are free
   // there, so a step's large temporaries come back as untouched pages every step.
-  // Served from the heap and never trimmed, they are recycled. Measured on the 2-core
-  // machine: W2 trains an epoch in 35 s with these settings against 145 s without (1
-  // rank; 26 s against 114-123 s on 8 ranks); bench/kernels' 91 MiB of a step's
-  // temporaries, allocated, written and freed, take 2.5 ms a step against 170 ms.
+  // Served from the heap and never trimmed, they are recycled instead of faulted in
+  // again, which makes a training step several times faster (bench/kernels times a
+  // step's temporaries both ways).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
 }
@@ -79,13 +78,10 @@ bool claimBlasWorkBuffer() {
 void useOneBlasThread() {
   if (environmentSetsBlasThreads())
     return;
-  // OpenBLAS would start a thread per core. Measured on the 2-core machine: alone,
-  // sgemm 1024^3 runs at 215 GFLOP/s with 2 threads against 108 with 1, and W2's conv2
-  // at 175 against 96 (bench/kernels); but W2's reference (1 rank) trains an epoch in
-  // 38 s with 2 against 35 s with 1 (the second thread spins in sched_yield between
-  // calls), 80 s against 64 s while other processes run, and OpenBLAS's OpenMP build
-  // with 2 threads took 200-240 s there. 2 ranks get 107 GFLOP/s each from sgemm with
-  // 1 thread or 2.
+  // OpenBLAS would start a thread per core. More threads speed up sgemm alone, but not
+  // a training step: the extra threads spin in sched_yield between calls and compete
+  // with the other ranks for the cores (bench/kernels times the kernels, bench/train
+  // the steps).
   openblas_set_num_threads(1);
 }
 

@@ -8,8 +8,8 @@
 namespace shardrt {
 
 /// Makes glibc keep the memory a program frees instead of giving it back to the
-/// kernel: generated code allocates and frees its temporaries every step, and on the
-/// machines shardc targets the first touch of a fresh page costs about 10 us per 4 KiB.
+/// kernel: generated code allocates and frees its temporaries every step, and the first
+/// touch of a fresh page costs far more than reusing one (bench/kernels).
 void keepFreedMemory();
 
 /// OpenBLAS's pthread build starts a worker thread per core in its library

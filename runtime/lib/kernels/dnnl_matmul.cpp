@@ -91,8 +91,8 @@ bool fillsItsSpan(const Batch &batch, const int64_t strides[2], int64_t rows, in
 
 /// `rows` rows of `cols` floats, `ld` apart, of each product of the batch (`strides`
 /// apart) into `out` densely as bfloat16 (to nearest, ties to even): a oneDNN reorder,
-/// which converts with the CPU's own instruction where it has one (44 GB/s of f32 read
-/// here; a scalar loop of ours took a fifth of W4's step).
+/// which converts with the CPU's own instruction where it has one, as a scalar loop is
+/// too slow for every product of a step (bench/gpt times W4's bf16 steps).
 void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const float *in,
              int64_t rows, int64_t cols, int64_t ld, void *out) {
   using dnnl::memory;

@@ -40,8 +40,8 @@ namespace {
 constexpr int64_t kThinSide = 16;
 
 /// One f32 product of sgemm's (below) with k > 0. Thin products (a side of at most
-/// 16: W1's at batch 8, their weight gradients) on oneDNN's sgemm, 1.3-4x OpenBLAS's
-/// speed there (bench/kernels, a Zen 5); the others on OpenBLAS.
+/// 16: W1's at batch 8, their weight gradients) on oneDNN's sgemm, which is faster than
+/// OpenBLAS there (bench/kernels); the others on OpenBLAS.
 void f32Product(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
                 int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                 float *c, int64_t ldc) {
@@ -60,18 +60,18 @@ void f32Product(const char *caller, bool accumulate, bool transA, bool transB, i
 /// Whether an f32 correlation of `n` images of `channels` channels goes to oneDNN:
 /// from kDnnlConvChannels input channels of a forward convolution (or output channels
 /// of an input gradient, a forward convolution of the output's gradient) oneDNN's
-/// convolution is faster than im2col + OpenBLAS (measured on W2, one core of a Zen 4:
-/// conv2's 32 channels 8.9 ms against 12.5, reorders included; conv1's one channel 3.3
-/// against 1.9, most of it the reorder of its output out of oneDNN's blocked layout).
+/// convolution is faster than im2col + OpenBLAS, reorders included; below, the reorder
+/// of the output out of oneDNN's blocked layout costs more than it saves (bench/kernels).
 bool onDnnlConvolution(int64_t n, int64_t channels, bool productsInBf16) {
   return !productsInBf16 && onDnnlInF32(n, channels) && !matmulInBf16();
 }
 
 /// The smallest side of a matmul kernel's f32 product that oneDNN's matmul computes
-/// instead of OpenBLAS: 1.07-1.42x OpenBLAS's speed at W4's and W1 batch 256's shapes
-/// on a Zen 4, one thread (bench/kernels), and a batch of products (attention's) one
-/// primitive instead of a call per product. W2's class layer (n = 10) stays on OpenBLAS
-/// (0.4x there), and so do the convolutions' im2col products, chunked as measured.
+/// instead of OpenBLAS: faster than OpenBLAS at W4's and W1 batch 256's shapes, and a
+/// batch of products (attention's) is one primitive instead of a call per product.
+/// Narrower products (W2's class layer, n = 10) are slower there and stay on OpenBLAS,
+/// as do the convolutions' im2col products, whose chunks are sized for OpenBLAS
+/// (bench/kernels measures both).
 constexpr int64_t kWideSide = 32;
 
 /// Whether the products of `batch` (c[m, n] = op(a) op(b) of k terms) have anything

@@ -1,10 +1,10 @@
 // The runtime's one scratch buffer, reused by every collective and kernel.
 //
-// Why: on the machines shardc targets, the first touch of a fresh page costs about
-// 10 us per 4 KiB (0.4 GB/s), fifty times a memcpy. A temporary allocated per call,
-// which glibc hands back to the kernel when it is large, pays that on every call. The
-// buffer only grows (geometrically, so a sequence of growing calls costs little) and
-// asks for transparent huge pages, which first-touch about fifty times faster.
+// Why: the first touch of a fresh page costs far more than a memcpy of it, and a
+// temporary allocated per call, which glibc hands back to the kernel when it is large,
+// pays that on every call (bench/kernels measures it). The buffer only grows
+// (geometrically, so a sequence of growing calls costs little) and asks for transparent
+// huge pages, which are much cheaper to touch first.
 #ifndef SHARDRT_LIB_SCRATCH_H
 #define SHARDRT_LIB_SCRATCH_H
 

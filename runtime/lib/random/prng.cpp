@@ -9,10 +9,10 @@
 
 using namespace shardrt;
 
-// Cloned per instruction set and compiled at -O3 (runtime/CMakeLists.txt): the
-// vectorized rounds, a block per four elements, take 0.84 ns per element on a Zen 5
-// (2.3 ns with a block per element; x86-64-v4's AVX512DQ/VL give the 64-bit products
-// full-width instructions, and an `avx512f` clone took 1.8x as long).
+// Cloned per instruction set and compiled at -O3 (runtime/CMakeLists.txt) so that the
+// rounds vectorize, a Philox block per four elements: x86-64-v4 rather than avx512f, as
+// its AVX512DQ/VL give the 64-bit products full-width instructions. A step's dropout
+// masks are drawn here (bench/gpt times W4's steps, which have dropout).
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void
 shardrt::maskUniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n,
                         float *out) {
@@ -97,7 +97,7 @@ inline double normal01(const PhiloxCounter &block) {
 } // namespace
 
 // x86-64-v4 rather than avx512f: without AVX-512DQ the int64 to double conversions go
-// element by element (27 ns a draw here against 5.8 ns).
+// element by element, and a draw costs several times as much.
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void
 shardrt::normalRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, double stddev,
                    float *out) {
