@@ -8,7 +8,9 @@ x 1 thread, and 1 process x 2 threads; the environment of shared/anchors/README.
 the same in bfloat16: shardc's executable with --matmul-precision bf16 (every matrix
 product in bf16 with f32 accumulation, oneDNN) against PyTorch under bf16 autocast
 (torch.autocast("cpu", torch.bfloat16) around the forward pass and the loss, both
-configurations). Each side runs a short and a long run; the marginal time per step,
+configurations); and shardc's f32 step again from the same program built for
+x86-64-v3 (AVX2, what a mixed cluster's oldest nodes have; --target-cpu) beside the
+native build's. Each side runs a short and a long run; the marginal time per step,
 (long - short) / (steps between), leaves out start-up. Repetitions are interleaved;
 medians.
 
@@ -278,12 +280,16 @@ def main():
     started = time.perf_counter()
     tb.compile_shardc(args.shardc, MODEL, RULES, prog)
     compile_seconds = time.perf_counter() - started
+    prog_v3 = os.path.join(tmp, "gpt-x86-64-v3")
+    if not args.train:
+        tb.compile_shardc(args.shardc, MODEL, RULES, prog_v3, ["--target-cpu", "x86-64-v3"])
     shardc_args = ["--config", RUN_CONFIG, "--seed", str(args.seed)]
 
     out = {"benchmark": "bench/gpt", "model": os.path.relpath(MODEL, REPO),
            "shardc_rules": "bench/train/data2.rules (batch -> data, 2 ranks)",
            "tokens_per_step": BATCH * CTX, "compile_seconds": round(compile_seconds, 2),
-           "machine": {"cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}}
+           "machine": {"cpu": tb.cpu_model(), "cpus": os.cpu_count(),
+                       "loadavg_before": os.getloadavg()}}
     if args.train:
         log(f"shardc: {TRAIN_STEPS} steps with evaluation")
         s = tb.run_shardc(prog, 2, shardc_args + ["--steps", str(TRAIN_STEPS)], TRAIN_STEPS, timeout=14400)
@@ -306,15 +312,19 @@ def main():
         }
     else:
         torch_runs = (("pytorch/ddp_2x1", 2, 1), ("pytorch/threads_1x2", 1, 2))
-        samples = {k: [] for k in ("shardc", "shardc/bf16_matmul")}
+        samples = {k: [] for k in ("shardc", "shardc/bf16_matmul", "shardc/x86-64-v3")}
+        bf16_products = None
         samples.update({k + suffix: [] for k, _, _ in torch_runs for suffix in ("", "/bf16_autocast")})
         for rep in range(reps):
             log(f"rep {rep + 1}/{reps}")
-            for key, precision in (("shardc", "f32"), ("shardc/bf16_matmul", "bf16")):
+            for key, program, precision in (("shardc", prog, "f32"),
+                                            ("shardc/bf16_matmul", prog, "bf16"),
+                                            ("shardc/x86-64-v3", prog_v3, "f32")):
                 run = shardc_args + ["--no-eval", "--matmul-precision", precision]
-                a = tb.run_shardc(prog, 2, run + ["--steps", str(short)], short)
-                b = tb.run_shardc(prog, 2, run + ["--steps", str(full)], full)
+                a = tb.run_shardc(program, 2, run + ["--steps", str(short)], short)
+                b = tb.run_shardc(program, 2, run + ["--steps", str(full)], full)
                 samples[key].append(marginal(a["train_seconds"], b["train_seconds"], short, full))
+                bf16_products = b.get("bf16_products") or bf16_products
             for key, world, threads in torch_runs:
                 for suffix, bf16 in (("", False), ("/bf16_autocast", True)):
                     r = run_torch(world, threads, full - short, short, args.seed, args.size, bf16=bf16)
@@ -326,11 +336,13 @@ def main():
             "steps_timed": full - short, "reps": reps,
             **{k: {"seconds_per_step": med[k], "tokens_per_second": BATCH * CTX / med[k],
                    "samples": v} for k, v in samples.items()},
+            "shardc_bf16_products": bf16_products,
             "pytorch_best": best,
             "pytorch_best_bf16": best16,
             "ratio_shardc_time_over_pytorch_best": med["shardc"] / med[best],
             "ratio_shardc_bf16_time_over_pytorch_best": med["shardc/bf16_matmul"] / med[best],
             "ratio_shardc_bf16_time_over_pytorch_best_bf16": med["shardc/bf16_matmul"] / med[best16],
+            "ratio_shardc_x86_64_v3_time_over_native": med["shardc/x86-64-v3"] / med["shardc"],
         }
     out["machine"]["loadavg_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))

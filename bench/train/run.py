@@ -378,9 +378,19 @@ def shardc_env():
     return env
 
 
-def compile_shardc(shardc, model, rules, out):
-    """Compiles `model` to the executable `out`; returns the wall seconds it took."""
-    cmd = [shardc, model, "--rules", rules, "-o", out]
+def cpu_model():
+    """The CPU's model name and whether it has bf16 instructions (/proc/cpuinfo)."""
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                 if line.startswith("model name")), "unknown")
+    return {"model": name, "avx512_bf16": " avx512_bf16" in info, "amx_bf16": " amx_bf16" in info}
+
+
+def compile_shardc(shardc, model, rules, out, extra=()):
+    """Compiles `model` to the executable `out` (with shardc's `extra` flags); returns
+    the wall seconds it took."""
+    cmd = [shardc, model, "--rules", rules, "-o", out, *extra]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     seconds = time.perf_counter() - t0
@@ -603,6 +613,7 @@ def main():
                             if use_shardc else None,
         },
         "machine": {
+            "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in load_after],
