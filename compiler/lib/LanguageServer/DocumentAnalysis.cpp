@@ -1,8 +1,8 @@
 //===- DocumentAnalysis.cpp - the front end on an editor's files ----------===//
 //
-// 1. Load the model file and its imports as shardc does (ModuleLoader, Sema,
-//    applyRules), the editor's unsaved text read instead of the disk, and
-//    collect the diagnostics instead of printing them.
+// 1. Load the model file and its imports as shardc does (loadProgram), the
+//    editor's unsaved text read instead of the disk, and collect the
+//    diagnostics instead of printing them.
 // 2. Answer queries from what was kept: the ASTs (names, scopes, where each
 //    is declared) and the typed program (named shapes, the rules' plan).
 //
@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/LanguageServer/DocumentAnalysis.h"
+
+#include "shardc/Frontend/LoadProgram.h"
 
 #include "shardc/Parse/Parser.h"
 #include "shardc/Sema/Builtins.h"
@@ -293,18 +295,19 @@ DocumentAnalysis::DocumentAnalysis(const std::string &modelPath, const std::stri
       s.rules = parseRulesFile(s.rulesBuffer, s.engine);
   if (modelPath.empty())
     return;
-  Sema sema(s.engine);
-  s.loader = std::make_unique<ModuleLoader>(importDirs, s.engine);
-  const ModuleAST *main = s.loader->loadModelFile(modelPath, [&](const ModuleAST &m) {
-    s.modules.push_back(&m);
-    sema.addModule(m);
-  });
+  LoadProgramOptions options;
+  options.importDirs = importDirs;
+  options.rules = s.rules.get();
+  // The plan of rules that do not apply is incomplete: shapes only.
+  options.keepShapesOnRuleErrors = true;
   // A file of blocks only (a library) is checked as sema checks an import.
-  if (!main || main->models.empty())
+  options.allowLibrary = true;
+  options.onLoaded = [&](const ModuleAST &m) { s.modules.push_back(&m); };
+  LoadedProgram loaded = loadProgram(modelPath, options, s.engine);
+  s.loader = std::move(loaded.loader);
+  if (!loaded.model || loaded.model->models.empty())
     return;
-  s.program = sema.analyzeModel(*main, modelPath);
-  if (s.program && s.rules && !applyRules(*s.program, *s.rules, s.engine))
-    s.program->mesh = Mesh(); // the plan is incomplete: shapes only
+  s.program = std::move(loaded.program);
   for (FileDiagnostic &d : diags)
     if (d.range.path.empty())
       d.range = wholeFile(modelPath);

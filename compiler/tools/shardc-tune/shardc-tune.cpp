@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/Frontend/ModuleLoader.h"
+#include "shardc/Frontend/LoadProgram.h"
 #include "shardc/Sema/Sema.h"
 #include "shardc/Sema/TypedPrinter.h"
 #include "shardc/Tune/Candidates.h"
@@ -553,13 +553,10 @@ int tune(const char *argv0) {
   DiagnosticEngine diags(sourceMgr);
   std::optional<TypedProgram> program;
   if (auto sets = parseConfigOverrides(configSets, sourceMgr, diags)) {
-    Sema sema(diags);
-    sema.setConfig(*sets);
-    ModuleLoader loader(std::vector<std::string>(importDirs.begin(), importDirs.end()), diags);
-    const ModuleAST *module =
-        loader.loadModelFile(modelFile, [&](const ModuleAST &m) { sema.addModule(m); });
-    if (module)
-      program = sema.analyzeModel(*module, modelFile);
+    LoadProgramOptions options;
+    options.importDirs.assign(importDirs.begin(), importDirs.end());
+    options.config = std::move(*sets);
+    program = loadProgram(modelFile, options, diags).program;
   }
   if (!program)
     return fail("the model has errors (above)");

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/AST/ASTPrinter.h"
-#include "shardc/Frontend/ModuleLoader.h"
+#include "shardc/Frontend/LoadProgram.h"
 #include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Manifest/Manifest.h"
 #include "shardc/Pipeline/Pipeline.h"
@@ -260,34 +260,16 @@ int compile() {
     auto sets = parseConfigOverrides(configSets, sourceMgr, diags);
     if (!sets)
       return reportErrors(diags);
-    Sema sema(diags);
-    sema.setConfig(*sets);
-    ModuleLoader loader(std::vector<std::string>(importDirs.begin(), importDirs.end()), diags);
-    const ModuleAST *modelModule = loader.loadModelFile(
-        modelFile, [&](const ModuleAST &module) { sema.addModule(module); });
-    auto program = modelModule ? sema.analyzeModel(*modelModule, modelFile) : std::nullopt;
-    if (program && !rulesFile.empty() && (!rules || !applyRules(*program, *rules, diags))) {
-      program.reset();
-      for (const ConfigOverride &set : *sets)
-        diags.note(set.nameRange, "the model's '" + set.name + "' is " + set.value +
-                                      " by this flag");
-    }
-    // The unpartitioned reference runs a pipeline's microbatches one after another.
-    if (program && reference)
-      program->pipeline = {};
-    // Gradient accumulation and a pipeline compile the training step at one
-    // microbatch's size too; the full program's warnings are not said twice.
-    std::optional<TypedProgram> microbatch;
-    if (program && (program->microbatches.count > 1 || !program->pipeline.axis.empty()) &&
-        stage != Emit::Layout) {
-      diags.showWarnings(false);
-      microbatch = sema.analyzeModel(*modelModule, modelFile, &program->microbatches);
-      if (!microbatch || !applyRules(*microbatch, *rules, diags))
-        program.reset();
-      else if (reference)
-        microbatch->pipeline = {};
-      diags.showWarnings(true);
-    }
+    LoadProgramOptions options;
+    options.importDirs.assign(importDirs.begin(), importDirs.end());
+    options.config = *sets;
+    options.rules = rules.get();
+    options.rulesNamed = !rulesFile.empty();
+    options.reference = reference;
+    options.microbatch = stage != Emit::Layout;
+    LoadedProgram loaded = loadProgram(modelFile, options, diags);
+    std::optional<TypedProgram> &program = loaded.program;
+    std::optional<TypedProgram> &microbatch = loaded.microbatch;
     if (program && stage == Emit::Layout)
       printLayouts(*program, os);
     else if (program && stage == Emit::Typed) {
