@@ -74,7 +74,8 @@ void describeFill(json &input, const TypedProgram &program, const Input &declare
 
 std::string shardc::buildManifest(const TypedProgram &program, const StepProgram &steps,
                                   bool reference, const MemoryPerRank &memory,
-                                  const std::string &plan, const CodeTarget &target) {
+                                  const std::string &plan, const std::string &targetCpu,
+                                  const std::vector<std::string> &targetFeatures) {
   const Graph &graph = steps.graph;
   auto describe = [&](const FunctionValue &v) {
     const TensorType &type = graph.nodes[v.node].type;
@@ -168,6 +169,6 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   for (const auto &[role, bytes] : memory.arenas)
     manifest[kMemoryPerRank][role + "_arena"] = bytes;
   manifest[kPlan] = json::parse(plan);
-  manifest[kTarget] = {{kCpu, target.cpu}, {kFeatures, target.features}};
+  manifest[kTarget] = {{kCpu, targetCpu}, {kFeatures, targetFeatures}};
   return manifest.dump();
 }

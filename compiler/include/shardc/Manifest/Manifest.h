@@ -8,12 +8,12 @@
 #ifndef SHARDC_MANIFEST_MANIFEST_H
 #define SHARDC_MANIFEST_MANIFEST_H
 
-#include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Report/Report.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardc/Train/StepFunctions.h"
 
 #include <string>
+#include <vector>
 
 namespace shardc {
 
@@ -22,10 +22,12 @@ namespace shardc {
 /// fills or dataset fields, the steps' results, each with its split over the
 /// mesh, the memory per rank, and `plan`, the communication plan as
 /// --report=json prints it (for the run's report page), and the CPU the code is
-/// compiled for with the features the runtime checks at start.
+/// compiled for with the features the runtime checks at start (a CodeTarget's
+/// `cpu` and `features`, Pipeline.h).
 std::string buildManifest(const TypedProgram &program, const StepProgram &steps, bool reference,
                           const MemoryPerRank &memory, const std::string &plan,
-                          const CodeTarget &target);
+                          const std::string &targetCpu,
+                          const std::vector<std::string> &targetFeatures);
 
 } // namespace shardc
 
