@@ -1,6 +1,6 @@
 // The communication plan is an analysis of the partitioned module alone:
 // shardc-opt prints it for hand-written IR from the attributes MLIRGen stamps
-// (shardc/MLIRGen/Attributes.h). The step's arguments count towards memory
+// (shardc/IR/Attributes.h). The step's arguments count towards memory
 // by their role (the step number not at all); the reshard at a requested
 // layout is no [reshard], the other one is, and --strict makes it an error
 // on the collective. Each collective names what made it: the constraint at

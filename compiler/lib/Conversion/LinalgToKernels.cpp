@@ -65,7 +65,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Support/MultiplyAccumulate.h"
 #include "shardrt/scratch_regions.h"
 #include "RuntimeCalls.h"

@@ -50,8 +50,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Conversion/Passes.h"
-#include "shardc/MLIRGen/Attributes.h"
-#include "shardc/Shard/Passes.h"
+#include "shardc/IR/Attributes.h"
+#include "shardc/IR/FirstReader.h"
 #include "RuntimeCalls.h"
 #include "shardrt/scratch_regions.h"
 

@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MLIRGenImpl.h"
-#include "shardc/MLIRGen/LayerLocations.h"
+#include "shardc/IR/LayerLocations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

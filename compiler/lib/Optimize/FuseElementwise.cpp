@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/LayerLocations.h"
-#include "shardc/Optimize/CheapOps.h"
+#include "shardc/IR/CheapOps.h"
+#include "shardc/IR/LayerLocations.h"
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -22,25 +22,6 @@ namespace shardc {
 } // namespace shardc
 
 using namespace mlir;
-
-bool shardc::onlyMovesData(linalg::GenericOp op) {
-  Block *body = op.getBody();
-  if (body->getOperations().size() != 1)
-    return false;
-  Value yielded = body->getTerminator()->getOperand(0);
-  auto arg = dyn_cast<BlockArgument>(yielded);
-  return arg && arg.getOwner() == body && arg.getArgNumber() < op.getNumDpsInputs();
-}
-
-bool shardc::cheapToRepeat(linalg::GenericOp op) {
-  Block *body = op.getBody();
-  return body->getOperations().size() <= 8 &&
-         llvm::all_of(body->without_terminator(), [](Operation &inner) {
-           return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::MaximumFOp,
-                      arith::MinimumFOp, arith::NegFOp, arith::SelectOp, arith::CmpFOp,
-                      arith::UIToFPOp>(inner);
-         });
-}
 
 namespace {
 

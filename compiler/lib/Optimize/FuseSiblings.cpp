@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/LayerLocations.h"
+#include "shardc/IR/LayerLocations.h"
 #include "shardc/Optimize/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Support/MultiplyAccumulate.h"
 

@@ -5,10 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "SharedFunctions.h"
-#include "shardc/MLIRGen/Attributes.h"
-#include "shardc/MLIRGen/LayerLocations.h"
+#include "shardc/IR/Attributes.h"
+#include "shardc/IR/LayerLocations.h"
 #include "shardc/Optimize/Passes.h"
-#include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

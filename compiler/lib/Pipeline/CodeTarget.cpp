@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardc/Support/NearestName.h"
 

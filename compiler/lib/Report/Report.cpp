@@ -1,7 +1,7 @@
 //===- Report.cpp - the communication plan, before anything runs ----------===//
 //
 // Read off the partitioned module alone, with what MLIRGen stamped on it
-// (shardc/MLIRGen/Attributes.h):
+// (shardc/IR/Attributes.h):
 // 1. Memory per rank: the local bytes of the parameter, optimizer state and
 //    input arguments (by their `shardc.role`), and of every intermediate
 //    tensor: all of them (no buffer reuse) and those live at once at the
@@ -23,10 +23,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Report/Report.h"
-#include "shardc/MLIRGen/Attributes.h"
-#include "shardc/Sema/TypedPrinter.h"
+#include "shardc/IR/Attributes.h"
+#include "shardc/Support/Bytes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
-#include "shardc/Sema/TypedProgram.h"
+#include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

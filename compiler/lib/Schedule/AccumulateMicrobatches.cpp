@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "MicrobatchLoops.h"
-#include "shardc/MLIRGen/Attributes.h"
-#include "shardc/Shard/Matchers.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Schedule/Passes.h"
+#include "shardc/Shard/Matchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -6,10 +6,10 @@
 
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
-#include "shardc/MLIRGen/Attributes.h"
-#include "shardc/Optimize/CheapOps.h"
-#include "shardc/Shard/Matchers.h"
+#include "shardc/IR/Attributes.h"
+#include "shardc/IR/CheapOps.h"
 #include "shardc/Schedule/Passes.h"
+#include "shardc/Shard/Matchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

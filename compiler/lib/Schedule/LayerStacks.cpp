@@ -2,7 +2,7 @@
 
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/BitVector.h"

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MicrobatchLoops.h"
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Shard/Matchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -6,10 +6,9 @@
 
 #include "LayerStacks.h"
 #include "MicrobatchLoops.h"
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Schedule/Passes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
-#include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -80,33 +80,6 @@ Sharding Pipeline::shardingOf(const TensorType &type, const Mesh &mesh) const {
   return sharding;
 }
 
-int64_t Mesh::size(const std::string &axis) const {
-  for (const auto &[name, n] : axes)
-    if (name == axis)
-      return n;
-  return 1;
-}
-
-int64_t Mesh::indexOf(const std::string &axis) const {
-  auto it = llvm::find_if(axes, [&](const auto &a) { return a.first == axis; });
-  return it - axes.begin();
-}
-
-int64_t Mesh::numRanks() const {
-  // Sema rejects meshes of more than 2^31 - 1 ranks; saturate before that.
-  int64_t n = 1;
-  for (const auto &axis : axes)
-    n = llvm::checkedMul(n, axis.second).value_or(INT64_MAX);
-  return n;
-}
-
-std::string Mesh::str() const {
-  std::string out = "(";
-  for (size_t i = 0; i < axes.size(); ++i)
-    out += (i ? ", " : "") + axes[i].first + " = " + std::to_string(axes[i].second);
-  return out + ")";
-}
-
 unsigned Graph::add(Node node) {
   assert((!opArity(node.op) || node.operands.size() == *opArity(node.op)) &&
          llvm::all_of(opAttributes(node.op),

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "shardc/IR/Attributes.h"
+#include "shardc/IR/FirstReader.h"
 #include "shardc/Shard/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -10,14 +10,14 @@
 // path, input name, `loss`, ...), a layer slice of a scanned parameter
 // `shardc.layer`, a per-example eval result `shardc.per_example`, every
 // argument its `shardc.role`; the module its rules file and where layouts
-// were asked for, the grid its axis names (Attributes.h).
+// were asked for, the grid its axis names (IR/Attributes.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SHARDC_MLIRGEN_MLIRGEN_H
 #define SHARDC_MLIRGEN_MLIRGEN_H
 
-#include "shardc/MLIRGen/Attributes.h"
+#include "shardc/IR/Attributes.h"
 #include "shardc/Sema/TypedProgram.h"
 #include "shardc/Train/StepFunctions.h"
 #include "shardc/Support/Diagnostics.h"

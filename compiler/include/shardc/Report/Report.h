@@ -1,7 +1,7 @@
 //===- Report.h - the communication plan of a partitioned module -*- C++ -*-===//
 //
 // An analysis of the IR alone: what MLIRGen stamped on the module
-// (shardc/MLIRGen/Attributes.h) and what shard-partition made of it. shardc
+// (shardc/IR/Attributes.h) and what shard-partition made of it. shardc
 // prints it for --report and --strict; shardc-opt's
 // `shardc-print-comm-plan` prints it for any module, so lit tests can check
 // it on hand-written or `--emit=spmd --locations` IR.

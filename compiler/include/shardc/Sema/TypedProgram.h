@@ -11,7 +11,10 @@
 #define SHARDC_SEMA_TYPEDPROGRAM_H
 
 #include "shardc/AST/AST.h"
+#include "shardc/IR/LayerStage.h"
 #include "shardc/Sema/Ops.h"
+#include "shardc/Support/Bytes.h"
+#include "shardc/Support/Mesh.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -36,15 +39,6 @@ struct Dim {
 /// ones, so sizes computed from a program's tensors (bytes, shards, sums over
 /// all of them) fit in 64 bits.
 inline constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
-
-/// Totals over a program's tensors (bytes per rank, traffic) can exceed 64 bits
-/// even though each tensor is within kMaxTensorElements: they saturate.
-inline int64_t addSaturating(int64_t a, int64_t b) {
-  return llvm::checkedAdd(a, b).value_or(INT64_MAX);
-}
-inline int64_t mulSaturating(int64_t a, int64_t b) {
-  return llvm::checkedMul(a, b).value_or(INT64_MAX);
-}
 
 struct TensorType {
   DType dtype = DType::F32;
@@ -88,26 +82,9 @@ struct Sharding {
   std::string str() const;
 };
 
-/// A mesh of named axes; the number of ranks is the product of the sizes.
-struct Mesh {
-  std::vector<std::pair<std::string, int64_t>> axes;
-  int64_t size(const std::string &axis) const;
-  /// The position of `axis` in `axes` (the shard dialect's grid axis).
-  int64_t indexOf(const std::string &axis) const;
-  int64_t numRanks() const;
-  std::string str() const; // `(data = 2, model = 4)`
-};
-
 using Attribute = std::variant<int64_t, double, std::string, std::vector<std::string>>;
 
 struct Graph;
-
-/// The parts of a scanned layer's computation (LayerLocations.h): its forward
-/// (Flatten.cpp), its backward with remat copies (Gradient.cpp), its
-/// parameters' gradients' contributions to the update's global checks (the
-/// finiteness test and the clipping norm), and its parameters' update
-/// (Optimizer.cpp).
-enum class LayerStage { forward, backward, check, update };
 
 /// One operation of the computation: a builtin (`matmul`, `relu`, ...), an
 /// operator (`add`, `neg`, `eq`, ...) or an internal op (Builtins.def). A

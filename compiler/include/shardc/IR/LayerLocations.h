@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SHARDC_MLIRGEN_LAYERLOCATIONS_H
-#define SHARDC_MLIRGEN_LAYERLOCATIONS_H
+#ifndef SHARDC_IR_LAYERLOCATIONS_H
+#define SHARDC_IR_LAYERLOCATIONS_H
 
-#include "shardc/Sema/TypedProgram.h"
+#include "shardc/IR/LayerStage.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SHARDC_OPTIMIZE_CHEAPOPS_H
-#define SHARDC_OPTIMIZE_CHEAPOPS_H
+#ifndef SHARDC_IR_CHEAPOPS_H
+#define SHARDC_IR_CHEAPOPS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 

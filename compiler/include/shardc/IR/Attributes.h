@@ -1,14 +1,15 @@
-//===- Attributes.h - what MLIRGen records on the module --------*- C++ -*-===//
+//===- Attributes.h - what the stages record on the module ------*- C++ -*-===//
 //
 // The names of the generated functions and of the attributes MLIRGen stamps
 // on the module, its grid and its functions' arguments and results: all that
 // the stages after it (lowering, the communication plan) know of the
-// program, so that they read the IR alone.
+// program, so that they read the IR alone. Then the attributes the passes
+// after partitioning leave for the later ones.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SHARDC_MLIRGEN_ATTRIBUTES_H
-#define SHARDC_MLIRGEN_ATTRIBUTES_H
+#ifndef SHARDC_IR_ATTRIBUTES_H
+#define SHARDC_IR_ATTRIBUTES_H
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
@@ -116,6 +117,11 @@ inline constexpr const char *kRequestedLayoutsAttr = "shardc.requested_layouts";
 inline constexpr const char *kAxisRulesAttr = "shardc.axis_rules";
 /// On the grid: the names of its axes, as the rules file writes them.
 inline constexpr const char *kAxisNamesAttr = "shardc.axis_names";
+
+/// On each all_gather shardc-regather-parameters copies, a number that keeps
+/// the copies apart: cse would merge equal collectives of the same operand
+/// back into one.
+inline constexpr llvm::StringLiteral kRegatherAttr = "shardc.regather";
 
 } // namespace shardc
 
