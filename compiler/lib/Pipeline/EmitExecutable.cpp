@@ -91,9 +91,8 @@ static void extractInnerNests(llvm::Function &fn) {
 /// Every top-level loop nest of the step functions in a function of its own
 /// (LLVM's loop-extract), kept out of line: a step is one function of
 /// thousands of loop nests (every op's, inlined into its entry), and LLVM's
-/// per-function analyses grow faster than linearly with it. Measured: W4
-/// under dp.rules compiles in 16 s instead of 24; W2's step runs as fast or
-/// faster (150 steps: 8.8 and 9.0 s against 9.4 and 10.0).
+/// per-function analyses grow faster than linearly with it. Compiling is
+/// faster and the step no slower (bench/compile, bench/train).
 static void extractLoops(llvm::Module &module, llvm::TargetMachine *machine) {
   llvm::SmallPtrSet<llvm::Function *, 16> before;
   for (llvm::Function &fn : module)
@@ -297,9 +296,9 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
       return report("reading a part of the module back failed: " +
                     llvm::toString(part.takeError()));
     std::unique_ptr<llvm::TargetMachine> partMachine = createMachine();
-    // -O2: -O3 took 9 minutes on W4's partitioned step (4.3 MB of LLVM IR, SCEV
-    // walking the dominator chain of one function of thousands of loops) against
-    // 12 s, for the same step time (measured on W4's reference build).
+    // -O2: -O3 spends far longer on a step of thousands of loops (SCEV walks
+    // the dominator chain of one function) for the same step time
+    // (bench/compile, bench/gpt).
     optimize(**part, partMachine.get());
     std::error_code ec;
     llvm::raw_fd_ostream os(objects[i], ec, llvm::sys::fs::OF_None);

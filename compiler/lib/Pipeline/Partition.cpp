@@ -16,10 +16,9 @@
 
 using namespace mlir;
 
-// The IR is verified once after each stage's pipeline. Verified after every
-// pass, as mlir-opt does, a large step took a fifth more time to compile (GPT-2
-// small's 12 blocks: 1.4 s of 7 s of CPU time): that is for finding the pass
-// that broke it.
+// The IR is verified once after each stage's pipeline. Verifying after every
+// pass, as mlir-opt does, makes a large step noticeably slower to compile
+// (bench/compile): that is for finding the pass that broke it.
 static llvm::cl::opt<bool> verifyEachPass(
     "verify-each-pass",
     llvm::cl::desc("Verify the IR after every pass of a stage, not only after the stage"),

@@ -203,9 +203,8 @@ void shardc::buildBufferizePipeline(OpPassManager &pm) {
 //                          libm's functions only for what has no intrinsic
 //   canonicalize last      a call's memref descriptors are built field by
 //                          field and only their pointer read (bare pointers):
-//                          folding the rest away leaves a sixth of the LLVM
-//                          dialect to translate and compile (GPT-2 small's
-//                          shape at 12 blocks: 5.0 -> 0.8 MB, 1.55 -> 1.40 s)
+//                          folding the rest away leaves much less of the LLVM
+//                          dialect to translate and compile (bench/compile)
 void shardc::buildLowerToLLVMPipeline(OpPassManager &pm,
                                       const LowerToLLVMPipelineOptions &options) {
   buildBufferizePipeline(pm);

@@ -1,4 +1,4 @@
-//===- LayerStage.h - the parts of a scanned layer's computation -*- C++ -*-===//
+//===- LayerStage.h - the parts of a scanned layer's work -------*- C++ -*-===//
 //
 // What the typed graph marks on a scanned layer's nodes and MLIRGen names in
 // their ops' locations (LayerLocations.h), so that the passes after

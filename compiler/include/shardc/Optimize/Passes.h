@@ -1,7 +1,7 @@
-//===- Passes.h - shardc's optimizations on tensors -------------*- C++ -*-===//
+//===- Passes.h - shardc's optimizations of the step ------------*- C++ -*-===//
 //
-// Declarations generated from Passes.td: createSplatsToFillsPass(),
-// createFuseElementwisePass() and registerShardcOptimizePasses().
+// The create*Pass() functions and registerShardcOptimizePasses() that
+// Passes.td declares, and the attributes shardc-plan-buffers leaves.
 //
 //===----------------------------------------------------------------------===//
 

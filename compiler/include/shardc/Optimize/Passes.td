@@ -237,7 +237,7 @@ def OutlineLayersPass : Pass<"shardc-outline-layers", "::mlir::ModuleOp"> {
     sharding model for loops), so the partitioned step holds a copy of the
     block's forward, backward and parameter update for every layer. Left
     there, every later pass, and LLVM, works on each copy: compile time grew
-    with depth (GPT-2 small's 12 blocks 3x one block). As Flax's nn.scan and
+    with depth (bench/compile measures it against depth). As Flax's nn.scan and
     JAX's lax.scan trace the body once, this pass gives each part of each
     layer one function and calls it, and parts whose functions print alike
     share one, so the rest of the pipeline sees a layer's code once whatever
@@ -286,8 +286,7 @@ def SplitDeallocsPass : Pass<"shardc-split-deallocs", "::mlir::func::FuncOp"> {
     unrolled step's entry block holds thousands. Upstream's
     buffer-deallocation-simplification then splits off each memref that may
     alias none of the others, asking an alias analysis about every pair:
-    quadratic, 0.9 s of the 7 s GPT-2 small's 12 blocks took to compile
-    (0.02 s for one block). Without retained values (nothing a dealloc's
+    quadratic in the depth of an unrolled scan (bench/compile). Without retained values (nothing a dealloc's
     results report on), a memref whose buffer is a `memref.alloc` that no
     other memref of the dealloc views aliases none of them, so this pass
     splits those off in one walk, before the simplification, which then
@@ -388,8 +387,7 @@ def OutlineKernelsPass : Pass<"shardc-outline-kernels", "::mlir::ModuleOp"> {
     The step functions are unrolled: a scan of N blocks holds N copies of a
     block's ops (forward, gradient, update), each the same loop nest on
     other buffers. Lowered in place, every copy is lowered, optimised and
-    compiled again: GPT-2 small (12 blocks) took 52 s to an executable, 42
-    of them in LLVM. Like IREE's dispatch regions and their deduplication,
+    compiled again, most of it in LLVM (bench/compile). Like IREE's dispatch regions and their deduplication,
     this pass moves each linalg op on buffers into a private function of its
     operands (and of the values its body reads from outside, constants
     cloned in) and calls it; ops whose functions print the same (same op,
@@ -402,8 +400,8 @@ def OutlineKernelsPass : Pass<"shardc-outline-kernels", "::mlir::ModuleOp"> {
     (an `scf.for` of index arithmetic, pointers and runtime calls) are
     outlined the same way: left in the step, each one made
     convert-scf-to-cf split the step's one block in two, moving every op
-    after it, and that pass grew with the square of the depth (0.24 s of
-    GPT-2 small's 12 blocks against 0.007 s for one).
+    after it, and that pass grew with the square of the depth
+    (bench/compile).
 
     Operands from `memref.view`s of the arena have identity layouts, so the
     same op of two layers has the same types; an operand with a strided
@@ -440,12 +438,12 @@ def ExpandTanhPass : Pass<"shardc-expand-tanh", "::mlir::ModuleOp"> {
   let summary = "Expand math.tanh into exp (upstream's expansion), applied to "
                 "the tanh ops only";
   let description = [{
-    libm's tanhf goes through expm1f, 16 % of W4's step against 2 % for
-    expf, so gelu's tanh is computed from exp with upstream's expansion
+    libm's tanhf goes through expm1f, several times the cost of expf in W4's
+    step (bench/gpt), so gelu's tanh is computed from exp with upstream's expansion
     pattern (math-expand-ops{ops=tanh}). The upstream pass applies it with a
     greedy rewrite of the whole module, which also folds every op and
-    simplifies every region: 0.3 s of the 6 s GPT-2 small's 12 blocks took
-    to compile, for the few tanh ops of the kernels. This pass hands the
+    simplifies every region, a cost that grows with the step for the few
+    tanh ops of the kernels (bench/compile). This pass hands the
     tanh ops alone to the rewriter.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];

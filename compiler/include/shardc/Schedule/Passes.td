@@ -1,4 +1,4 @@
-//===- Passes.td - shardc's schedule transforms -----------*- tablegen -*-===//
+//===- Passes.td - shardc's schedule transforms ------------*- tablegen -*-===//
 //
 // What builds train_step from the functions MLIRGen emits in its place for
 // microbatches, a pipeline or a scan run as a loop, after partitioning, on
@@ -29,8 +29,7 @@ def AccumulateMicrobatchesPass : Pass<"shardc-accumulate-microbatches", "::mlir:
        reductions): one all_reduce per gradient per step, not per microbatch
        (DDP's no_sync). A reduce_scatter (FSDP's gradients) stays in the loop,
        as FSDP and ZeRO keep it: deferred, each rank would hold the sum of the
-       whole gradient instead of its shard (GPT-2 small under fsdp.rules with 2
-       microbatches: a train arena of 576 MiB instead of 417).
+       whole gradient instead of its shard (bench/memory measures the arena).
     2. Builds @train_step (the runtime's ABI: parameters, state, inputs,
        step): an scf.for over the N microbatches slices each input along its
        `shardc.microbatch_dim` (the rank's rows of microbatch k are rows

@@ -1,9 +1,7 @@
 //===- Passes.h - shardc's passes around upstream's partitioner -*- C++ -*-===//
 //
-// Declarations generated from Passes.td: createReplicateUnshardedPass(),
-// createDecomposeReshardsPass(), createDropUnitAxesPass(),
-// createSliceEarlyPass(), createFuseReduceScatterPass() and
-// registerShardcShardPasses().
+// The create*Pass() functions and registerShardcShardPasses() that
+// Passes.td declares.
 //
 //===----------------------------------------------------------------------===//
 

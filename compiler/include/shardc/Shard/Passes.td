@@ -283,9 +283,9 @@ def RegatherParametersPass
     of a function argument at the top of the function, and cse makes one
     gather serve the forward's read and the backward's: every layer's full
     weights are then live from the start of the step to the end of its
-    backward pass, the memory ZeRO-3 exists to save (GPT-2 small under
-    fsdp.rules: 566 MiB of gathered weights per rank at once, against 47 MiB
-    for one layer). As FSDP's reshard-after-forward, this pass gives each
+    backward pass, the memory ZeRO-3 exists to save (every layer's gathered
+    weights at once instead of one layer's; bench/memory measures it). As
+    FSDP's reshard-after-forward, this pass gives each
     user of an all_gather of a `parameter` argument a gather of its own,
     right before it, and drops the shared one: a full weight lives from its
     gather to its one read. The price is what FSDP pays: a parameter used
