@@ -60,8 +60,8 @@ llvm::Expected<Calibration> shardc::loadOrMeasureCalibration(const TuneOptions &
   if (!all)
     return all.takeError();
   json::Object figures{{"ranks", o.ranks}, {"hosts", o.hosts}};
-  for (const char *key :
-       {"gemm_flops_per_rank", "gemm_bf16_flops_per_rank", "elementwise_per_rank"})
+  for (const char *key : {"gemm_flops_per_rank", "gemm_bf16_flops_per_rank", "bf16_products",
+                          "elementwise_per_rank"})
     if (const json::Value *value = all->get(key))
       figures[key] = *value;
   // With one host the ranks' link is the host's; with one rank per host no group
