@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build ccache g++ pkg-config
+  clang-format             # the C++ files' style (scripts/format.sh)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libclang-rt-22-dev
   antlr4 libantlr4-runtime-dev default-jre-headless
   nlohmann-json3-dev zlib1g-dev libzip-dev libstb-dev

@@ -60,12 +60,10 @@ std::vector<float> filled(int64_t n) {
 /// One W2 step's temporaries at batch 128, in bytes: forward activations (conv1,
 /// relu, pool, padded, conv2, relu, pool, dense), then their gradients.
 const int64_t kStepBytes[] = {
-    128 * 30 * 30 * 1 * 4,  128 * 28 * 28 * 32 * 4, 128 * 28 * 28 * 32 * 4,
-    128 * 14 * 14 * 32 * 4, 128 * 16 * 16 * 32 * 4, 128 * 14 * 14 * 64 * 4,
-    128 * 14 * 14 * 64 * 4, 128 * 7 * 7 * 64 * 4,   128 * 256 * 4,
-    128 * 256 * 4,          128 * 7 * 7 * 64 * 4,    128 * 14 * 14 * 64 * 4,
-    128 * 16 * 16 * 64 * 4, 128 * 14 * 14 * 32 * 4, 128 * 28 * 28 * 32 * 4,
-    128 * 30 * 30 * 32 * 4};
+    128 * 30 * 30 * 1 * 4,  128 * 28 * 28 * 32 * 4, 128 * 28 * 28 * 32 * 4, 128 * 14 * 14 * 32 * 4,
+    128 * 16 * 16 * 32 * 4, 128 * 14 * 14 * 64 * 4, 128 * 14 * 14 * 64 * 4, 128 * 7 * 7 * 64 * 4,
+    128 * 256 * 4,          128 * 256 * 4,          128 * 7 * 7 * 64 * 4,   128 * 14 * 14 * 64 * 4,
+    128 * 16 * 16 * 64 * 4, 128 * 14 * 14 * 32 * 4, 128 * 28 * 28 * 32 * 4, 128 * 30 * 30 * 32 * 4};
 
 /// Median and first-step milliseconds of `steps` steps that allocate, write and free
 /// the step's temporaries.
@@ -166,8 +164,8 @@ int main(int argc, char **argv) {
               results);
   benchMatmul("dense1 input grad [128x256]x[3136x256]^T", false, true, 128, 3136, 256, repeats,
               results);
-  benchMatmul("dense1 weight grad [128x3136]^T x[128x256]", true, false, 3136, 256, 128,
-              repeats, results);
+  benchMatmul("dense1 weight grad [128x3136]^T x[128x256]", true, false, 3136, 256, 128, repeats,
+              results);
   benchMatmul("sgemm 1024^3", false, false, 1024, 1024, 1024, repeats, results);
 
   if (shardrt_rank() == 0) {

@@ -159,7 +159,8 @@ double medianMs(const std::function<void()> &call) {
   double t0 = nowMs();
   call();
   double once = nowMs() - t0;
-  int inner = once >= gMinSampleMs ? 1 : static_cast<int>(std::ceil(gMinSampleMs / std::max(once, 1e-4)));
+  int inner =
+      once >= gMinSampleMs ? 1 : static_cast<int>(std::ceil(gMinSampleMs / std::max(once, 1e-4)));
   std::vector<double> samples;
   for (int r = 0; r < gRepeats; ++r) {
     double start = nowMs();
@@ -182,10 +183,10 @@ struct CpuClock {
     c.wallMs = nowMs();
     if (FILE *f = std::fopen("/proc/stat", "r")) {
       unsigned long long v[8] = {};
-      if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                      &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
-        c.machine = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) /
-                    sysconf(_SC_CLK_TCK);
+      if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                      &v[4], &v[5], &v[6], &v[7]) == 8)
+        c.machine =
+            static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / sysconf(_SC_CLK_TCK);
       std::fclose(f);
     }
     rusage ru{};
@@ -240,9 +241,9 @@ struct Case {
   std::string name, kind, shape;
   double flop = 0;
   std::vector<Entry> entries;
-  std::map<std::string, Diff> relDiff; // variant -> its difference from OpenBLAS
+  std::map<std::string, Diff> relDiff;     // variant -> its difference from OpenBLAS
   std::map<std::string, std::string> impl; // variant -> implementation name
-  double othersCores = NAN;                 // cores other processes used meanwhile
+  double othersCores = NAN;                // cores other processes used meanwhile
 };
 
 std::vector<Case> gCases;
@@ -288,8 +289,9 @@ void benchGemm(const Gemm &g) {
   c.name = g.name;
   c.kind = "sgemm";
   char shape[160];
-  std::snprintf(shape, sizeof shape, "%s%lldx%lldx%lld%s%s", g.batch > 1 ? (std::to_string(g.batch) + " x ").c_str() : "",
-                (long long)g.m, (long long)g.n, (long long)g.k, g.ta ? " A^T" : "", g.tb ? " B^T" : "");
+  std::snprintf(shape, sizeof shape, "%s%lldx%lldx%lld%s%s",
+                g.batch > 1 ? (std::to_string(g.batch) + " x ").c_str() : "", (long long)g.m,
+                (long long)g.n, (long long)g.k, g.ta ? " A^T" : "", g.tb ? " B^T" : "");
   c.shape = shape;
   c.flop = 2.0 * g.m * g.n * g.k * g.batch;
   std::fprintf(stderr, "%s [%s]\n", c.name.c_str(), c.shape.c_str());
@@ -352,8 +354,8 @@ void benchGemm(const Gemm &g) {
       setThreads("onednn", t);
       auto run = [&] {
         for (int64_t i = 0; i < g.batch; ++i)
-          dnnl_sgemm(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, 1.0f, a.data() + i * sa, lda,
-                     b.data() + i * sb, ldb, 0.0f, out.data() + i * sc, ldc);
+          dnnl_sgemm(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, 1.0f, a.data() + i * sa,
+                     lda, b.data() + i * sb, ldb, 0.0f, out.data() + i * sc, ldc);
       };
       add(c, "onednn_sgemm", t, medianMs(run));
       c.relDiff["onednn_sgemm"] = maxRelDiff(out.data(), ref.data(), sc * g.batch);
@@ -426,8 +428,7 @@ Buffer padded(const float *x, int64_t n, int64_t h, int64_t w, int64_t c, int64_
 }
 
 void benchConv(const Conv &p) {
-  const int64_t n = p.n, h = p.h, w = p.w, ch = p.c, kh = p.kh, kw = p.kw, f = p.f,
-                pd = p.pad();
+  const int64_t n = p.n, h = p.h, w = p.w, ch = p.c, kh = p.kh, kw = p.kw, f = p.f, pd = p.pad();
   const int64_t hp = h + 2 * pd, wp = w + 2 * pd;
   Buffer x = randomBuffer(n * h * w * ch, 11), k = randomBuffer(kh * kw * ch * f, 12),
          dy = randomBuffer(n * h * w * f, 13);
@@ -451,7 +452,8 @@ void benchConv(const Conv &p) {
     cases[i].flop = p.flop();
   }
   auto sForward = [&](float *y) {
-    shardrt_conv2d_f32(0, n, hp, wp, ch, 0, 0, kh, kw, f, h, w, 1, 1, 1, 1, xpad.data(), k.data(), y);
+    shardrt_conv2d_f32(0, n, hp, wp, ch, 0, 0, kh, kw, f, h, w, 1, 1, 1, 1, xpad.data(), k.data(),
+                       y);
   };
   auto sFilter = [&](float *dw) {
     shardrt_conv2d_filter_grad_f32(0, n, hp, wp, ch, 0, 0, kh, kw, f, h, w, 1, 1, xpad.data(),
@@ -550,8 +552,8 @@ void benchConv(const Conv &p) {
           memory::desc desc;
           const char *name, *plain;
         };
-        auto timeConv = [&](Case &cc, const primitive &prim, const std::string &impl, Arg a,
-                            Arg b, Arg out, const Buffer &got, const Buffer &ref) {
+        auto timeConv = [&](Case &cc, const primitive &prim, const std::string &impl, Arg a, Arg b,
+                            Arg out, const Buffer &got, const Buffer &ref) {
           Port pa = port(a.user, a.desc), pb = port(b.user, b.desc), po = port(out.user, out.desc);
           toPrim(pa);
           toPrim(pb);
@@ -572,8 +574,11 @@ void benchConv(const Conv &p) {
           auto layout = [](const Arg &arg, const Port &p) {
             return std::string(arg.name) + " " + (p.same ? arg.plain : "blocked");
           };
-          add(cc, "onednn_any_noreorder", t, medianMs([&] { exec(); strm.wait(); }), false,
-              "layouts: " + layout(a, pa) + ", " + layout(b, pb) + ", " + layout(out, po));
+          add(cc, "onednn_any_noreorder", t, medianMs([&] {
+                exec();
+                strm.wait();
+              }),
+              false, "layouts: " + layout(a, pa) + ", " + layout(b, pb) + ", " + layout(out, po));
         };
         timeConv(cases[kForward], fwd, fwdPd.impl_info_str(),
                  {DNNL_ARG_SRC, xm, fwdPd.src_desc(), "src", "nhwc"},
@@ -587,8 +592,7 @@ void benchConv(const Conv &p) {
         timeConv(cases[kInput], bd, bdPd.impl_info_str(),
                  {DNNL_ARG_DIFF_DST, dym, bdPd.diff_dst_desc(), "diff_dst", "nhwc"},
                  {DNNL_ARG_WEIGHTS, km, bdPd.weights_desc(), "weights", "hwio"},
-                 {DNNL_ARG_DIFF_SRC, dxm, bdPd.diff_src_desc(), "diff_src", "nhwc"}, dxOut,
-                 dxRef);
+                 {DNNL_ARG_DIFF_SRC, dxm, bdPd.diff_src_desc(), "diff_src", "nhwc"}, dxOut, dxRef);
       }
   }
 #endif
@@ -692,8 +696,8 @@ int main(int argc, char **argv) {
   auto withBackward = [&](const std::string &name, int64_t m, int64_t n, int64_t k,
                           int64_t batch = 1) {
     gemms.push_back({name + " fwd", m, n, k, false, false, batch});
-    gemms.push_back({name + " dA", m, k, n, false, true, batch});  // dY [M,N] x B^T
-    gemms.push_back({name + " dB", k, n, m, true, false, batch});  // A^T x dY [M,N]
+    gemms.push_back({name + " dA", m, k, n, false, true, batch}); // dY [M,N] x B^T
+    gemms.push_back({name + " dB", k, n, m, true, false, batch}); // A^T x dY [M,N]
   };
   withBackward("W1 b8 1024->4096", 8, 4096, 1024);
   withBackward("W1 b8 4096->1024", 8, 1024, 4096);
@@ -707,8 +711,8 @@ int main(int argc, char **argv) {
   for (const Gemm &g : gemms)
     if (gCaseFilter.empty() || g.name.find(gCaseFilter) != std::string::npos)
       benchGemm(g);
-  for (const Conv &c : {Conv{"W2 conv1", 128, 28, 28, 1, 3, 3, 32},
-                        Conv{"W2 conv2", 128, 14, 14, 32, 3, 3, 64}})
+  for (const Conv &c :
+       {Conv{"W2 conv1", 128, 28, 28, 1, 3, 3, 32}, Conv{"W2 conv2", 128, 14, 14, 32, 3, 3, 64}})
     if (gCaseFilter.empty() || std::string(c.name).find(gCaseFilter) != std::string::npos)
       benchConv(c);
 
@@ -749,8 +753,8 @@ int main(int argc, char **argv) {
   missing += std::string(missing.empty() ? "" : ", ") + "\"blis\"";
 #endif
 #if SHARDRT_BENCH_HAVE_LIBXSMM
-  std::printf(" \"libxsmm\": {\"version\": \"%s\", \"target_arch\": \"%s\"},\n",
-              LIBXSMM_VERSION, libxsmm_get_target_arch());
+  std::printf(" \"libxsmm\": {\"version\": \"%s\", \"target_arch\": \"%s\"},\n", LIBXSMM_VERSION,
+              libxsmm_get_target_arch());
 #else
   missing += std::string(missing.empty() ? "" : ", ") + "\"libxsmm\"";
 #endif

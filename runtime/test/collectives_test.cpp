@@ -450,8 +450,8 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
     std::vector<float> wavyIn(1000), overlapped(1000), blocking(1000);
     for (int64_t i = 0; i < 1000; ++i)
       wavyIn[i] = static_cast<float>(wavy(myRank, i));
-    int64_t wavyHandle = shardrt_all_reduce_gradient_start_f32(mask, wavyIn.data(),
-                                                               overlapped.data(), 1000, SHARDRT_SUM);
+    int64_t wavyHandle = shardrt_all_reduce_gradient_start_f32(
+        mask, wavyIn.data(), overlapped.data(), 1000, SHARDRT_SUM);
     shardrt_wait(handles[1], out[1].data());
     shardrt_wait(wavyHandle, overlapped.data());
     shardrt_wait(handles[2], out[2].data());
@@ -485,16 +485,15 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
                    [&](const Shape &block, const Shape &inShape, int d, std::vector<float> &x,
                        std::vector<float> &y) {
                      int64_t h = shardrt_reduce_scatter_gradient_start_f32(
-                         mask, x.data(), y.data(), static_cast<int>(inShape.size()),
-                         inShape.data(), d, SHARDRT_SUM);
+                         mask, x.data(), y.data(), static_cast<int>(inShape.size()), inShape.data(),
+                         d, SHARDRT_SUM);
                      std::fill(x.begin(), x.end(), 1e9f);
                      shardrt_progress_gradients();
                      shardrt_wait(h, y.data());
-                     expectAll("gradient reduce_scatter in flight " + describe(inShape) +
-                                   " dim " + std::to_string(d) + how,
+                     expectAll("gradient reduce_scatter in flight " + describe(inShape) + " dim " +
+                                   std::to_string(d) + how,
                                y, [&](int64_t i) {
-                                 return scatteredSum(small, members, block, inShape, d, myIndex,
-                                                     i);
+                                 return scatteredSum(small, members, block, inShape, d, myIndex, i);
                                });
                    });
     // Two reduce-scatters and an all-reduce in flight at once, the newest waited for
@@ -513,8 +512,8 @@ void checkOverlappedGradients(uint32_t mask, const std::vector<int> &members, in
                                                              inShape.data(), 1, SHARDRT_SUM);
       int64_t h2 = shardrt_reduce_scatter_gradient_start_f32(mask, x.data(), second.data(), 2,
                                                              inShape.data(), 1, SHARDRT_SUM);
-      int64_t h3 = shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 40,
-                                                         SHARDRT_SUM);
+      int64_t h3 =
+          shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 40, SHARDRT_SUM);
       shardrt_wait(h3, sums.data());
       shardrt_wait(h2, second.data());
       shardrt_wait(h1, first.data());
@@ -604,12 +603,12 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
     x.out.resize(x.in.size() * members.size());
     for (size_t i = 0; i < x.in.size(); ++i)
       x.in[i] = wavy(myRank, int64_t(i + g));
-    x.handle = shardrt_all_gather_start_f32(mask, x.in.data(), x.out.data(),
-                                            int(x.shape.size()), x.shape.data(), x.dim);
+    x.handle = shardrt_all_gather_start_f32(mask, x.in.data(), x.out.data(), int(x.shape.size()),
+                                            x.shape.data(), x.dim);
     std::fill(x.in.begin(), x.in.end(), 1e9f);
     if (g == 2)
-      sumHandle = shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 100,
-                                                        SHARDRT_SUM);
+      sumHandle =
+          shardrt_all_reduce_gradient_start_f32(mask, terms.data(), sums.data(), 100, SHARDRT_SUM);
     shardrt_progress_gradients();
   }
   for (size_t g = gathers.size(); g-- > 0;)
@@ -619,22 +618,21 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
   shardrt_set_overlap_gradients(0);
   for (size_t g = 0; g < gathers.size(); ++g) {
     Gather &x = gathers[g];
-    const std::string what = "all_gather in flight " + describe(x.shape) + " dim " +
-                             std::to_string(x.dim) + axes;
+    const std::string what =
+        "all_gather in flight " + describe(x.shape) + " dim " + std::to_string(x.dim) + axes;
     ++checks;
     if ((members.size() > 1) != (x.handle > 0) && ++failures <= 10)
-      std::fprintf(stderr, "rank %d: %s: handle %lld for a group of %zu\n", myRank,
-                   what.c_str(), static_cast<long long>(x.handle), members.size());
+      std::fprintf(stderr, "rank %d: %s: handle %lld for a group of %zu\n", myRank, what.c_str(),
+                   static_cast<long long>(x.handle), members.size());
     for (size_t i = 0; i < x.in.size(); ++i)
       x.in[i] = wavy(myRank, int64_t(i + g));
     std::vector<float> atOnce(x.out.size());
-    shardrt_all_gather_f32(mask, x.in.data(), atOnce.data(), int(x.shape.size()),
-                           x.shape.data(), x.dim);
+    shardrt_all_gather_f32(mask, x.in.data(), atOnce.data(), int(x.shape.size()), x.shape.data(),
+                           x.dim);
     ++checks;
     if (std::memcmp(atOnce.data(), x.out.data(), atOnce.size() * sizeof(float)) != 0 &&
         ++failures <= 10)
-      std::fprintf(stderr, "rank %d: %s differs from the blocking gather\n", myRank,
-                   what.c_str());
+      std::fprintf(stderr, "rank %d: %s differs from the blocking gather\n", myRank, what.c_str());
   }
   expectAll("all_reduce in flight between gathers" + axes, sums, [&](int64_t) {
     int64_t sum = 0;
@@ -659,8 +657,7 @@ void checkPrefetchedGathers(uint32_t mask, const std::vector<int> &members) {
                                                 int(x.shape.size()), x.shape.data(), x.dim);
   shardrt_wait(handle, x.out.data());
   shardrt_set_prefetch_weights(SHARDRT_PREFETCH_OFF);
-  expectEqual("auto gather in flight" + axes + " (1: on several hosts)", handle > 0,
-              spansHosts);
+  expectEqual("auto gather in flight" + axes + " (1: on several hosts)", handle > 0, spansHosts);
 }
 
 } // namespace

@@ -110,9 +110,9 @@ void printArray(const ArrayPlan &plan) {
 }
 
 bool parseType(const std::string &name, ElementType &type) {
-  for (ElementType candidate : {ElementType::U8, ElementType::U16, ElementType::U32,
-                                ElementType::I32, ElementType::I64, ElementType::F32,
-                                ElementType::F64})
+  for (ElementType candidate :
+       {ElementType::U8, ElementType::U16, ElementType::U32, ElementType::I32, ElementType::I64,
+        ElementType::F32, ElementType::F64})
     if (name == elementTypeName(candidate)) {
       type = candidate;
       return true;
@@ -148,9 +148,9 @@ int main(int argc, char **argv) {
         return usage();
       printArray(openTokens(args[1], type));
     } else if (format == "images" && args.size() == 5) {
-      const ImageFolderPlan plan = openImageFolder(args[1], std::atoll(args[2].c_str()),
-                                                   std::atoll(args[3].c_str()),
-                                                   std::atoll(args[4].c_str()));
+      const ImageFolderPlan plan =
+          openImageFolder(args[1], std::atoll(args[2].c_str()), std::atoll(args[3].c_str()),
+                          std::atoll(args[4].c_str()));
       std::string classes;
       for (const std::string &name : plan.classes)
         classes += (classes.empty() ? "" : ", ") + name;

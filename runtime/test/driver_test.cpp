@@ -192,7 +192,6 @@ const char *const kStackManifest = R"({
   ]}
 })";
 
-
 // LAYER_PARAMS and LAYER_INPUTS are replaced by three copies of these, for layers 0, 1, 2.
 const char *const kLayerParams = R"(
     {"name": "blocks.W", "dtype": "f32", "global_shape": [3, 4, 8], "layer": LAYER,

@@ -69,8 +69,8 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
   for (size_t i = 0; i < got.size(); ++i)
     if (!(std::fabs(got[i] - want[i]) <= tolerance)) {
       ++failures;
-      std::fprintf(stderr, "FAILED: %s: element %zu is %g, expected %g\n", what.c_str(), i,
-                   got[i], want[i]);
+      std::fprintf(stderr, "FAILED: %s: element %zu is %g, expected %g\n", what.c_str(), i, got[i],
+                   want[i]);
       return;
     }
 }
@@ -141,14 +141,16 @@ void checkBatchedMatmul(int64_t batch, int64_t heads, int64_t seq, int64_t dim, 
   expectClose(scores, widen(perProduct), dim, "batched matmul, " + shape);
 
   const int64_t products = batch * heads;
-  std::vector<float> v = randomVector(products * seq * dim), out = randomVector(products * seq * dim);
+  std::vector<float> v = randomVector(products * seq * dim),
+                     out = randomVector(products * seq * dim);
   std::vector<float> outPerProduct = out;
   shardrt_batched_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim, 1, products, 0,
                              seq * seq, 0, seq * dim, 0, seq * dim, scores.data(), v.data(),
                              out.data());
   for (int64_t p = 0; p < products; ++p)
-    shardrt_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim, scores.data() + p * seq * seq,
-                       v.data() + p * seq * dim, outPerProduct.data() + p * seq * dim);
+    shardrt_matmul_f32(accumulate, 0, 0, seq, dim, seq, seq, dim, dim,
+                       scores.data() + p * seq * seq, v.data() + p * seq * dim,
+                       outPerProduct.data() + p * seq * dim);
   expectClose(out, widen(outPerProduct), seq, "batched matmul (one batch dimension), " + shape);
 }
 
@@ -167,9 +169,10 @@ std::vector<uint16_t> bf16Bits(const std::vector<float> &v) {
 /// f32 ones on the same values: a product of a transposed, strided a and b, and
 /// attention's scores over a [batch, seq, heads, dim] layout.
 void checkBf16OperandEntries(bool accumulate) {
-  const std::tuple<int64_t, int64_t, int64_t, bool, bool> shapes[] = {
-      {7, 5, 3, false, false}, {40, 33, 65, true, false}, {33, 40, 48, false, true},
-      {1, 1, 1, true, true}};
+  const std::tuple<int64_t, int64_t, int64_t, bool, bool> shapes[] = {{7, 5, 3, false, false},
+                                                                      {40, 33, 65, true, false},
+                                                                      {33, 40, 48, false, true},
+                                                                      {1, 1, 1, true, true}};
   for (auto [m, n, k, ta, tb] : shapes) {
     const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1;
     std::vector<float> a = randomVector((ta ? k : m) * lda), b = randomVector((tb ? n : k) * ldb);
@@ -233,14 +236,14 @@ void checkConv(const Conv &p, bool accumulate = true) {
           for (int64_t a = 0; a < p.kh; ++a)
             for (int64_t b = 0; b < p.kw; ++b)
               for (int64_t c = 0; c < p.c; ++c)
-                sum += double(x[((n * p.h + i * p.sh + a * p.dh) * p.w + j * p.sw + b * p.dw) *
-                                    p.c +
-                                c]) *
-                       k[((a * p.kw + b) * p.c + c) * p.f + f];
+                sum +=
+                    double(x[((n * p.h + i * p.sh + a * p.dh) * p.w + j * p.sw + b * p.dw) * p.c +
+                             c]) *
+                    k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * oh + i) * ow + j) * p.f + f] += sum;
         }
-  conv2d()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
-                     p.dh, p.dw, x.data(), k.data(), y.data());
+  conv2d()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh, p.dw,
+           x.data(), k.data(), y.data());
   expectClose(y, want, p.kh * p.kw * p.c, "conv2d " + p.name() + mode(accumulate));
 }
 
@@ -262,8 +265,8 @@ void checkFilterGrad(const Conv &p, bool accumulate = true) {
                        dy[((n * oh + i) * ow + j) * p.f + f];
           want[((a * p.kw + b) * p.c + c) * p.f + f] += sum;
         }
-  conv2dFilterGrad()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow,
-                                 p.sh, p.sw, x.data(), dy.data(), dw.data());
+  conv2dFilterGrad()(accumulate, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+                     x.data(), dy.data(), dw.data());
   expectClose(dw, want, p.n * oh * ow, "filter grad " + p.name() + mode(accumulate));
 }
 
@@ -282,13 +285,13 @@ void checkInputGrad(const Conv &p, bool accumulate = true) {
           for (int64_t a = 0; a < p.kh; ++a)
             for (int64_t b = 0; b < p.kw; ++b)
               for (int64_t f = 0; f < p.f; ++f)
-                sum += double(dyp[((n * hq + i - a + p.kh - 1) * wq + j - b + p.kw - 1) * p.f +
-                                  f]) *
-                       k[((a * p.kw + b) * p.c + c) * p.f + f];
+                sum +=
+                    double(dyp[((n * hq + i - a + p.kh - 1) * wq + j - b + p.kw - 1) * p.f + f]) *
+                    k[((a * p.kw + b) * p.c + c) * p.f + f];
           want[((n * p.h + i) * p.w + j) * p.c + c] += sum;
         }
-  conv2dInputGrad()(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
-                                dyp.data(), k.data(), dx.data());
+  conv2dInputGrad()(accumulate, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(),
+                    k.data(), dx.data());
   expectClose(dx, want, p.kh * p.kw * p.f, "input grad " + p.name() + mode(accumulate));
 }
 
@@ -306,10 +309,10 @@ void checkInputGradIsAdjoint(const Conv &p) {
         for (int64_t f = 0; f < p.f; ++f)
           dyp[((n * hq + i * p.sh + p.kh - 1) * wq + j * p.sw + p.kw - 1) * p.f + f] =
               dy[((n * oh + i) * ow + j) * p.f + f];
-  conv2d()(true, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1,
-                     x.data(), k.data(), y.data());
-  conv2dInputGrad()(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(),
-                                k.data(), dx.data());
+  conv2d()(true, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, 1, 1, x.data(),
+           k.data(), y.data());
+  conv2dInputGrad()(true, p.n, p.h, p.w, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(), k.data(),
+                    dx.data());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < y.size(); ++i)
     lhs += double(y[i]) * dy[i];
@@ -322,11 +325,11 @@ void checkInputGradIsAdjoint(const Conv &p) {
 /// The kernels reading an unpadded input with pads give the bits they give on the
 /// input padded with zeros beforehand: `top` rows and `left` columns in front,
 /// `bottom` and `right` behind (the conv's [h, w] is the padded size).
-void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bottom,
-                          int64_t right) {
+void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bottom, int64_t right) {
   const int64_t h = p.h - top - bottom, w = p.w - left - right, oh = p.oh(), ow = p.ow();
   std::vector<float> x = randomVector(p.n * h * w * p.c), xpad(p.n * p.h * p.w * p.c, 0.0f),
-                     k = randomVector(p.kh * p.kw * p.c * p.f), dy = randomVector(p.n * oh * ow * p.f);
+                     k = randomVector(p.kh * p.kw * p.c * p.f),
+                     dy = randomVector(p.n * oh * ow * p.f);
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t i = 0; i < h; ++i)
       std::copy_n(&x[((n * h + i) * w) * p.c], w * p.c,
@@ -335,32 +338,31 @@ void checkImplicitPadding(const Conv &p, int64_t top, int64_t left, int64_t bott
                            std::to_string(left) + "," + std::to_string(bottom) + "," +
                            std::to_string(right);
   std::vector<float> y(p.n * oh * ow * p.f), yWant(y.size());
-  conv2d()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
-                     p.dw, xpad.data(), k.data(), yWant.data());
-  conv2d()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh,
-                     p.dw, x.data(), k.data(), y.data());
+  conv2d()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh, p.dw,
+           xpad.data(), k.data(), yWant.data());
+  conv2d()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw, p.dh, p.dw,
+           x.data(), k.data(), y.data());
   expectEqual(y, yWant, "conv2d reads its padding as zeros, " + what);
   if (p.dh == 1 && p.dw == 1) {
     std::vector<float> dw(k.size()), dwWant(k.size());
-    conv2dFilterGrad()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh,
-                                   p.sw, xpad.data(), dy.data(), dwWant.data());
-    conv2dFilterGrad()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh,
-                                   p.sw, x.data(), dy.data(), dw.data());
+    conv2dFilterGrad()(false, p.n, p.h, p.w, p.c, 0, 0, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+                       xpad.data(), dy.data(), dwWant.data());
+    conv2dFilterGrad()(false, p.n, h, w, p.c, top, left, p.kh, p.kw, p.f, oh, ow, p.sh, p.sw,
+                       x.data(), dy.data(), dw.data());
     expectEqual(dw, dwWant, "filter grad reads its padding as zeros, " + what);
   }
   // The input gradient's dyp [N, OH+KH-1, OW+KW-1, F] around dy at (top, left).
   if (top <= p.kh - 1 && left <= p.kw - 1) {
     const int64_t hq = oh + p.kh - 1, wq = ow + p.kw - 1;
-    std::vector<float> dyp(p.n * hq * wq * p.f, 0.0f), dx(p.n * oh * ow * p.c),
-        dxWant(dx.size());
+    std::vector<float> dyp(p.n * hq * wq * p.f, 0.0f), dx(p.n * oh * ow * p.c), dxWant(dx.size());
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < oh; ++i)
         std::copy_n(&dy[((n * oh + i) * ow) * p.f], ow * p.f,
                     &dyp[((n * hq + i + top) * wq + left) * p.f]);
-    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0,
-                                  dyp.data(), k.data(), dxWant.data());
-    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh, ow, top, left,
-                                  dy.data(), k.data(), dx.data());
+    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, hq, wq, 0, 0, dyp.data(), k.data(),
+                      dxWant.data());
+    conv2dInputGrad()(false, p.n, oh, ow, p.c, p.kh, p.kw, p.f, oh, ow, top, left, dy.data(),
+                      k.data(), dx.data());
     expectEqual(dx, dxWant, "input grad reads its padding as zeros, " + what);
   }
 }
@@ -473,9 +475,9 @@ void checkProducts() {
 void checkConvolutions() {
   //                 n   h   w   c kh kw   f sh sw dh dw
   const Conv convs[] = {{2, 7, 7, 3, 3, 3, 4, 1, 1, 1, 1},
-                        {3, 9, 8, 1, 3, 3, 5, 2, 2, 1, 1},   // C=1, stride 2, h != w
-                        {2, 8, 11, 4, 2, 3, 6, 2, 1, 1, 1},  // non-square kernel, mixed strides
-                        {1, 6, 6, 2, 1, 1, 3, 1, 1, 1, 1},   // 1x1
+                        {3, 9, 8, 1, 3, 3, 5, 2, 2, 1, 1},    // C=1, stride 2, h != w
+                        {2, 8, 11, 4, 2, 3, 6, 2, 1, 1, 1},   // non-square kernel, mixed strides
+                        {1, 6, 6, 2, 1, 1, 3, 1, 1, 1, 1},    // 1x1
                         {2, 30, 30, 1, 3, 3, 32, 1, 1, 1, 1}, // W2's conv1, 2 images
                         {8, 40, 40, 8, 3, 3, 5, 1, 1, 1, 1},  // 2 uneven im2col chunks
                         {2, 9, 9, 16, 3, 3, 8, 1, 1, 1, 1},   // 16 channels: oneDNN's forward

@@ -331,8 +331,8 @@ void checkNormalAgainstLibm() {
       farther += std::nextafter(libm, ours) != ours;
     }
   }
-  expect(farther == 0, "normal01 within one ulp of libm's Box-Muller (" +
-                           std::to_string(farther) + " farther)");
+  expect(farther == 0,
+         "normal01 within one ulp of libm's Box-Muller (" + std::to_string(farther) + " farther)");
   expect(differ <= draws / 100000, "normal01 equals libm's Box-Muller but for a few in 1e5 (" +
                                        std::to_string(differ) + " differ)");
   std::printf("prng: normal01 against libm's log and cos: %lld of %lld draws one ulp apart\n",

@@ -5,8 +5,8 @@
 //
 //   gemm_flops_per_rank    the runtime's own f32 products (shardrt_matmul_f32: oneDNN's
 //                          matmul at these sizes, one thread per rank, set up as a
-//                          compiled program's main sets it up), every rank at once, 2 M N K per call: "gemm" per size
-//                          (256^3, 512^3), the 512^3 figure the headline
+//                          compiled program's main sets it up), every rank at once, 2 M N K per
+//                          call: "gemm" per size (256^3, 512^3), the 512^3 figure the headline
 //   gemm_bf16_flops_per_rank
 //                          the same for the products a program holds in bfloat16
 //                          (shardrt_matmul_bf16: oneDNN's bf16 matmul, f32 accumulation;
@@ -31,9 +31,9 @@
 // holds before its own memory (what shardc --report adds to the program's figures as
 // "process"): {"ranks": N, "process_resident_bytes": B, "onednn_resident_bytes": C},
 // C what its first oneDNN convolutions and products add (onednnResidentBytes), B the
-// largest rank's resident memory once MPI, the runtime and OpenBLAS's work buffer are set up and a few
-// collectives have run (MPI's buffers, the runtime's scratch at its first size), as a
-// compiled program's first step finds them. The build runs it (runtime/CMakeLists.txt).
+// largest rank's resident memory once MPI, the runtime and OpenBLAS's work buffer are set up and a
+// few collectives have run (MPI's buffers, the runtime's scratch at its first size), as a compiled
+// program's first step finds them. The build runs it (runtime/CMakeLists.txt).
 //
 // Every sample is the slowest rank's (a step waits for it): the ranks meet, a batch of calls
 // lasting at least a few tens of milliseconds, the most of the ranks' times. After one
@@ -132,9 +132,9 @@ Fit fitRelative(const std::vector<std::pair<double, double>> &sentAndSeconds) {
   // of its time being bytes.
   if (fit.secondsPerByte > 0 && fit.latency >= 0)
     return fit;
-  auto [smallest, largest] = std::minmax_element(
-      sentAndSeconds.begin(), sentAndSeconds.end(),
-      [](const auto &a, const auto &b) { return a.first < b.first; });
+  auto [smallest, largest] =
+      std::minmax_element(sentAndSeconds.begin(), sentAndSeconds.end(),
+                          [](const auto &a, const auto &b) { return a.first < b.first; });
   fit.latency = smallest->second;
   fit.secondsPerByte =
       std::max(largest->second - fit.latency, largest->second / 2) / largest->first;
@@ -207,15 +207,14 @@ int usage(std::FILE *to, int status) {
   const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!rank || !std::strcmp(rank, "0"))
     std::fprintf(
-        to,
-        "usage: mpirun -np N shardrt-calibrate\n\n"
-        "Measures this machine with N ranks running at once, as a compiled program runs\n"
-        "(one BLAS thread per rank): the runtime's sgemm rate per rank (256^3 and 512^3),\n"
-        "a streaming loop's rate, and shardrt_all_reduce_f32 over all N ranks at 4 KiB,\n"
-        "64 KiB, 1 MiB and 8 MiB, fitted as latency + bytes sent / bandwidth. Prints one\n"
-        "JSON object on rank 0's stdout (what shardc tune's cost model reads).\n\n"
-        "--process-memory: prints instead what a rank holds before a compiled program's\n"
-        "own memory (MPI, the runtime, the libraries' code), as shardc --report counts it.\n");
+        to, "usage: mpirun -np N shardrt-calibrate\n\n"
+            "Measures this machine with N ranks running at once, as a compiled program runs\n"
+            "(one BLAS thread per rank): the runtime's sgemm rate per rank (256^3 and 512^3),\n"
+            "a streaming loop's rate, and shardrt_all_reduce_f32 over all N ranks at 4 KiB,\n"
+            "64 KiB, 1 MiB and 8 MiB, fitted as latency + bytes sent / bandwidth. Prints one\n"
+            "JSON object on rank 0's stdout (what shardc tune's cost model reads).\n\n"
+            "--process-memory: prints instead what a rank holds before a compiled program's\n"
+            "own memory (MPI, the runtime, the libraries' code), as shardc --report counts it.\n");
   return status;
 }
 
@@ -296,8 +295,8 @@ int main(int argc, char **argv) {
   std::string reduceSamples;
   std::vector<std::pair<double, double>> sentAndSeconds;
   if (ranks > 1)
-    for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20,
-                          int64_t(8) << 20}) {
+    for (int64_t bytes :
+         {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(8) << 20}) {
       const int64_t count = bytes / int64_t(sizeof(float));
       std::vector<float> buffer(count, 1.0f);
       const double seconds = secondsPerCall(
@@ -325,8 +324,7 @@ int main(int argc, char **argv) {
                 "\"elementwise_per_rank\": %s, \"all_reduce\": [%s], \"latency_seconds\": %s, "
                 "\"bandwidth_bytes_per_second\": %s, \"blas\": \"%s\"}\n",
                 ranks, number(gemmHeadline).c_str(), gemmSamples.c_str(),
-                number(gemmBf16Headline).c_str(), gemmBf16Samples.c_str(),
-                shardrt_bf16_products(),
+                number(gemmBf16Headline).c_str(), gemmBf16Samples.c_str(), shardrt_bf16_products(),
                 number(elementwise).c_str(), reduceSamples.c_str(), latency.c_str(),
                 bandwidth.c_str(), shardrt::blasConfig().c_str());
     std::fflush(stdout);

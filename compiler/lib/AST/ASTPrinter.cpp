@@ -39,8 +39,8 @@ public:
   static std::string args(const std::vector<Argument> &args) {
     std::string out;
     for (const auto &a : args)
-      out += (out.empty() ? "" : ", ") + (a.name.empty() ? "" : a.name + " = ") +
-             printExpr(*a.value);
+      out +=
+          (out.empty() ? "" : ", ") + (a.name.empty() ? "" : a.name + " = ") + printExpr(*a.value);
     return out;
   }
 
@@ -113,8 +113,7 @@ private:
 
 } // namespace
 
-void shardc::printAST(const ModuleAST &module, llvm::SourceMgr &sourceMgr,
-                      llvm::raw_ostream &os) {
+void shardc::printAST(const ModuleAST &module, llvm::SourceMgr &sourceMgr, llvm::raw_ostream &os) {
   Printer(sourceMgr, os).module(module);
 }
 

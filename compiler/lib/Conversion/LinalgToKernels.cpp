@@ -64,11 +64,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCalls.h"
 #include "shardc/Conversion/Passes.h"
 #include "shardc/IR/Attributes.h"
 #include "shardc/Support/MultiplyAccumulate.h"
 #include "shardrt/scratch_regions.h"
-#include "RuntimeCalls.h"
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -133,9 +133,7 @@ bool isDenseF32(Value v) {
          memref::isStaticShapeAndContiguousRowMajor(type);
 }
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<MemRefType>(v.getType()).getShape();
-}
+ArrayRef<int64_t> shapeOf(Value v) { return cast<MemRefType>(v.getType()).getShape(); }
 
 /// One coefficient per loop, then the constant: a map result as a linear form.
 using LinearForm = SmallVector<int64_t>;
@@ -144,15 +142,13 @@ std::optional<LinearForm> getLinearForm(AffineExpr expr, unsigned numLoops) {
   LinearForm form;
   // Without symbols, anything past the loops and the constant is a floordiv
   // or mod.
-  if (failed(getFlattenedAffineExpr(expr, numLoops, 0, &form)) ||
-      form.size() != numLoops + 1)
+  if (failed(getFlattenedAffineExpr(expr, numLoops, 0, &form)) || form.size() != numLoops + 1)
     return std::nullopt;
   return form;
 }
 
 /// The form sum(coefficient * loop) + constant.
-LinearForm makeForm(unsigned numLoops,
-                    ArrayRef<std::pair<unsigned, int64_t>> terms,
+LinearForm makeForm(unsigned numLoops, ArrayRef<std::pair<unsigned, int64_t>> terms,
                     int64_t constant = 0) {
   LinearForm form(numLoops + 1, 0);
   for (auto [loop, coefficient] : terms)
@@ -162,9 +158,7 @@ LinearForm makeForm(unsigned numLoops,
 }
 
 /// The form of a map result that is just `loop`.
-LinearForm loopForm(unsigned numLoops, unsigned loop) {
-  return makeForm(numLoops, {{loop, 1}});
-}
+LinearForm loopForm(unsigned numLoops, unsigned loop) { return makeForm(numLoops, {{loop, 1}}); }
 
 /// Whether `map`'s results have exactly the given forms.
 bool hasForms(AffineMap map, ArrayRef<LinearForm> forms) {
@@ -196,8 +190,7 @@ bool hasIterators(linalg::LinalgOp op, unsigned parallel, unsigned reduction) {
   if (iterators.size() != parallel + reduction)
     return false;
   for (auto [i, it] : llvm::enumerate(iterators))
-    if (it != (i < parallel ? utils::IteratorType::parallel
-                            : utils::IteratorType::reduction))
+    if (it != (i < parallel ? utils::IteratorType::parallel : utils::IteratorType::reduction))
       return false;
   return true;
 }
@@ -234,8 +227,7 @@ struct Operand {
 
   /// The stride of `group` flattened in this operand, if it flattens with its
   /// loops in the group's order.
-  std::optional<int64_t> groupStride(const LoopGroup &group,
-                                     ArrayRef<int64_t> sizes) const {
+  std::optional<int64_t> groupStride(const LoopGroup &group, ArrayRef<int64_t> sizes) const {
     for (auto [outer, inner] : llvm::zip(group.loops, ArrayRef(group.loops).drop_front()))
       if (strideOf(outer) != strideOf(inner) * sizes[inner])
         return std::nullopt;
@@ -250,10 +242,8 @@ struct MatrixLayout {
   int64_t ld;
 };
 
-std::optional<MatrixLayout> matrixLayout(const Operand &operand,
-                                         const LoopGroup &rows,
-                                         const LoopGroup &cols,
-                                         ArrayRef<int64_t> sizes) {
+std::optional<MatrixLayout> matrixLayout(const Operand &operand, const LoopGroup &rows,
+                                         const LoopGroup &cols, ArrayRef<int64_t> sizes) {
   std::optional<int64_t> rowStride = operand.groupStride(rows, sizes),
                          colStride = operand.groupStride(cols, sizes);
   if (!rowStride || !colStride)
@@ -270,8 +260,7 @@ Type elementOf(Value v) { return cast<MemRefType>(v.getType()).getElementType();
 
 /// Form a (step 2).
 std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
-  if (!isMultiplyAccumulate(op) ||
-      !llvm::all_of(op->getOperandTypes(), llvm::IsaPred<MemRefType>))
+  if (!isMultiplyAccumulate(op) || !llvm::all_of(op->getOperandTypes(), llvm::IsaPred<MemRefType>))
     return std::nullopt;
   // f32 operands, or bf16 ones (shardc-matmul-operands-bf16); an f32 result.
   Type element = elementOf(op->getOperand(0));
@@ -297,18 +286,17 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
   };
   // A group's loops in the order the first operand that has them lays them out.
   auto orderBy = [&](LoopGroup &group, const Operand &operand) {
-    llvm::sort(group.loops, [&](unsigned x, unsigned y) {
-      return operand.strideOf(x) > operand.strideOf(y);
-    });
+    llvm::sort(group.loops,
+               [&](unsigned x, unsigned y) { return operand.strideOf(x) > operand.strideOf(y); });
   };
   for (unsigned loop = 0; loop < sizes.size(); ++loop) {
     bool reduction = iterators[loop] == utils::IteratorType::reduction;
     unsigned where = has(0, loop) | has(1, loop) << 1 | has(2, loop) << 2;
-    LoopGroup *group = !reduction && where == 0b111 ? &batch
-                     : !reduction && where == 0b101 ? &m
-                     : !reduction && where == 0b110 ? &n
-                     : reduction && where == 0b011  ? &k
-                                                    : nullptr;
+    LoopGroup *group = !reduction && where == 0b111   ? &batch
+                       : !reduction && where == 0b101 ? &m
+                       : !reduction && where == 0b110 ? &n
+                       : reduction && where == 0b011  ? &k
+                                                      : nullptr;
     if (!group)
       return std::nullopt;
     group->loops.push_back(loop);
@@ -336,18 +324,15 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
     bm->transposed = !bm->transposed;
   }
   KernelCall call{b.getStringAttr("shardrt_matmul_" + precision).getValue(),
-                  {b.getI32IntegerAttr(a->transposed),
-                   b.getI32IntegerAttr(bm->transposed), b.getI64IntegerAttr(rows),
-                   b.getI64IntegerAttr(cols), b.getI64IntegerAttr(k.size),
-                   b.getI64IntegerAttr(a->ld), b.getI64IntegerAttr(bm->ld),
-                   b.getI64IntegerAttr(c->ld)},
-                  {operands[first].buffer, operands[second].buffer,
-                   operands[2].buffer}};
+                  {b.getI32IntegerAttr(a->transposed), b.getI32IntegerAttr(bm->transposed),
+                   b.getI64IntegerAttr(rows), b.getI64IntegerAttr(cols),
+                   b.getI64IntegerAttr(k.size), b.getI64IntegerAttr(a->ld),
+                   b.getI64IntegerAttr(bm->ld), b.getI64IntegerAttr(c->ld)},
+                  {operands[first].buffer, operands[second].buffer, operands[2].buffer}};
   for (unsigned loop : batch.loops)
     if (sizes[loop] != 1)
       call.batch.push_back({sizes[loop],
-                            {operands[first].strideOf(loop),
-                             operands[second].strideOf(loop),
+                            {operands[first].strideOf(loop), operands[second].strideOf(loop),
                              operands[2].strideOf(loop)}});
   if (call.batch.empty())
     return call;
@@ -361,14 +346,13 @@ std::optional<KernelCall> matchContraction(linalg::LinalgOp op, Builder &b) {
   call.function = b.getStringAttr("shardrt_batched_matmul_" + precision).getValue();
   call.scalars.append({b.getI64IntegerAttr(outer.size), b.getI64IntegerAttr(inner.size)});
   for (unsigned operand = 0; operand < 3; ++operand)
-    call.scalars.append({b.getI64IntegerAttr(outer.strides[operand]),
-                         b.getI64IntegerAttr(inner.strides[operand])});
+    call.scalars.append(
+        {b.getI64IntegerAttr(outer.strides[operand]), b.getI64IntegerAttr(inner.strides[operand])});
   return call;
 }
 
 SmallVector<IntegerAttr> i64Attrs(Builder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(values,
-                             [&](int64_t v) { return b.getI64IntegerAttr(v); });
+  return llvm::map_to_vector(values, [&](int64_t v) { return b.getI64IntegerAttr(v); });
 }
 
 /// A convolution entry of the runtime: `shardrt_conv2d_` + `kind` + its precision.
@@ -382,17 +366,17 @@ std::optional<KernelCall> matchConv(linalg::Conv2DNhwcHwcfOp op, Builder &b, boo
   ArrayRef<int64_t> xs = shapeOf(x), ks = shapeOf(k), ys = shapeOf(y);
   auto strides = llvm::to_vector(op.getStrides().getValues<int64_t>());
   auto dilations = llvm::to_vector(op.getDilations().getValues<int64_t>());
-  return KernelCall{
-      convEntry(b, "", productsInBf16),
-      i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, ks[0], ks[1], ks[3], ys[1],
-                   ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
-      {x, k, y},
-      {},
-      KernelCall::PaddedInput{1, 2, 4, 5},
-      [productsInBf16](ArrayRef<int64_t> s) {
-        return shardrt::conv2dScratchBytes(productsInBf16, s[0], s[1], s[2], s[3], s[4], s[5],
-                                           s[6], s[7], s[9], s[10], s[11], s[12], s[13], s[14]);
-      }};
+  return KernelCall{convEntry(b, "", productsInBf16),
+                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, ks[0], ks[1], ks[3], ys[1],
+                                 ys[2], strides[0], strides[1], dilations[0], dilations[1]}),
+                    {x, k, y},
+                    {},
+                    KernelCall::PaddedInput{1, 2, 4, 5},
+                    [productsInBf16](ArrayRef<int64_t> s) {
+                      return shardrt::conv2dScratchBytes(productsInBf16, s[0], s[1], s[2], s[3],
+                                                         s[4], s[5], s[6], s[7], s[9], s[10], s[11],
+                                                         s[12], s[13], s[14]);
+                    }};
 }
 
 /// Form c.
@@ -404,8 +388,7 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b, bool 
     return std::nullopt;
   // The strides, read off the map of xpad and checked by hasForms below.
   auto stride = [&](unsigned result, unsigned outLoop) -> int64_t {
-    std::optional<LinearForm> form =
-        getLinearForm(maps[0].getResult(result), 7);
+    std::optional<LinearForm> form = getLinearForm(maps[0].getResult(result), 7);
     return form ? (*form)[outLoop] : 0;
   };
   int64_t sh = stride(1, 5), sw = stride(2, 6);
@@ -414,19 +397,18 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b, bool 
                           makeForm(7, {{6, sw}, {1, 1}}), loopForm(7, 2)}) ||
       !hasLoops(maps[1], {4, 5, 6, 3}) || !hasLoops(maps[2], {0, 1, 2, 3}))
     return std::nullopt;
-  Value xpad = op.getDpsInputs()[0], dy = op.getDpsInputs()[1],
-        dw = op.getDpsInits()[0];
+  Value xpad = op.getDpsInputs()[0], dy = op.getDpsInputs()[1], dw = op.getDpsInits()[0];
   ArrayRef<int64_t> xs = shapeOf(xpad), dys = shapeOf(dy), dws = shapeOf(dw);
   return KernelCall{convEntry(b, "filter_grad_", productsInBf16),
-                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, dws[0],
-                                 dws[1], dws[3], dys[1], dys[2], sh, sw}),
+                    i64Attrs(b, {xs[0], xs[1], xs[2], xs[3], 0, 0, dws[0], dws[1], dws[3], dys[1],
+                                 dys[2], sh, sw}),
                     {xpad, dy, dw},
                     {},
                     KernelCall::PaddedInput{1, 2, 4, 5},
                     [](ArrayRef<int64_t> s) {
-                      return shardrt::conv2dFilterGradScratchBytes(
-                          s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[9], s[10], s[11],
-                          s[12]);
+                      return shardrt::conv2dFilterGradScratchBytes(s[0], s[1], s[2], s[3], s[4],
+                                                                   s[5], s[6], s[7], s[9], s[10],
+                                                                   s[11], s[12]);
                     }};
 }
 
@@ -434,8 +416,7 @@ std::optional<KernelCall> matchFilterGrad(linalg::LinalgOp op, Builder &b, bool 
 std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b, bool productsInBf16) {
   if (!hasIterators(op, 4, 3) || !isMultiplyAccumulate(op))
     return std::nullopt;
-  Value dyp = op.getDpsInputs()[0], w = op.getDpsInputs()[1],
-        dx = op.getDpsInits()[0];
+  Value dyp = op.getDpsInputs()[0], w = op.getDpsInputs()[1], dx = op.getDpsInits()[0];
   ArrayRef<int64_t> dyps = shapeOf(dyp), ws = shapeOf(w), dxs = shapeOf(dx);
   if (dyps.size() != 4 || ws.size() != 4 || dxs.size() != 4)
     return std::nullopt;
@@ -443,15 +424,13 @@ std::optional<KernelCall> matchInputGrad(linalg::LinalgOp op, Builder &b, bool p
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   // The kernel reads dyp [N, H+KH-1, W+KW-1, F] densely.
   if (dyps[1] != dxs[1] + kh - 1 || dyps[2] != dxs[2] + kw - 1 ||
-      !hasForms(maps[0],
-                {loopForm(7, 0), makeForm(7, {{1, 1}, {4, -1}}, kh - 1),
-                 makeForm(7, {{2, 1}, {5, -1}}, kw - 1), loopForm(7, 6)}) ||
+      !hasForms(maps[0], {loopForm(7, 0), makeForm(7, {{1, 1}, {4, -1}}, kh - 1),
+                          makeForm(7, {{2, 1}, {5, -1}}, kw - 1), loopForm(7, 6)}) ||
       !hasLoops(maps[1], {4, 5, 3, 6}) || !hasLoops(maps[2], {0, 1, 2, 3}))
     return std::nullopt;
   return KernelCall{
       convEntry(b, "input_grad_", productsInBf16),
-      i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3], dyps[1],
-                   dyps[2], 0, 0}),
+      i64Attrs(b, {dxs[0], dxs[1], dxs[2], dxs[3], kh, kw, ws[3], dyps[1], dyps[2], 0, 0}),
       {dyp, w, dx},
       {},
       KernelCall::PaddedInput{7, 8, 9, 10},
@@ -574,8 +553,7 @@ Value pointerRoot(Value pointer) {
 /// argument (two may alias: a parameter and its update share a buffer).
 bool mayWrite(Operation *op, Value root) {
   auto mayAlias = [&](Value written) {
-    return !written || written == root ||
-           (isa<BlockArgument>(root) && isa<BlockArgument>(written));
+    return !written || written == root || (isa<BlockArgument>(root) && isa<BlockArgument>(written));
   };
   bool writes = false;
   op->walk([&](Operation *nested) {
@@ -696,8 +674,7 @@ readPaddedInputsInPlace(MutableArrayRef<std::pair<linalg::LinalgOp, KernelCall>>
   return unused;
 }
 
-struct LowerToKernelsPass
-    : public shardc::impl::LowerToKernelsPassBase<LowerToKernelsPass> {
+struct LowerToKernelsPass : public shardc::impl::LowerToKernelsPassBase<LowerToKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder attrs(module.getContext());
@@ -708,9 +685,8 @@ struct LowerToKernelsPass
       if (std::optional<KernelCall> call = matchKernel(op, attrs, convolutionsInBf16))
         work.push_back({op, std::move(*call)});
       else
-        LLVM_DEBUG(llvm::dbgs()
-                   << "[" DEBUG_TYPE "] left to loops: " << op->getName()
-                   << " at " << op->getLoc() << "\n");
+        LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] left to loops: " << op->getName() << " at "
+                                << op->getLoc() << "\n");
     });
 
     // 3.
@@ -746,22 +722,22 @@ struct LowerToKernelsPass
       SmallVector<Value> offsets(call.buffers.size());
       for (const KernelCall::BatchLoop &loop : call.batch) {
         auto zero = arith::ConstantIndexOp::create(b, loc, 0);
-        auto forOp = scf::ForOp::create(
-            b, loc, zero, arith::ConstantIndexOp::create(b, loc, loop.size),
-            arith::ConstantIndexOp::create(b, loc, 1));
+        auto forOp =
+            scf::ForOp::create(b, loc, zero, arith::ConstantIndexOp::create(b, loc, loop.size),
+                               arith::ConstantIndexOp::create(b, loc, 1));
         b.setInsertionPoint(forOp.getBody()->getTerminator());
         Value iv = forOp.getInductionVar();
         for (auto [offset, stride] : llvm::zip_equal(offsets, loop.strides)) {
-          Value step = arith::MulIOp::create(
-              b, loc, iv, arith::ConstantIndexOp::create(b, loc, stride));
+          Value step =
+              arith::MulIOp::create(b, loc, iv, arith::ConstantIndexOp::create(b, loc, stride));
           offset = offset ? Value(arith::AddIOp::create(b, loc, offset, step)) : step;
         }
       }
       for (auto [buffer, offset] : llvm::zip_equal(call.buffers, offsets))
         args.push_back(getElementPointer(b, loc, buffer, offset));
       func::CallOp::create(b, loc, fn, args);
-      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function << " for "
-                              << op->getName() << " at " << loc << "\n");
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << call.function << " for " << op->getName()
+                              << " at " << loc << "\n");
       op->erase();
     }
     for (Operation *buffer : unusedBuffers)

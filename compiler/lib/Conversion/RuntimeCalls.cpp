@@ -14,8 +14,7 @@ namespace shardc::conversion_detail {
 RuntimeFunctions::RuntimeFunctions(ModuleOp module)
     : module(module), builder(OpBuilder::atBlockBegin(module.getBody())) {}
 
-func::FuncOp RuntimeFunctions::getOrDeclare(Operation *at, StringRef name,
-                                            ArrayRef<Type> args,
+func::FuncOp RuntimeFunctions::getOrDeclare(Operation *at, StringRef name, ArrayRef<Type> args,
                                             ArrayRef<Type> results) {
   if (func::FuncOp fn = functions.lookup(name))
     return fn;
@@ -42,32 +41,25 @@ func::FuncOp RuntimeFunctions::getOrDeclare(Operation *at, StringRef name,
   return fn;
 }
 
-Value getElementPointer(OpBuilder &b, Location loc, Value memref,
-                        Value extraElements) {
+Value getElementPointer(OpBuilder &b, Location loc, Value memref, Value extraElements) {
   auto type = cast<MemRefType>(memref.getType());
-  Value address =
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   auto [strides, offset] = type.getStridesAndOffset();
   Value elements = extraElements;
   if (offset != 0) {
-    Value own =
-        ShapedType::isDynamic(offset)
-            ? memref::ExtractStridedMetadataOp::create(b, loc, memref)
-                  .getOffset()
-            : arith::ConstantIndexOp::create(b, loc, offset).getResult();
+    Value own = ShapedType::isDynamic(offset)
+                    ? memref::ExtractStridedMetadataOp::create(b, loc, memref).getOffset()
+                    : arith::ConstantIndexOp::create(b, loc, offset).getResult();
     elements = elements ? arith::AddIOp::create(b, loc, elements, own) : own;
   }
   if (elements) {
-    Value bytes =
-        arith::MulIOp::create(b, loc, elements,
-                              arith::ConstantIndexOp::create(
-                                  b, loc, type.getElementTypeBitWidth() / 8));
+    Value bytes = arith::MulIOp::create(
+        b, loc, elements,
+        arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8));
     address = arith::AddIOp::create(b, loc, address, bytes);
   }
-  Value asInt =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult();
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult();
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
 }
 
 void needScratch(ModuleOp module, int64_t bytes) {

@@ -43,8 +43,7 @@ private:
 /// pointer (memref.extract_aligned_pointer_as_index, index_cast to i64,
 /// llvm.inttoptr) advanced by its offset when the layout has one, and by
 /// `extraElements` (an index) when given.
-mlir::Value getElementPointer(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value memref,
+mlir::Value getElementPointer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                               mlir::Value extraElements = {});
 
 /// Records that a runtime call of `module` takes `bytes` of the runtime's

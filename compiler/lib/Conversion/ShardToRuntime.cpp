@@ -49,10 +49,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCalls.h"
 #include "shardc/Conversion/Passes.h"
 #include "shardc/IR/Attributes.h"
 #include "shardc/IR/FirstReader.h"
-#include "RuntimeCalls.h"
 #include "shardrt/scratch_regions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -101,8 +101,7 @@ enum RuntimeReduction : int32_t {
 class RuntimeLowering {
 public:
   RuntimeLowering(ModuleOp module)
-      : module(module), symbolTable(module), ctx(module.getContext()),
-        runtime(module) {}
+      : module(module), symbolTable(module), ctx(module.getContext()), runtime(module) {}
 
   LogicalResult lower(shard::AllReduceOp op);
   LogicalResult lower(shard::AllGatherOp op);
@@ -155,33 +154,28 @@ private:
   llvm::MapVector<func::FuncOp, SmallVector<ReturnedSum>> returnedSums;
 
   /// The grid of `op` and its axes, checked; the axis bitmask in `mask`.
-  FailureOr<shard::GridOp> checkGridAxes(Operation *op,
-                                         FlatSymbolRefAttr gridSym,
-                                         ArrayRef<shard::GridAxis> axes,
-                                         bool needStaticOrderSizes,
+  FailureOr<shard::GridOp> checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
+                                         ArrayRef<shard::GridAxis> axes, bool needStaticOrderSizes,
                                          uint32_t &mask);
   /// The element suffix ("f32"/"i32") of `t`, or an error at `op`.
   FailureOr<StringRef> elementSuffix(Operation *op, Type t);
   /// Checks that `v` is a ranked tensor of static shape.
-  FailureOr<RankedTensorType> staticTensor(Operation *op, Value v,
-                                           StringRef what);
+  FailureOr<RankedTensorType> staticTensor(Operation *op, Value v, StringRef what);
 
   /// Checks the grid axes of collective `op` and that its input and result
   /// are tensors of static shape.
   template <typename OpT>
-  FailureOr<CollectiveOperands> checkOperands(OpT op,
-                                              bool needStaticOrderSizes);
+  FailureOr<CollectiveOperands> checkOperands(OpT op, bool needStaticOrderSizes);
   /// The element suffix of a collective; one that `reduces` must not change
   /// the element type.
-  FailureOr<StringRef>
-  collectiveSuffix(Operation *op, const CollectiveOperands &c, bool reduces);
+  FailureOr<StringRef> collectiveSuffix(Operation *op, const CollectiveOperands &c, bool reduces);
 
   Value call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args);
 
   /// Declares collective function `name`: the axis mask, the input and
   /// output pointers, then `tailTypes`; returning `results`.
-  func::FuncOp declareCollective(Operation *op, const Twine &name,
-                                 ArrayRef<Type> tailTypes, ArrayRef<Type> results = {});
+  func::FuncOp declareCollective(Operation *op, const Twine &name, ArrayRef<Type> tailTypes,
+                                 ArrayRef<Type> results = {});
   /// The call of collective `fn` on a read-only buffer of `input` and a fresh
   /// one of the result type (`buffer`, its pointer `out`), then what
   /// `tailArgs` builds.
@@ -190,16 +184,14 @@ private:
                                   function_ref<SmallVector<Value>()> tailArgs, Value &buffer,
                                   Value &out);
   /// emitCollectiveCall, then the output buffer as a tensor.
-  Value callCollective(OpBuilder &b, Location loc, func::FuncOp fn,
-                       const CollectiveOperands &c, Value input,
-                       function_ref<SmallVector<Value>()> tailArgs);
+  Value callCollective(OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c,
+                       Value input, function_ref<SmallVector<Value>()> tailArgs);
   /// Lowers a query with one index result per grid axis in `queried` (all
   /// axes when empty): the constant `known` gives for the axis size, else a
   /// call of runtime function `name` on the axis.
-  LogicalResult
-  lowerAxisQuery(Operation *op, FlatSymbolRefAttr gridSym,
-                 ArrayRef<shard::GridAxis> queried, StringRef name,
-                 function_ref<std::optional<int64_t>(int64_t size)> known);
+  LogicalResult lowerAxisQuery(Operation *op, FlatSymbolRefAttr gridSym,
+                               ArrayRef<shard::GridAxis> queried, StringRef name,
+                               function_ref<std::optional<int64_t>(int64_t size)> known);
 
   Value i32(OpBuilder &b, Location loc, int64_t v);
   Value i64(OpBuilder &b, Location loc, int64_t v);
@@ -216,8 +208,8 @@ private:
   /// Permutes the blocks of `t` along `dim` from a group order by `from` axes
   /// to one by `to` axes (same axes, different order).
   Value permuteBlocks(OpBuilder &b, Location loc, Value t, int64_t dim,
-                      ArrayRef<shard::GridAxis> from,
-                      ArrayRef<shard::GridAxis> to, shard::GridOp grid);
+                      ArrayRef<shard::GridAxis> from, ArrayRef<shard::GridAxis> to,
+                      shard::GridOp grid);
 
   ModuleOp module;
   SymbolTable symbolTable;
@@ -258,8 +250,7 @@ static SmallVector<shard::GridAxis> sortedAxes(ArrayRef<shard::GridAxis> axes) {
   return s;
 }
 
-static FailureOr<int32_t> runtimeReduction(Operation *op,
-                                           shard::ReductionKind kind) {
+static FailureOr<int32_t> runtimeReduction(Operation *op, shard::ReductionKind kind) {
   switch (kind) {
   case shard::ReductionKind::Sum:
     return int32_t(kSum);
@@ -276,10 +267,9 @@ static FailureOr<int32_t> runtimeReduction(Operation *op,
   }
 }
 
-FailureOr<shard::GridOp>
-RuntimeLowering::checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
-                               ArrayRef<shard::GridAxis> axes,
-                               bool needStaticOrderSizes, uint32_t &mask) {
+FailureOr<shard::GridOp> RuntimeLowering::checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
+                                                        ArrayRef<shard::GridAxis> axes,
+                                                        bool needStaticOrderSizes, uint32_t &mask) {
   shard::GridOp grid = shard::getGridOrNull(op, gridSym, symbolTables);
   if (!grid)
     return op->emitOpError("refers to an unknown grid ") << gridSym;
@@ -289,8 +279,7 @@ RuntimeLowering::checkGridAxes(Operation *op, FlatSymbolRefAttr gridSym,
   mask = 0;
   for (shard::GridAxis a : axes) {
     if (a < 0 || a >= grid.getRank())
-      return op->emitOpError("grid axis ")
-             << a << " is out of range for grid " << gridSym;
+      return op->emitOpError("grid axis ") << a << " is out of range for grid " << gridSym;
     if (mask & (1u << a))
       return op->emitOpError("grid axis ") << a << " appears twice";
     mask |= 1u << a;
@@ -311,24 +300,20 @@ FailureOr<StringRef> RuntimeLowering::elementSuffix(Operation *op, Type t) {
     return StringRef("f32");
   if (t.isSignlessInteger(32))
     return StringRef("i32");
-  return op->emitOpError("element type ")
-         << t << " is not supported by libshardrt (f32 or i32)";
+  return op->emitOpError("element type ") << t << " is not supported by libshardrt (f32 or i32)";
 }
 
-FailureOr<RankedTensorType>
-RuntimeLowering::staticTensor(Operation *op, Value v, StringRef what) {
+FailureOr<RankedTensorType> RuntimeLowering::staticTensor(Operation *op, Value v, StringRef what) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t)
-    return op->emitOpError(what)
-           << " must be a ranked tensor (run before bufferization), got "
-           << v.getType();
+    return op->emitOpError(what) << " must be a ranked tensor (run before bufferization), got "
+                                 << v.getType();
   if (!t.hasStaticShape())
     return op->emitOpError(what) << " must have a static shape, got " << t;
   return t;
 }
 
-Value RuntimeLowering::call(OpBuilder &b, Location loc, func::FuncOp fn,
-                            ValueRange args) {
+Value RuntimeLowering::call(OpBuilder &b, Location loc, func::FuncOp fn, ValueRange args) {
   auto op = func::CallOp::create(b, loc, fn, args);
   return op.getNumResults() ? op.getResult(0) : Value();
 }
@@ -349,18 +334,15 @@ Value RuntimeLowering::inputPointer(OpBuilder &b, Location loc, Value t) {
   return getElementPointer(b, loc, buffer);
 }
 
-Value RuntimeLowering::allocOutput(OpBuilder &b, Location loc,
-                                   RankedTensorType t, Value &ptr) {
+Value RuntimeLowering::allocOutput(OpBuilder &b, Location loc, RankedTensorType t, Value &ptr) {
   auto memrefType = MemRefType::get(t.getShape(), t.getElementType());
   // 64-byte alignment as one-shot-bufferize's own allocations.
-  Value buffer =
-      memref::AllocOp::create(b, loc, memrefType, b.getI64IntegerAttr(64));
+  Value buffer = memref::AllocOp::create(b, loc, memrefType, b.getI64IntegerAttr(64));
   ptr = getElementPointer(b, loc, buffer);
   return buffer;
 }
 
-Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
-                                    ArrayRef<int64_t> shape) {
+Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
   std::string name = "__shardrt_shape";
   for (int64_t d : shape)
     name += "_" + std::to_string(d);
@@ -368,41 +350,33 @@ Value RuntimeLowering::shapePointer(OpBuilder &b, Location loc,
   memref::GlobalOp global = shapeGlobals.lookup(name);
   if (!global) {
     OpBuilder &declBuilder = runtime.declarationBuilder();
-    auto tensorType =
-        RankedTensorType::get({int64_t(shape.size())}, b.getI64Type());
-    global = memref::GlobalOp::create(
-        declBuilder, module.getLoc(), declBuilder.getStringAttr(name),
-        declBuilder.getStringAttr("private"), TypeAttr::get(type),
-        DenseIntElementsAttr::get(tensorType, shape), declBuilder.getUnitAttr(),
-        declBuilder.getI64IntegerAttr(8));
+    auto tensorType = RankedTensorType::get({int64_t(shape.size())}, b.getI64Type());
+    global = memref::GlobalOp::create(declBuilder, module.getLoc(), declBuilder.getStringAttr(name),
+                                      declBuilder.getStringAttr("private"), TypeAttr::get(type),
+                                      DenseIntElementsAttr::get(tensorType, shape),
+                                      declBuilder.getUnitAttr(), declBuilder.getI64IntegerAttr(8));
     declBuilder.setInsertionPointAfter(global);
     // Renames the global if the name is taken.
     symbolTable.insert(global, Block::iterator(global));
     shapeGlobals[name] = global;
   }
-  Value ref = memref::GetGlobalOp::create(b, loc, type,
-                                          global.getSymNameAttr().getValue());
+  Value ref = memref::GetGlobalOp::create(b, loc, type, global.getSymNameAttr().getValue());
   return getElementPointer(b, loc, ref);
 }
 
-LogicalResult RuntimeLowering::checkBlocks(Operation *op, RankedTensorType t,
-                                           int64_t dim,
-                                           ArrayRef<shard::GridAxis> axes,
-                                           shard::GridOp grid) {
+LogicalResult RuntimeLowering::checkBlocks(Operation *op, RankedTensorType t, int64_t dim,
+                                           ArrayRef<shard::GridAxis> axes, shard::GridOp grid) {
   int64_t groupSize = shard::collectiveProcessGroupSize(axes, grid);
   if (dim < 0 || dim >= t.getRank())
     return op->emitOpError("dimension ") << dim << " is out of range for " << t;
   if (!ShapedType::isDynamic(groupSize) && t.getDimSize(dim) % groupSize != 0)
-    return op->emitOpError("dimension ")
-           << dim << " of " << t << " does not divide into " << groupSize
-           << " blocks, one per rank of the group";
+    return op->emitOpError("dimension ") << dim << " of " << t << " does not divide into "
+                                         << groupSize << " blocks, one per rank of the group";
   return success();
 }
 
-Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
-                                     int64_t dim,
-                                     ArrayRef<shard::GridAxis> from,
-                                     ArrayRef<shard::GridAxis> to,
+Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t, int64_t dim,
+                                     ArrayRef<shard::GridAxis> from, ArrayRef<shard::GridAxis> to,
                                      shard::GridOp grid) {
   auto type = cast<RankedTensorType>(t.getType());
   ArrayRef<int64_t> shape = type.getShape();
@@ -428,8 +402,7 @@ Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
     reassociation.push_back(group);
   }
   auto expandedType = RankedTensorType::get(expanded, type.getElementType());
-  Value v =
-      tensor::ExpandShapeOp::create(b, loc, expandedType, t, reassociation);
+  Value v = tensor::ExpandShapeOp::create(b, loc, expandedType, t, reassociation);
 
   // Result axis dimension j holds the axis to[j], found in `from` at
   // position p: transposed dim (dim + j) = expanded dim (dim + p).
@@ -443,8 +416,7 @@ Value RuntimeLowering::permuteBlocks(OpBuilder &b, Location loc, Value t,
   SmallVector<int64_t> transposed;
   for (int64_t p : perm)
     transposed.push_back(expanded[p]);
-  Value init =
-      tensor::EmptyOp::create(b, loc, transposed, type.getElementType());
+  Value init = tensor::EmptyOp::create(b, loc, transposed, type.getElementType());
   v = linalg::TransposeOp::create(b, loc, v, init, perm)->getResult(0);
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
 }
@@ -463,8 +435,7 @@ template <typename OpT>
 FailureOr<RuntimeLowering::CollectiveOperands>
 RuntimeLowering::checkOperands(OpT op, bool needStaticOrderSizes) {
   CollectiveOperands c;
-  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(),
-                            needStaticOrderSizes, c.mask);
+  auto grid = checkGridAxes(op, op.getGridAttr(), op.getGridAxes(), needStaticOrderSizes, c.mask);
   if (failed(grid))
     return failure();
   c.grid = *grid;
@@ -479,9 +450,8 @@ RuntimeLowering::checkOperands(OpT op, bool needStaticOrderSizes) {
   return c;
 }
 
-FailureOr<StringRef>
-RuntimeLowering::collectiveSuffix(Operation *op, const CollectiveOperands &c,
-                                  bool reduces) {
+FailureOr<StringRef> RuntimeLowering::collectiveSuffix(Operation *op, const CollectiveOperands &c,
+                                                       bool reduces) {
   if (reduces && c.inType.getElementType() != c.outType.getElementType())
     return op->emitOpError("converts ")
            << c.inType.getElementType() << " to " << c.outType.getElementType()
@@ -504,19 +474,18 @@ static bool gathersParameter(Operation *op, StringRef suffix) {
   return op->hasAttr(shardc::kRegatherAttr) && suffix == "f32";
 }
 
-func::FuncOp RuntimeLowering::declareCollective(Operation *op,
-                                                const Twine &name,
-                                                ArrayRef<Type> tailTypes,
-                                                ArrayRef<Type> results) {
+func::FuncOp RuntimeLowering::declareCollective(Operation *op, const Twine &name,
+                                                ArrayRef<Type> tailTypes, ArrayRef<Type> results) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> args = {IntegerType::get(ctx, 32), ptr, ptr};
   llvm::append_range(args, tailTypes);
   return runtime.getOrDeclare(op, name.str(), args, results);
 }
 
-func::CallOp RuntimeLowering::emitCollectiveCall(
-    OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c, Value input,
-    function_ref<SmallVector<Value>()> tailArgs, Value &buffer, Value &out) {
+func::CallOp RuntimeLowering::emitCollectiveCall(OpBuilder &b, Location loc, func::FuncOp fn,
+                                                 const CollectiveOperands &c, Value input,
+                                                 function_ref<SmallVector<Value>()> tailArgs,
+                                                 Value &buffer, Value &out) {
   Value in = inputPointer(b, loc, input);
   buffer = allocOutput(b, loc, c.outType, out);
   SmallVector<Value> args = {i32(b, loc, c.mask), in, out};
@@ -524,13 +493,13 @@ func::CallOp RuntimeLowering::emitCollectiveCall(
   return func::CallOp::create(b, loc, fn, args);
 }
 
-Value RuntimeLowering::callCollective(
-    OpBuilder &b, Location loc, func::FuncOp fn, const CollectiveOperands &c,
-    Value input, function_ref<SmallVector<Value>()> tailArgs) {
+Value RuntimeLowering::callCollective(OpBuilder &b, Location loc, func::FuncOp fn,
+                                      const CollectiveOperands &c, Value input,
+                                      function_ref<SmallVector<Value>()> tailArgs) {
   Value buffer, out;
   emitCollectiveCall(b, loc, fn, c, input, tailArgs, buffer, out);
-  return bufferization::ToTensorOp::create(b, loc, c.outType, buffer,
-                                           b.getUnitAttr(), b.getUnitAttr());
+  return bufferization::ToTensorOp::create(b, loc, c.outType, buffer, b.getUnitAttr(),
+                                           b.getUnitAttr());
 }
 
 LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
@@ -552,16 +521,15 @@ LogicalResult RuntimeLowering::lower(shard::AllReduceOp op) {
                            return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()),
                                                      i32(b, loc, *reduction)};
                          });
-  func::FuncOp fn = declareCollective(op, "shardrt_all_reduce_" + *suffix,
-                                      {b.getI64Type(), b.getI32Type()});
+  func::FuncOp fn =
+      declareCollective(op, "shardrt_all_reduce_" + *suffix, {b.getI64Type(), b.getI32Type()});
   if (!fn)
     return failure();
   // The group is a set: the result does not depend on grid_axes' order.
   // Out of place although the runtime allows in == out: a writing to_buffer
   // of the input is Pure, so CSE would merge two all_reduces of one tensor.
   Value result = callCollective(b, loc, fn, *c, op.getInput(), [&] {
-    return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()),
-                              i32(b, loc, *reduction)};
+    return SmallVector<Value>{i64(b, loc, c->outType.getNumElements()), i32(b, loc, *reduction)};
   });
   return replaceOp(op, result);
 }
@@ -581,20 +549,18 @@ LogicalResult RuntimeLowering::lowerInFlight(Operation *op, StringRef start,
   OpBuilder b(op);
   Location loc = op->getLoc();
   func::FuncOp startFn = declareCollective(op, start, tailTypes, {b.getI64Type()});
-  func::FuncOp wait = runtime.getOrDeclare(
-      op, "shardrt_wait", {b.getI64Type(), LLVM::LLVMPointerType::get(ctx)}, {});
+  func::FuncOp wait = runtime.getOrDeclare(op, "shardrt_wait",
+                                           {b.getI64Type(), LLVM::LLVMPointerType::get(ctx)}, {});
   if (!startFn || !wait)
     return failure();
   Value buffer, out;
-  Value handle =
-      emitCollectiveCall(b, loc, startFn, c, input, tailArgs, buffer, out).getResult(0);
+  Value handle = emitCollectiveCall(b, loc, startFn, c, input, tailArgs, buffer, out).getResult(0);
   Value result = op->getResult(0);
   Operation *firstReader = shardc::firstReaderInBlock(result, op->getBlock());
   b.setInsertionPoint(firstReader);
   auto fn = op->getParentOfType<func::FuncOp>();
   auto returned = llvm::find(firstReader->getOperands(), result);
-  if (isa<func::ReturnOp>(firstReader) && fn.isPrivate() &&
-      returned != firstReader->operand_end())
+  if (isa<func::ReturnOp>(firstReader) && fn.isPrivate() && returned != firstReader->operand_end())
     returnedSums[fn].push_back({handle, unsigned(returned - firstReader->operand_begin())});
   else
     call(b, loc, wait, {handle, out});
@@ -609,16 +575,15 @@ void RuntimeLowering::progressBeforeLoops() {
     if (!isa<func::FuncOp>(op->getParentOp()))
       return;
     for (Value v : op->getOperands())
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.hasStaticShape() &&
-                                                            t.getNumElements() >= (1 << 16)) {
+      if (auto t = dyn_cast<RankedTensorType>(v.getType());
+          t && t.hasStaticShape() && t.getNumElements() >= (1 << 16)) {
         loops.push_back(op);
         return;
       }
   });
   if (loops.empty())
     return;
-  func::FuncOp progress =
-      runtime.getOrDeclare(loops.front(), "shardrt_progress_gradients", {}, {});
+  func::FuncOp progress = runtime.getOrDeclare(loops.front(), "shardrt_progress_gradients", {}, {});
   for (linalg::LinalgOp op : loops) {
     OpBuilder b(op);
     func::CallOp::create(b, op.getLoc(), progress, ValueRange{});
@@ -690,8 +655,7 @@ LogicalResult RuntimeLowering::lower(shard::AllGatherOp op) {
     return failure();
   Value result = callCollective(b, loc, fn, *c, op.getInput(), tailArgs);
   if (!isAscending(axes))
-    result =
-        permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, c->grid);
+    result = permuteBlocks(b, loc, result, dim, sortedAxes(axes), axes, c->grid);
   return replaceOp(op, result);
 }
 
@@ -753,17 +717,16 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  func::FuncOp fn =
-      declareCollective(op, "shardrt_all_to_all_" + *suffix,
-                        {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
+  func::FuncOp fn = declareCollective(op, "shardrt_all_to_all_" + *suffix,
+                                      {b.getI32Type(), ptr, b.getI32Type(), b.getI32Type()});
   if (!fn)
     return failure();
   const int64_t ranks = shard::collectiveProcessGroupSize(axes, c->grid);
-  needScratch(shardrt::allToAllRegions(
-      viewAround(c->inType, splitDim),
-      shardrt::receivedBlocks(viewAround(c->inType, concatDim), int(splitDim), int(concatDim),
-                              ranks),
-      elementBytes(c->inType), ranks));
+  needScratch(
+      shardrt::allToAllRegions(viewAround(c->inType, splitDim),
+                               shardrt::receivedBlocks(viewAround(c->inType, concatDim),
+                                                       int(splitDim), int(concatDim), ranks),
+                               elementBytes(c->inType), ranks));
   bool reorder = !isAscending(axes);
   SmallVector<shard::GridAxis> sorted = sortedAxes(axes);
   // Blocks are sent by receiver index and received by sender index: reorder
@@ -773,8 +736,8 @@ LogicalResult RuntimeLowering::lower(shard::AllToAllOp op) {
     input = permuteBlocks(b, loc, input, splitDim, axes, sorted, c->grid);
   Value result = callCollective(b, loc, fn, *c, input, [&] {
     return SmallVector<Value>{i32(b, loc, c->inType.getRank()),
-                              shapePointer(b, loc, c->inType.getShape()),
-                              i32(b, loc, splitDim), i32(b, loc, concatDim)};
+                              shapePointer(b, loc, c->inType.getShape()), i32(b, loc, splitDim),
+                              i32(b, loc, concatDim)};
   });
   if (reorder)
     result = permuteBlocks(b, loc, result, concatDim, sorted, axes, c->grid);
@@ -800,16 +763,16 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
   Value groupIndex;
   if (isAscending(axes)) {
     // The runtime's group index is the same linearisation.
-    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_group_index",
-                                           {b.getI32Type()}, {b.getI64Type()});
+    func::FuncOp fn =
+        runtime.getOrDeclare(op, "shardrt_group_index", {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value idx = call(b, loc, fn, {i32(b, loc, c->mask)});
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, idx);
   } else {
     // Linearise the mesh coordinates in grid_axes order.
-    func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_mesh_coord",
-                                           {b.getI32Type()}, {b.getI64Type()});
+    func::FuncOp fn =
+        runtime.getOrDeclare(op, "shardrt_mesh_coord", {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value acc;
@@ -819,14 +782,12 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
         acc = coord;
         continue;
       }
-      acc = arith::MulIOp::create(b, loc, acc,
-                                  i64(b, loc, c->grid.getShape()[a]));
+      acc = arith::MulIOp::create(b, loc, acc, i64(b, loc, c->grid.getShape()[a]));
       acc = arith::AddIOp::create(b, loc, acc, coord);
     }
     groupIndex = arith::IndexCastOp::create(b, loc, indexType, acc);
   }
-  Value blockSize =
-      arith::ConstantIndexOp::create(b, loc, c->outType.getDimSize(dim));
+  Value blockSize = arith::ConstantIndexOp::create(b, loc, c->outType.getDimSize(dim));
   Value offset = arith::MulIOp::create(b, loc, groupIndex, blockSize);
 
   SmallVector<OpFoldResult> offsets(c->inType.getRank(), b.getIndexAttr(0));
@@ -835,14 +796,15 @@ LogicalResult RuntimeLowering::lower(shard::AllSliceOp op) {
   for (int64_t d : c->outType.getShape())
     sizes.push_back(b.getIndexAttr(d));
   SmallVector<OpFoldResult> strides(c->inType.getRank(), b.getIndexAttr(1));
-  Value slice = tensor::ExtractSliceOp::create(
-      b, loc, c->outType, op.getInput(), offsets, sizes, strides);
+  Value slice =
+      tensor::ExtractSliceOp::create(b, loc, c->outType, op.getInput(), offsets, sizes, strides);
   return replaceOp(op, slice);
 }
 
-LogicalResult RuntimeLowering::lowerAxisQuery(
-    Operation *op, FlatSymbolRefAttr gridSym, ArrayRef<shard::GridAxis> queried,
-    StringRef name, function_ref<std::optional<int64_t>(int64_t size)> known) {
+LogicalResult
+RuntimeLowering::lowerAxisQuery(Operation *op, FlatSymbolRefAttr gridSym,
+                                ArrayRef<shard::GridAxis> queried, StringRef name,
+                                function_ref<std::optional<int64_t>(int64_t size)> known) {
   uint32_t mask;
   auto grid = checkGridAxes(op, gridSym, queried,
                             /*needStaticOrderSizes=*/false, mask);
@@ -853,8 +815,8 @@ LogicalResult RuntimeLowering::lowerAxisQuery(
     for (int64_t a = 0; a < grid->getRank(); ++a)
       axes.push_back(a);
   if (axes.size() != op->getNumResults())
-    return op->emitOpError("has ") << op->getNumResults() << " results for "
-                                   << axes.size() << " grid axes";
+    return op->emitOpError("has ")
+           << op->getNumResults() << " results for " << axes.size() << " grid axes";
 
   OpBuilder b(op);
   Location loc = op->getLoc();
@@ -864,8 +826,7 @@ LogicalResult RuntimeLowering::lowerAxisQuery(
       results.push_back(arith::ConstantIndexOp::create(b, loc, *v));
       continue;
     }
-    func::FuncOp fn =
-        runtime.getOrDeclare(op, name, {b.getI32Type()}, {b.getI64Type()});
+    func::FuncOp fn = runtime.getOrDeclare(op, name, {b.getI32Type()}, {b.getI64Type()});
     if (!fn)
       return failure();
     Value v = call(b, loc, fn, {i32(b, loc, a)});
@@ -876,8 +837,7 @@ LogicalResult RuntimeLowering::lowerAxisQuery(
 
 LogicalResult RuntimeLowering::lower(shard::ProcessMultiIndexOp op) {
   // A coordinate on an axis of size 1 is 0; no call needed.
-  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(),
-                        "shardrt_mesh_coord",
+  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(), "shardrt_mesh_coord",
                         [](int64_t size) -> std::optional<int64_t> {
                           if (size != 1)
                             return std::nullopt;
@@ -893,8 +853,7 @@ LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   // The mesh is row-major over MPI_COMM_WORLD: the rank is the linear index.
-  func::FuncOp fn =
-      runtime.getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
+  func::FuncOp fn = runtime.getOrDeclare(op, "shardrt_rank", {}, {b.getI32Type()});
   if (!fn)
     return failure();
   Value rank = call(b, loc, fn, {});
@@ -903,8 +862,7 @@ LogicalResult RuntimeLowering::lower(shard::ProcessLinearIndexOp op) {
 }
 
 LogicalResult RuntimeLowering::lower(shard::GridShapeOp op) {
-  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(),
-                        "shardrt_mesh_axis_size",
+  return lowerAxisQuery(op, op.getGridAttr(), op.getAxes(), "shardrt_mesh_axis_size",
                         [](int64_t size) -> std::optional<int64_t> {
                           if (ShapedType::isDynamic(size))
                             return std::nullopt;
@@ -920,31 +878,26 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
     return failure();
   if (op.getSplitAxes().size() != 1)
     return op.emitOpError("with ")
-           << op.getSplitAxes().size()
-           << " split axes is not supported (exactly one)";
+           << op.getSplitAxes().size() << " split axes is not supported (exactly one)";
   ArrayRef<int64_t> shape = grid->getShape();
   if (ShapedType::isDynamicShape(shape))
     return op.emitOpError("needs a grid of static shape");
   if (op.getDevice().size() != shape.size())
     return op.emitOpError("device index has ")
-           << op.getDevice().size() << " coordinates for a grid of "
-           << shape.size() << " axes";
+           << op.getDevice().size() << " coordinates for a grid of " << shape.size() << " axes";
 
   OpBuilder b(op);
   Location loc = op.getLoc();
   int64_t axis = op.getSplitAxes()[0];
   SmallVector<Value> device(op.getDevice());
-  auto cst = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   // Row-major linear index of `device` with coordinate `axis` set to `c`.
   auto linear = [&](Value c) {
     Value acc;
     for (size_t i = 0; i < shape.size(); ++i) {
       Value coord = int64_t(i) == axis ? c : device[i];
-      acc = acc ? arith::AddIOp::create(
-                      b, loc, arith::MulIOp::create(b, loc, acc, cst(shape[i])),
-                      coord)
+      acc = acc ? arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, acc, cst(shape[i])),
+                                        coord)
                 : coord;
     }
     return acc;
@@ -952,12 +905,10 @@ LogicalResult RuntimeLowering::lower(shard::NeighborsLinearIndicesOp op) {
   Value c = device[axis];
   Value minusOne = cst(-1);
   Value down = linear(arith::SubIOp::create(b, loc, c, cst(1)));
-  Value atStart =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, c, cst(0));
+  Value atStart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, c, cst(0));
   down = arith::SelectOp::create(b, loc, atStart, minusOne, down);
   Value up = linear(arith::AddIOp::create(b, loc, c, cst(1)));
-  Value atEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, c,
-                                      cst(shape[axis] - 1));
+  Value atEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, c, cst(shape[axis] - 1));
   up = arith::SelectOp::create(b, loc, atEnd, minusOne, up);
   return replaceOp(op, {down, up});
 }
@@ -1025,8 +976,7 @@ LogicalResult RuntimeLowering::lower(shard::RecvOp op) {
 
 namespace {
 
-struct ShardToRuntimePass
-    : public shardc::impl::ShardToRuntimePassBase<ShardToRuntimePass> {
+struct ShardToRuntimePass : public shardc::impl::ShardToRuntimePassBase<ShardToRuntimePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     bool failedAny = false;
@@ -1036,10 +986,10 @@ struct ShardToRuntimePass
     module.walk([&](Operation *op) {
       if (!isa<shard::ShardDialect>(op->getDialect()) || isa<shard::GridOp>(op))
         return;
-      if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-              shard::AllToAllOp, shard::AllSliceOp, shard::ProcessMultiIndexOp,
-              shard::ProcessLinearIndexOp, shard::GridShapeOp,
-              shard::NeighborsLinearIndicesOp, shard::SendOp, shard::RecvOp>(op)) {
+      if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+              shard::AllSliceOp, shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp,
+              shard::GridShapeOp, shard::NeighborsLinearIndicesOp, shard::SendOp, shard::RecvOp>(
+              op)) {
         work.push_back(op);
         return;
       }
@@ -1055,13 +1005,12 @@ struct ShardToRuntimePass
     // 2.-4. Lower each op in place.
     RuntimeLowering lowering(module);
     for (Operation *op : work) {
-      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] lowering " << op->getName()
-                              << " at " << op->getLoc() << "\n");
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] lowering " << op->getName() << " at "
+                              << op->getLoc() << "\n");
       LogicalResult result =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
-              .Case<shard::AllReduceOp, shard::AllGatherOp,
-                    shard::ReduceScatterOp, shard::AllToAllOp,
-                    shard::AllSliceOp, shard::ProcessMultiIndexOp,
+              .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+                    shard::AllToAllOp, shard::AllSliceOp, shard::ProcessMultiIndexOp,
                     shard::ProcessLinearIndexOp, shard::GridShapeOp,
                     shard::NeighborsLinearIndicesOp, shard::SendOp, shard::RecvOp>(
                   [&](auto concrete) { return lowering.lower(concrete); });

@@ -4,8 +4,8 @@
 
 using namespace shardc;
 
-LoadedProgram shardc::loadProgram(const std::string &modelPath,
-                                  const LoadProgramOptions &options, DiagnosticEngine &diags) {
+LoadedProgram shardc::loadProgram(const std::string &modelPath, const LoadProgramOptions &options,
+                                  DiagnosticEngine &diags) {
   LoadedProgram out;
   Sema sema(diags);
   sema.setConfig(options.config);
@@ -20,7 +20,8 @@ LoadedProgram shardc::loadProgram(const std::string &modelPath,
   out.program = sema.analyzeModel(*out.model, modelPath);
   std::optional<TypedProgram> &program = out.program;
   const RulesFileAST *rules = options.rules;
-  if (program && (options.rulesNamed || rules) && (!rules || !applyRules(*program, *rules, diags))) {
+  if (program && (options.rulesNamed || rules) &&
+      (!rules || !applyRules(*program, *rules, diags))) {
     if (options.keepShapesOnRuleErrors) {
       program->mesh = Mesh(); // the plan is incomplete: shapes only
       return out;

@@ -22,9 +22,8 @@ using namespace shardc;
 // stack (see kMaxTreeDepth in the parser).
 static constexpr size_t kMaxImportDepth = 256;
 
-const ModuleAST *
-ModuleLoader::loadModelFile(const std::string &path,
-                            llvm::function_ref<void(const ModuleAST &)> onLoaded) {
+const ModuleAST *ModuleLoader::loadModelFile(const std::string &path,
+                                             llvm::function_ref<void(const ModuleAST &)> onLoaded) {
   std::vector<std::string> importStack;
   return load(path, SMRange(), importStack, onLoaded);
 }
@@ -58,8 +57,8 @@ const ModuleAST *ModuleLoader::load(const std::string &path, SMRange importedAt,
   modules.push_back(std::move(module));
 
   if (stack.size() >= kMaxImportDepth) {
-    diags.error(importedAt, "imports nested deeper than " + std::to_string(kMaxImportDepth) +
-                                " files");
+    diags.error(importedAt,
+                "imports nested deeper than " + std::to_string(kMaxImportDepth) + " files");
     return result;
   }
   stack.push_back(key);

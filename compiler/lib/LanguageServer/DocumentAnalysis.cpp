@@ -45,7 +45,7 @@ struct DocumentAnalysis::State {
     const LetAST *let = nullptr;         // a let (a value or a sub-block instance)
     const ParamDeclAST *param = nullptr; // a block's parameter
     const InputAST *input = nullptr;
-    const ArgDeclAST *arg = nullptr;     // a forward's argument
+    const ArgDeclAST *arg = nullptr; // a forward's argument
     const ConfigParamAST *config = nullptr;
     const Builtin *builtin = nullptr;
     const ModuleAST *imported = nullptr; // an import's file
@@ -90,7 +90,9 @@ struct DocumentAnalysis::State {
   /// The identifier around `loc` (a dotted import path included when `dotted`).
   SMRange wordAt(unsigned buffer, SMLoc loc, bool dotted = false) const {
     llvm::StringRef text = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
-    auto isWord = [&](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_' || (dotted && c == '.'); };
+    auto isWord = [&](char c) {
+      return isalnum(static_cast<unsigned char>(c)) || c == '_' || (dotted && c == '.');
+    };
     const char *begin = loc.getPointer(), *end = loc.getPointer();
     while (begin > text.begin() && isWord(begin[-1]))
       --begin;
@@ -238,7 +240,8 @@ struct DocumentAnalysis::State {
                   std::vector<const Node *> &out) const {
     for (const Node &n : graph.nodes) {
       llvm::StringRef nodeName(n.name);
-      if ((nodeName == name || nodeName.ends_with(("." + name).str())) && within(n.loc.Start, scope))
+      if ((nodeName == name || nodeName.ends_with(("." + name).str())) &&
+          within(n.loc.Start, scope))
         out.push_back(&n);
       if (n.body)
         nodesNamed(*n.body, name, scope, out);
@@ -358,7 +361,8 @@ std::optional<HoverText> DocumentAnalysis::hover(const std::string &path, FilePo
     return done();
   }
   if (!s.program) {
-    os << "`" << r->name << "`: types and shardings show when a model that uses it is open "
+    os << "`" << r->name
+       << "`: types and shardings show when a model that uses it is open "
           "and has no errors";
     return done();
   }
@@ -425,8 +429,7 @@ std::optional<FileRange> DocumentAnalysis::definition(const std::string &path,
   return state->toRange(r->declared);
 }
 
-std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
-                                                   FilePosition at) const {
+std::vector<Completion> DocumentAnalysis::complete(const std::string &path, FilePosition at) const {
   const State &s = *state;
   std::vector<Completion> out;
   std::set<std::string> seen;
@@ -438,8 +441,8 @@ std::vector<Completion> DocumentAnalysis::complete(const std::string &path,
     for (const std::string &axis : s.axes())
       add(axis, "logical axis", Completion::Axis);
   if (isRulesFile(path)) {
-    for (const char *keyword : {"mesh", "rules", "override", "remat", "microbatches", "schedule",
-                                "precision", "none"})
+    for (const char *keyword :
+         {"mesh", "rules", "override", "remat", "microbatches", "schedule", "precision", "none"})
       add(keyword, "keyword", Completion::Keyword);
     for (const char *policy : kRematPolicies)
       add(policy, "remat policy", Completion::Keyword);
@@ -508,12 +511,13 @@ std::vector<Symbol> DocumentAnalysis::symbols(const std::string &path) const {
       std::optional<Symbol> m = symbol("mesh", "", Symbol::Module, mesh.range);
       for (const MeshAxisAST &axis : mesh.axes)
         if (m)
-          push(m->children, symbol(axis.name, std::to_string(axis.size), Symbol::Constant,
-                                   axis.range));
+          push(m->children,
+               symbol(axis.name, std::to_string(axis.size), Symbol::Constant, axis.range));
       push(out, std::move(m));
     }
     for (const RuleAST &rule : s.rules->rules)
-      push(out, symbol(rule.logicalAxis, "-> " + formatMeshAxes(rule.target.axisNames()), Symbol::Field, rule.range));
+      push(out, symbol(rule.logicalAxis, "-> " + formatMeshAxes(rule.target.axisNames()),
+                       Symbol::Field, rule.range));
     for (const OverrideAST &o : s.rules->overrides)
       push(out, symbol(o.pattern, "override", Symbol::Field, o.range));
     for (const RematAST &r : s.rules->remats)
@@ -554,8 +558,8 @@ std::vector<Symbol> DocumentAnalysis::symbols(const std::string &path) const {
     if (!m)
       continue;
     for (const InputAST &in : model.inputs)
-      push(m->children, symbol(in.name, "input " + printShape(in.type.dims), Symbol::Variable,
-                               in.range));
+      push(m->children,
+           symbol(in.name, "input " + printShape(in.type.dims), Symbol::Variable, in.range));
     lets(m, model.lets);
     out.push_back(std::move(*m));
   }

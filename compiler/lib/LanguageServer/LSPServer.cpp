@@ -36,7 +36,6 @@ FilePosition fromLsp(const Position &p) {
   return {unsigned(std::max(p.line, 0)), unsigned(std::max(p.character, 0))};
 }
 
-
 /// `initialize` with the server's own options: `initializationOptions.rules`
 /// maps a model file to the rules file to check it with (paths absolute or
 /// relative to the server's folder), for a model whose rules are not open.
@@ -71,7 +70,8 @@ bool isModel(llvm::StringRef path) { return path.ends_with(".shard"); }
 bool declaresModel(llvm::StringRef text) {
   llvm::SmallVector<llvm::StringRef> lines;
   text.split(lines, '\n');
-  return llvm::any_of(lines, [](llvm::StringRef line) { return line.ltrim().starts_with("model "); });
+  return llvm::any_of(lines,
+                      [](llvm::StringRef line) { return line.ltrim().starts_with("model "); });
 }
 
 class Server {
@@ -105,10 +105,9 @@ private:
   void onInitialize(const ShardInitializeParams &params, Callback<llvm::json::Value> reply) {
     configuredRules = params.rules;
     llvm::json::Object capabilities{
-        {"textDocumentSync",
-         llvm::json::Object{{"openClose", true},
-                            {"change", int(TextDocumentSyncKind::Incremental)},
-                            {"save", true}}},
+        {"textDocumentSync", llvm::json::Object{{"openClose", true},
+                                                {"change", int(TextDocumentSyncKind::Incremental)},
+                                                {"save", true}}},
         {"hoverProvider", true},
         {"definitionProvider", true},
         {"completionProvider",
@@ -239,9 +238,9 @@ private:
     for (const shardc::FileDiagnostic &d : analysis->diagnostics()) {
       Diagnostic diag;
       diag.range = toLsp(d.range);
-      diag.severity = d.kind == llvm::SourceMgr::DK_Error ? DiagnosticSeverity::Error
+      diag.severity = d.kind == llvm::SourceMgr::DK_Error     ? DiagnosticSeverity::Error
                       : d.kind == llvm::SourceMgr::DK_Warning ? DiagnosticSeverity::Warning
-                                                               : DiagnosticSeverity::Information;
+                                                              : DiagnosticSeverity::Information;
       diag.source = "shardc";
       diag.message = d.message;
       if (!d.notes.empty()) {
@@ -306,8 +305,8 @@ private:
                     Callback<std::vector<Location>> reply) {
     std::vector<Location> locations;
     if (const DocumentAnalysis *analysis = analysisOf(params.textDocument.uri))
-      if (auto at = analysis->definition(params.textDocument.uri.file().str(),
-                                         fromLsp(params.position)))
+      if (auto at =
+              analysis->definition(params.textDocument.uri.file().str(), fromLsp(params.position)))
         if (auto uri = uriOf(at->path))
           locations.emplace_back(*uri, toLsp(*at));
     reply(std::move(locations));
@@ -330,8 +329,8 @@ private:
   }
 
   static DocumentSymbol symbolOf(const shardc::Symbol &s) {
-    static const SymbolKind kinds[] = {SymbolKind::Module, SymbolKind::Class,
-                                       SymbolKind::Field,  SymbolKind::Method,
+    static const SymbolKind kinds[] = {SymbolKind::Module,   SymbolKind::Class,
+                                       SymbolKind::Field,    SymbolKind::Method,
                                        SymbolKind::Variable, SymbolKind::Constant};
     DocumentSymbol symbol(s.name, kinds[s.kind], toLsp(s.range), toLsp(s.selection));
     symbol.detail = s.detail;
@@ -353,8 +352,8 @@ private:
   OutgoingNotification<PublishDiagnosticsParams> publish;
   std::map<std::string, Document> documents;
   std::map<std::string, std::string> texts; // the open documents' text, read by the analysis
-  std::vector<std::string> rulesOrder; // open rules files, the last opened or edited last
-  std::map<std::string, std::string> configuredRules; // model -> rules (initializationOptions)
+  std::vector<std::string> rulesOrder;      // open rules files, the last opened or edited last
+  std::map<std::string, std::string> configuredRules;     // model -> rules (initializationOptions)
   std::map<std::string, std::set<std::string>> published; // analysis -> files with diagnostics
 };
 

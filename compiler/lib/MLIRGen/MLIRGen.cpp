@@ -88,8 +88,8 @@ Value MLIRGenImpl::annotate(Value value, const Sharding &sharding, Location at) 
       axes.push_back(static_cast<int16_t>(program.mesh.indexOf(axis)));
     split.push_back(b.getDenseI16ArrayAttr(axes));
   }
-  Value spec = shard::ShardingOp::create(b, at, FlatSymbolRefAttr::get(b.getContext(), kGridName),
-                                         split);
+  Value spec =
+      shard::ShardingOp::create(b, at, FlatSymbolRefAttr::get(b.getContext(), kGridName), split);
   return shard::ShardOp::create(b, at, value, spec);
 }
 
@@ -177,17 +177,16 @@ Value MLIRGenImpl::scalar(Type type, double value, Location at) {
   return arith::ConstantOp::create(b, at, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
-
 Value MLIRGenImpl::generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps, Value init,
-                           AffineMap initMap, ArrayRef<utils::IteratorType> iterators,
-                           Location at, BodyBuilder body) {
+                           AffineMap initMap, ArrayRef<utils::IteratorType> iterators, Location at,
+                           BodyBuilder body) {
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(initMap);
-  auto op = linalg::GenericOp::create(
-      b, at, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &nested, Location l, ValueRange args) {
-        linalg::YieldOp::create(nested, l, body(nested, l, args));
-      });
+  auto op =
+      linalg::GenericOp::create(b, at, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+                                iterators, [&](OpBuilder &nested, Location l, ValueRange args) {
+                                  linalg::YieldOp::create(nested, l, body(nested, l, args));
+                                });
   return op.getResult(0);
 }
 
@@ -221,9 +220,8 @@ Value MLIRGenImpl::elementwise(ArrayRef<unsigned> operands, ArrayRef<Value> valu
                    for (unsigned id : operands) {
                      const Node &operand = graph.nodes[id];
                      if (operand.op == OpKind::constant)
-                       scalars.push_back(
-                           scalar(elementType(operand.type.dtype),
-                                  std::get<double>(operand.attrs.at("value")), l));
+                       scalars.push_back(scalar(elementType(operand.type.dtype),
+                                                std::get<double>(operand.attrs.at("value")), l));
                      else
                        scalars.push_back(args[next++]);
                    }
@@ -263,8 +261,7 @@ Value MLIRGenImpl::reduce(ValueRange inputs, ArrayRef<bool> reduced, TypedAttr i
                  AffineMap::get(rank, 0, kept, b.getContext()), iterators, at, combine);
 }
 
-Value MLIRGenImpl::reduceLast(ValueRange inputs, TypedAttr init, Location at,
-                              BodyBuilder combine) {
+Value MLIRGenImpl::reduceLast(ValueRange inputs, TypedAttr init, Location at, BodyBuilder combine) {
   unsigned rank = cast<RankedTensorType>(inputs.front().getType()).getRank();
   SmallVector<bool> reduced(rank, false);
   reduced.back() = true;
@@ -302,9 +299,10 @@ Value MLIRGenImpl::broadcastTo(Value x, ArrayRef<bool> missing, RankedTensorType
 }
 
 Value MLIRGenImpl::sumLast(Value x, Location at) {
-  return reduceLast(x, b.getF32FloatAttr(0), at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
-    return arith::AddFOp::create(n, l, a[0], a[1]);
-  });
+  return reduceLast(x, b.getF32FloatAttr(0), at,
+                    [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                      return arith::AddFOp::create(n, l, a[0], a[1]);
+                    });
 }
 
 Value MLIRGenImpl::geluTanhArgument(OpBuilder &n, Location at, Value x) {
@@ -342,15 +340,15 @@ AffineMap MLIRGenImpl::loopMap(ArrayRef<unsigned> dims, unsigned loops) {
 
 /// sum(lhs * rhs) into a zero tensor of type `result`. The loops are the result's
 /// dims (in order), then the summed ones.
-Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps,
-                            RankedTensorType result, Location at) {
+Value MLIRGenImpl::contract(Value lhs, Value rhs, ArrayRef<AffineMap> maps, RankedTensorType result,
+                            Location at) {
   unsigned loops = maps.front().getNumDims(), rank = result.getRank();
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   iterators.append(loops - rank, utils::IteratorType::reduction);
   Value init = filled(result.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   return generic({lhs, rhs}, maps, init,
-                 loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), loops),
-                 iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                 loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), loops), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value product = arith::MulFOp::create(n, l, a[0], a[1]);
                    return arith::AddFOp::create(n, l, a[2], product);
                  });
@@ -369,8 +367,8 @@ Value MLIRGenImpl::oneHot(Value ids, int64_t classes, Location at) {
   unsigned rank = shape.size();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  return generic({ids}, {identity.dropResult(rank - 1)}, empty(shape, b.getF32Type(), at),
-                 identity, iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+  return generic({ids}, {identity.dropResult(rank - 1)}, empty(shape, b.getF32Type(), at), identity,
+                 iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value index = linalg::IndexOp::create(n, l, rank - 1);
                    Value asI32 = arith::IndexCastOp::create(n, l, n.getI32Type(), index);
                    Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
@@ -479,9 +477,9 @@ Value MLIRGenImpl::argmax(Value x, Location at) {
 /// Zero padding of NHWC height and width as XLA's SAME: the output has
 /// ceil(in / stride) positions; the extra padding goes to the high side.
 /// VALID: none.
-std::array<std::pair<int64_t, int64_t>, 2>
-MLIRGenImpl::samePadding(RankedTensorType x, std::array<int64_t, 2> window, int64_t stride,
-                         bool same) {
+std::array<std::pair<int64_t, int64_t>, 2> MLIRGenImpl::samePadding(RankedTensorType x,
+                                                                    std::array<int64_t, 2> window,
+                                                                    int64_t stride, bool same) {
   std::array<std::pair<int64_t, int64_t>, 2> pads{};
   if (!same)
     return pads;
@@ -509,8 +507,8 @@ Value MLIRGenImpl::conv2d(Value x, Value w, const Node &node, Location at) {
                  at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
-  auto conv = linalg::Conv2DNhwcHwcfOp::create(b, at, TypeRange{out}, ValueRange{x, w},
-                                              ValueRange{init});
+  auto conv =
+      linalg::Conv2DNhwcHwcfOp::create(b, at, TypeRange{out}, ValueRange{x, w}, ValueRange{init});
   conv.setStridesAttr(b.getI64TensorAttr({stride, stride}));
   conv.setDilationsAttr(b.getI64TensorAttr({1, 1}));
   return conv.getResult(0);
@@ -522,13 +520,13 @@ Value MLIRGenImpl::avgPool(Value x, const Node &node, Location at) {
   int64_t window = std::get<int64_t>(node.attrs.at("window"));
   int64_t stride = std::get<int64_t>(node.attrs.at("stride"));
   bool same = std::get<std::string>(node.attrs.at("padding")) == "SAME";
-  x = padSpatial(x, samePadding(cast<RankedTensorType>(x.getType()), {window, window}, stride, same),
-                 at);
+  x = padSpatial(
+      x, samePadding(cast<RankedTensorType>(x.getType()), {window, window}, stride, same), at);
   RankedTensorType out = tensorType(node.type);
   Value init = filled(out.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
   Value windowShape = empty({window, window}, b.getF32Type(), at);
   auto pool = linalg::PoolingNhwcSumOp::create(b, at, TypeRange{out}, ValueRange{x, windowShape},
-                                              ValueRange{init});
+                                               ValueRange{init});
   pool.setStridesAttr(b.getI64TensorAttr({stride, stride}));
   pool.setDilationsAttr(b.getI64TensorAttr({1, 1}));
   float scale = 1.0f / static_cast<float>(window * window);
@@ -576,8 +574,8 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   auto each = [&](BodyBuilder body) {
     return elementwise(node.operands, values, node.type, at, body);
   };
-  bool isFloat = graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype ==
-                 DType::F32;
+  bool isFloat =
+      graph.nodes[node.operands.empty() ? node.id : node.operands[0]].type.dtype == DType::F32;
   // Elementwise arithmetic and comparisons, on floats or integers.
   auto binary = [&](auto floatOp, auto intOp) {
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
@@ -630,11 +628,17 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
       return arith::MaximumFOp::create(n, l, a[0], scalar(n.getF32Type(), 0, l));
     });
   case OpKind::exp:
-    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::ExpOp::create(n, l, a[0]); });
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return math::ExpOp::create(n, l, a[0]);
+    });
   case OpKind::log:
-    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::LogOp::create(n, l, a[0]); });
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return math::LogOp::create(n, l, a[0]);
+    });
   case OpKind::tanh:
-    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::TanhOp::create(n, l, a[0]); });
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return math::TanhOp::create(n, l, a[0]);
+    });
   case OpKind::sigmoid:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value one = scalar(n.getF32Type(), 1, l);
@@ -642,10 +646,13 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
       return arith::DivFOp::create(n, l, one, arith::AddFOp::create(n, l, one, e));
     });
   case OpKind::sqrt:
-    return each([](OpBuilder &n, Location l, ValueRange a) -> Value { return math::SqrtOp::create(n, l, a[0]); });
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return math::SqrtOp::create(n, l, a[0]);
+    });
   case OpKind::rsqrt: // as 1 / sqrt: math.rsqrt lowers to a libm rsqrtf that glibc lacks
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
-      return arith::DivFOp::create(n, l, scalar(n.getF32Type(), 1, l), math::SqrtOp::create(n, l, a[0]));
+      return arith::DivFOp::create(n, l, scalar(n.getF32Type(), 1, l),
+                                   math::SqrtOp::create(n, l, a[0]));
     });
   case OpKind::gelu:
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
@@ -679,9 +686,9 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
     int64_t key = node.type.axisIndex(std::get<std::string>(node.attrs.at("key")));
     double fill = std::get<double>(node.attrs.at("fill"));
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
-      Value kept = arith::CmpIOp::create(n, l, arith::CmpIPredicate::sle,
-                                         linalg::IndexOp::create(n, l, key),
-                                         linalg::IndexOp::create(n, l, query));
+      Value kept =
+          arith::CmpIOp::create(n, l, arith::CmpIPredicate::sle, linalg::IndexOp::create(n, l, key),
+                                linalg::IndexOp::create(n, l, query));
       return arith::SelectOp::create(n, l, kept, a[0], scalar(n.getF32Type(), fill, l));
     });
   }
@@ -744,8 +751,8 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
 #define SHARDC_UPDATE_OP(NAME, ARITY, ATTRIBUTES) case OpKind::NAME:
 #include "shardc/Sema/Builtins.def"
     return emitGradientNode(node, values);
-  // Arguments and constants are made by emitFunction and valueOf; flattening
-  // removed scans and dropouts.
+    // Arguments and constants are made by emitFunction and valueOf; flattening
+    // removed scans and dropouts.
 #define SHARDC_VALUE_OP(NAME, ATTRIBUTES) case OpKind::NAME:
 #include "shardc/Sema/Builtins.def"
   case OpKind::scan:
@@ -758,15 +765,24 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
 
 static StringRef roleName(ArgRole role) {
   switch (role) {
-  case ArgRole::parameter: return kParameterRole;
-  case ArgRole::optimizer_state: return kOptimizerStateRole;
-  case ArgRole::input: return kInputRole;
-  case ArgRole::step: return kStepRole;
-  case ArgRole::gradient: return kGradientRole;
-  case ArgRole::loss: return kLossRole;
-  case ArgRole::activation: return kActivationRole;
-  case ArgRole::cotangent: return kCotangentRole;
-  case ArgRole::residual: return kResidualRole;
+  case ArgRole::parameter:
+    return kParameterRole;
+  case ArgRole::optimizer_state:
+    return kOptimizerStateRole;
+  case ArgRole::input:
+    return kInputRole;
+  case ArgRole::step:
+    return kStepRole;
+  case ArgRole::gradient:
+    return kGradientRole;
+  case ArgRole::loss:
+    return kLossRole;
+  case ArgRole::activation:
+    return kActivationRole;
+  case ArgRole::cotangent:
+    return kCotangentRole;
+  case ArgRole::residual:
+    return kResidualRole;
   }
   llvm_unreachable("unknown argument role");
 }
@@ -863,8 +879,7 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
         continue; // made where it is used (valueOf)
       valueOf(node.id, values);
     } else if (node.operands.empty()) {
-      error(node.loc, "internal error: '" + node.name + "' is not an argument of " +
-                          function.name);
+      error(node.loc, "internal error: '" + node.name + "' is not an argument of " + function.name);
       return false;
     } else {
       Operation *before = entry->empty() ? nullptr : &entry->back();
@@ -882,8 +897,8 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
       if (Operation *made = values[node.id].getDefiningOp())
         made->setAttr(kGradientSyncAttr, b.getUnitAttr());
     if (result != resultOf.end())
-      values[node.id] = annotate(values[node.id], result->second->sharding,
-                                 loc(result->second->loc));
+      values[node.id] =
+          annotate(values[node.id], result->second->sharding, loc(result->second->loc));
   }
   SmallVector<Value> results;
   for (const FunctionValue &r : function.results)
@@ -894,8 +909,8 @@ bool MLIRGenImpl::emitFunction(ModuleOp module, const StepFunction &function) {
 
 OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   MLIRContext *ctx = b.getContext();
-  ctx->loadDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
-                   math::MathDialect, shard::ShardDialect, tensor::TensorDialect>();
+  ctx->loadDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
+                   shard::ShardDialect, tensor::TensorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc(SMRange()));
   module->setName(program.modelName);
   if (!program.rulesPath.empty())

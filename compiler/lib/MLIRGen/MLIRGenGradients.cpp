@@ -56,8 +56,8 @@ Value MLIRGenImpl::conv2dFilterGrad(Value x, Value dy, const Node &node, Locatio
 /// KH x KW window is a stride-1 correlation over it. It is H + KH - 1 rows
 /// long (W + KW - 1 columns), or longer when the stride exceeds the window:
 /// the rows past that are dilation zeros that no window reads.
-Value MLIRGenImpl::spreadCotangent(Value dy, RankedTensorType dx, int64_t kh, int64_t kw,
-                                   int64_t s, bool same, Location at) {
+Value MLIRGenImpl::spreadCotangent(Value dy, RankedTensorType dx, int64_t kh, int64_t kw, int64_t s,
+                                   bool same, Location at) {
   auto dyType = cast<RankedTensorType>(dy.getType());
   auto pads = samePadding(dx, {kh, kw}, s, same);
   // Dilate: [N,OH,OW,F] -> [N,OH,1,OW,1,F] -> padded to [N,OH,s,OW,s,F] -> [N,OH*s,OW*s,F].
@@ -74,10 +74,9 @@ Value MLIRGenImpl::spreadCotangent(Value dy, RankedTensorType dx, int64_t kh, in
   }
   // The low padding is never negative (SAME pads at most window - 1 low).
   SmallVector<int64_t> low{0, kh - 1 - pads[0].first, kw - 1 - pads[1].first, 0};
-  SmallVector<int64_t> high{0,
-                            std::max<int64_t>(dx.getDimSize(1) + kh - 1 - low[1] - dyType.getDimSize(1), 0),
-                            std::max<int64_t>(dx.getDimSize(2) + kw - 1 - low[2] - dyType.getDimSize(2), 0),
-                            0};
+  SmallVector<int64_t> high{
+      0, std::max<int64_t>(dx.getDimSize(1) + kh - 1 - low[1] - dyType.getDimSize(1), 0),
+      std::max<int64_t>(dx.getDimSize(2) + kw - 1 - low[2] - dyType.getDimSize(2), 0), 0};
   return padded(dy, low, high, at);
 }
 
@@ -138,8 +137,9 @@ Value MLIRGenImpl::avgPoolGrad(Value dy, const Node &node, Location at) {
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
   iterators.append(2, utils::IteratorType::reduction);
   Value init = filled(dx.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at);
-  return generic({dyp, window}, {dyMap, windowMap}, init, b.getMultiDimIdentityMap(6).getMajorSubMap(4),
-                 iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+  return generic({dyp, window}, {dyMap, windowMap}, init,
+                 b.getMultiDimIdentityMap(6).getMajorSubMap(4), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value term = arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
                    return arith::AddFOp::create(n, l, a[2], term);
                  });
@@ -198,8 +198,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       Value sech2 = arith::SubFOp::create(n, l, f32(n, 1, l), arith::MulFOp::create(n, l, t, t));
       Value slope = arith::AddFOp::create(
           n, l, onePlusT, arith::MulFOp::create(n, l, x, arith::MulFOp::create(n, l, sech2, du)));
-      return arith::MulFOp::create(n, l, a[1],
-                                   arith::MulFOp::create(n, l, f32(n, 0.5, l), slope));
+      return arith::MulFOp::create(n, l, a[1], arith::MulFOp::create(n, l, f32(n, 0.5, l), slope));
     });
   case OpKind::matmul_grad_lhs: { // dy[m..., n...] . b[k, n...] -> [m..., k]
     unsigned lFree = type.getRank() - 1;
@@ -275,8 +274,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
       double peak = number(node, "peak"), warmup = number(node, "warmup"),
              decaySteps = number(node, "decay_steps"), end = number(node, "end");
       Value count = arith::SubFOp::create(n, l, a[0], f32(n, 1, l));
-      Value rising = arith::MulFOp::create(
-          n, l, count, f32(n, warmup > 0 ? peak / warmup : 0, l));
+      Value rising = arith::MulFOp::create(n, l, count, f32(n, warmup > 0 ? peak / warmup : 0, l));
       Value lr = f32(n, peak, l);
       if (decaySteps > warmup) { // end + (peak - end) (1 + cos(pi min(t, T) / T)) / 2
         double span = decaySteps - warmup;
@@ -284,12 +282,12 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
             n, l, arith::SubFOp::create(n, l, count, f32(n, warmup, l)), f32(n, span, l));
         Value cosine = math::CosOp::create(
             n, l, arith::MulFOp::create(n, l, t, f32(n, llvm::numbers::pi / span, l)));
-        Value half = arith::MulFOp::create(
-            n, l, arith::AddFOp::create(n, l, cosine, f32(n, 1, l)), f32(n, 0.5 * (peak - end), l));
+        Value half = arith::MulFOp::create(n, l, arith::AddFOp::create(n, l, cosine, f32(n, 1, l)),
+                                           f32(n, 0.5 * (peak - end), l));
         lr = arith::AddFOp::create(n, l, half, f32(n, end, l));
       }
-      Value warming = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OLT, count,
-                                            f32(n, warmup, l));
+      Value warming =
+          arith::CmpFOp::create(n, l, arith::CmpFPredicate::OLT, count, f32(n, warmup, l));
       return arith::SelectOp::create(n, l, warming, rising, lr);
     });
   case OpKind::finite_zero: // the sum of g * 0 over every axis: 0 where every g is
@@ -298,12 +296,12 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
                             // FSDP. (An annotation of g as its parameter is split
                             // spreads back into the backward pass: W4 under FSDP
                             // then all-to-alls every activation gradient.)
-    return reduce(operand(0), SmallVector<bool>(steps.graph.nodes[node.operands[0]].type.dims.size(), true),
-                  cast<TypedAttr>(b.getZeroAttr(b.getF32Type())), at,
-                  [&](OpBuilder &n, Location l, ValueRange a) -> Value {
-                    return arith::AddFOp::create(n, l, a[1],
-                                                 arith::MulFOp::create(n, l, a[0], f32(n, 0, l)));
-                  });
+    return reduce(
+        operand(0), SmallVector<bool>(steps.graph.nodes[node.operands[0]].type.dims.size(), true),
+        cast<TypedAttr>(b.getZeroAttr(b.getF32Type())), at,
+        [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+          return arith::AddFOp::create(n, l, a[1], arith::MulFOp::create(n, l, a[0], f32(n, 0, l)));
+        });
   case OpKind::clip_scale: // clip / max(sqrt(sum of squares), clip)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value clip = f32(n, number(node, "clip"), l);
@@ -323,7 +321,8 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
   case OpKind::adam_nu: // beta m + (1 - beta) g (or g^2)
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       double beta = number(node, "beta");
-      Value g = node.op == OpKind::adam_mu ? a[1] : arith::MulFOp::create(n, l, a[1], a[1]).getResult();
+      Value g =
+          node.op == OpKind::adam_mu ? a[1] : arith::MulFOp::create(n, l, a[1], a[1]).getResult();
       Value kept = arith::MulFOp::create(n, l, a[0], f32(n, beta, l));
       Value added = arith::MulFOp::create(n, l, g, f32(n, 1.0 - beta, l));
       return arith::AddFOp::create(n, l, kept, added);
@@ -347,7 +346,7 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     });
 
   case OpKind::keep_if_finite: // the update where the step's health h is finite, else
-                                // the value before it: h - h is 0 unless h is inf or NaN
+                               // the value before it: h - h is 0 unless h is inf or NaN
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
       Value zero = arith::SubFOp::create(n, l, a[2], a[2]);
       Value finite = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OEQ, zero, f32(n, 0, l));

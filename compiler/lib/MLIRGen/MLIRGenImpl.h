@@ -23,8 +23,8 @@
 namespace shardc {
 
 /// Builds the body of a linalg.generic from its block arguments.
-using BodyBuilder = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
-                                                   mlir::ValueRange)>;
+using BodyBuilder =
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
 
 class MLIRGenImpl {
 public:
@@ -79,8 +79,8 @@ private:
                          BodyBuilder combine);
   mlir::Value broadcastLast(mlir::ValueRange full, mlir::Value reducedValue, mlir::Location at,
                             BodyBuilder body);
-  mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<bool> missing,
-                          mlir::RankedTensorType to, mlir::Location at, BodyBuilder body);
+  mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<bool> missing, mlir::RankedTensorType to,
+                          mlir::Location at, BodyBuilder body);
   mlir::Value sumLast(mlir::Value x, mlir::Location at);
   /// GPT-2's gelu: 0.5 x (1 + tanh(u)), u = kGeluScale (x + kGeluCubic x^3).
   static constexpr double kGeluScale = llvm::numbers::sqrt2 * llvm::numbers::inv_sqrtpi;
@@ -106,9 +106,8 @@ private:
   mlir::Value avgPool(mlir::Value x, const Node &node, mlir::Location at);
   /// SAME padding of NHWC height and width for a window of that height and
   /// width, as XLA: (low, high) per spatial dim.
-  std::array<std::pair<int64_t, int64_t>, 2> samePadding(mlir::RankedTensorType x,
-                                                        std::array<int64_t, 2> window,
-                                                        int64_t stride, bool same);
+  std::array<std::pair<int64_t, int64_t>, 2>
+  samePadding(mlir::RankedTensorType x, std::array<int64_t, 2> window, int64_t stride, bool same);
   mlir::Value padSpatial(mlir::Value x, std::array<std::pair<int64_t, int64_t>, 2> pads,
                          mlir::Location at);
   mlir::Value reshapeTo(mlir::Value x, mlir::RankedTensorType to, mlir::Location at);

@@ -99,8 +99,8 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
 
   json params = json::array();
   for (const FunctionValue &v : steps.params) {
-    const Parameter &p = *llvm::find_if(program.params,
-                                        [&](const Parameter &p) { return p.path == v.name; });
+    const Parameter &p =
+        *llvm::find_if(program.params, [&](const Parameter &p) { return p.path == v.name; });
     json param = describe(v);
     if (v.layer >= 0)
       param[kLayer] = v.layer;
@@ -153,11 +153,11 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
     return json{{kResults, list}};
   };
   if (steps.train) // after the updated parameters and state: the loss and metrics
-    manifest[kTrain] = results(llvm::ArrayRef(steps.train->results)
-                                   .drop_front(llvm::count_if(steps.train->args, [](const auto &a) {
-                                     return a.role == ArgRole::parameter ||
-                                            a.role == ArgRole::optimizer_state;
-                                   })));
+    manifest[kTrain] =
+        results(llvm::ArrayRef(steps.train->results)
+                    .drop_front(llvm::count_if(steps.train->args, [](const auto &a) {
+                      return a.role == ArgRole::parameter || a.role == ArgRole::optimizer_state;
+                    })));
   manifest[kEval] = results(steps.eval.results);
   manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
                               {kOptimizerState, memory.optimizerState},

@@ -128,11 +128,12 @@ Value firstClass(OpBuilder &b, Location loc, OneHot oneHot) {
       ArrayRef<AffineMap>{identity}, ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
       [](OpBuilder &n, Location l, ValueRange) {
         Value index = linalg::IndexOp::create(n, l, 0);
-        linalg::YieldOp::create(n, l, ValueRange{arith::IndexCastOp::create(n, l, n.getI32Type(), index)});
+        linalg::YieldOp::create(
+            n, l, ValueRange{arith::IndexCastOp::create(n, l, n.getI32Type(), index)});
       });
-  auto mine = shard::AllSliceOp::create(b, loc, RankedTensorType::get({local}, i32),
-                                        iota.getResult(0), oneHot.slice.getGrid(),
-                                        oneHot.slice.getGridAxes(), 0);
+  auto mine =
+      shard::AllSliceOp::create(b, loc, RankedTensorType::get({local}, i32), iota.getResult(0),
+                                oneHot.slice.getGrid(), oneHot.slice.getGridAxes(), 0);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   return tensor::ExtractOp::create(b, loc, mine.getResult(), ValueRange{zero});
 }
@@ -169,8 +170,7 @@ LogicalResult rewriteAsGather(linalg::GenericOp op, Fold fold, const OneHot &one
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value table = op.getDpsInputs()[1];
-  int64_t localClasses =
-      cast<RankedTensorType>(op.getDpsInputs()[0].getType()).getShape().back();
+  int64_t localClasses = cast<RankedTensorType>(op.getDpsInputs()[0].getType()).getShape().back();
   Value first = firstClass(b, loc, oneHot);
   // The new loops are the output's, in its order.
   SmallVector<int64_t> newLoop(op.getNumLoops(), -1);
@@ -196,7 +196,8 @@ LogicalResult rewriteAsGather(linalg::GenericOp op, Fold fold, const OneHot &one
         if (fold == Fold::subtract)
           term = arith::NegFOp::create(n, l, term);
         Value sum = arith::AddFOp::create(n, l, args[1], term);
-        linalg::YieldOp::create(n, l, ValueRange{arith::SelectOp::create(n, l, held, sum, args[1])});
+        linalg::YieldOp::create(n, l,
+                                ValueRange{arith::SelectOp::create(n, l, held, sum, args[1])});
       });
   op.getResult(0).replaceAllUsesWith(gather.getResult(0));
   op.erase();
@@ -206,8 +207,8 @@ LogicalResult rewriteAsGather(linalg::GenericOp op, Fold fold, const OneHot &one
 /// The slice of a tensor of `shape` indexed by loops `dims` that fixes the loops
 /// `fixed` gives an index for (one element along them) and keeps every other
 /// dimension whole.
-tensor::ExtractSliceOp rowSlice(OpBuilder &b, Location loc, RankedTensorType rowType,
-                                Value tensor, ArrayRef<unsigned> dims,
+tensor::ExtractSliceOp rowSlice(OpBuilder &b, Location loc, RankedTensorType rowType, Value tensor,
+                                ArrayRef<unsigned> dims,
                                 function_ref<OpFoldResult(unsigned)> fixed) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(tensor.getType()).getShape();
   SmallVector<OpFoldResult> offsets, sizes, strides(dims.size(), b.getIndexAttr(1));
@@ -237,10 +238,11 @@ LogicalResult rewriteAsScatterAdd(linalg::GenericOp op, const OneHot &oneHot,
     if (d != classLoop)
       outRest.push_back(d);
   if (op.getNumReductionLoops() != idsLoops.size() || rowsRest != outRest ||
-      !llvm::all_of(idsLoops, [&](unsigned d) {
-        return op.getIteratorTypesArray()[d] == utils::IteratorType::reduction &&
-               llvm::is_contained(rowsDims, d);
-      }) ||
+      !llvm::all_of(idsLoops,
+                    [&](unsigned d) {
+                      return op.getIteratorTypesArray()[d] == utils::IteratorType::reduction &&
+                             llvm::is_contained(rowsDims, d);
+                    }) ||
       !llvm::is_contained(outDims, classLoop))
     return failure();
   OpBuilder b(op);
@@ -324,8 +326,7 @@ void rewrite(linalg::GenericOp op) {
   }
 }
 
-struct EmbeddingGathersPass
-    : public shardc::impl::EmbeddingGathersPassBase<EmbeddingGathersPass> {
+struct EmbeddingGathersPass : public shardc::impl::EmbeddingGathersPassBase<EmbeddingGathersPass> {
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });

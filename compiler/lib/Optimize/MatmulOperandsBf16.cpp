@@ -49,14 +49,13 @@ public:
   /// `op` as a product of its operands rounded to bf16, accumulated in f32.
   void round(linalg::LinalgOp op) {
     Location loc = op.getLoc();
-    SmallVector<Value> inputs = llvm::map_to_vector(
-        op.getDpsInputs(), [&](Value in) { return inBf16(in, op); });
+    SmallVector<Value> inputs =
+        llvm::map_to_vector(op.getDpsInputs(), [&](Value in) { return inBf16(in, op); });
     rewriter.setInsertionPoint(op);
     Type f32 = rewriter.getF32Type();
     auto product = linalg::GenericOp::create(
-        rewriter, loc, op->getResultTypes(), inputs, op.getDpsInits(),
-        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
-        [&](OpBuilder &b, Location at, ValueRange args) {
+        rewriter, loc, op->getResultTypes(), inputs, op.getDpsInits(), op.getIndexingMapsArray(),
+        op.getIteratorTypesArray(), [&](OpBuilder &b, Location at, ValueRange args) {
           Value x = arith::ExtFOp::create(b, at, f32, args[0]);
           Value y = arith::ExtFOp::create(b, at, f32, args[1]);
           Value sum = arith::AddFOp::create(b, at, args[2], arith::MulFOp::create(b, at, x, y));
@@ -79,18 +78,18 @@ private:
     Location loc = reader->getLoc();
     auto type = cast<RankedTensorType>(value.getType());
     auto bf16Type = type.clone(rewriter.getBF16Type());
-    Value init = tensor::EmptyOp::create(rewriter, loc, bf16Type.getShape(),
-                                         bf16Type.getElementType());
+    Value init =
+        tensor::EmptyOp::create(rewriter, loc, bf16Type.getShape(), bf16Type.getElementType());
     AffineMap identity = rewriter.getMultiDimIdentityMap(type.getRank());
     SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
-    rounded = linalg::GenericOp::create(
-                  rewriter, loc, bf16Type, value, init, ArrayRef{identity, identity}, parallel,
-                  [&](OpBuilder &b, Location at, ValueRange args) {
-                    linalg::YieldOp::create(
-                        b, at, arith::TruncFOp::create(b, at, b.getBF16Type(), args[0])
-                                   .getResult());
-                  })
-                  .getResult(0);
+    rounded =
+        linalg::GenericOp::create(
+            rewriter, loc, bf16Type, value, init, ArrayRef{identity, identity}, parallel,
+            [&](OpBuilder &b, Location at, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, at, arith::TruncFOp::create(b, at, b.getBF16Type(), args[0]).getResult());
+            })
+            .getResult(0);
     return rounded;
   }
 
@@ -98,8 +97,7 @@ private:
   DenseMap<std::pair<Value, Block *>, Value> roundings;
 };
 
-struct MatmulOperandsBf16Pass
-    : shardc::impl::MatmulOperandsBf16PassBase<MatmulOperandsBf16Pass> {
+struct MatmulOperandsBf16Pass : shardc::impl::MatmulOperandsBf16PassBase<MatmulOperandsBf16Pass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (!shardc::precisionIsBf16(module, shardc::kMatmulPrecisionAttr))

@@ -128,13 +128,14 @@ struct OutlineKernelsPass : public shardc::impl::OutlineKernelsPassBase<OutlineK
         else
           args.push_back(v);
       }
-      func::FuncOp kernel =
-          shardc::shareFunction(module, outline(op, args, constants, slices), kernels, "shardc_kernel");
+      func::FuncOp kernel = shardc::shareFunction(module, outline(op, args, constants, slices),
+                                                  kernels, "shardc_kernel");
       OpBuilder b(op);
       func::CallOp::create(b, op->getLoc(), kernel, args);
       op->erase();
     }
-    LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops and loops, " << kernels.size() << " kernels\n");
+    LLVM_DEBUG(llvm::dbgs() << ops.size() << " linalg ops and loops, " << kernels.size()
+                            << " kernels\n");
   }
 
   /// A detached function that runs `op` on `args`, with `constants` and

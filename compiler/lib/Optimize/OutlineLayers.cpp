@@ -88,8 +88,9 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     if (auto it = clonedOps.find(op); it != clonedOps.end())
       return it->second;
     bool collective = isa<shard::ShardDialect>(op->getDialect()) && op->getNumOperands() > 0;
-    bool cloned = isMemoryEffectFree(op) && !collective &&
-                  llvm::all_of(usedValues(op), [&](Value v) { return isCloned(v.getDefiningOp()); });
+    bool cloned =
+        isMemoryEffectFree(op) && !collective &&
+        llvm::all_of(usedValues(op), [&](Value v) { return isCloned(v.getDefiningOp()); });
     return clonedOps[op] = cloned;
   }
 
@@ -168,10 +169,11 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
       if (op->getNumResults() != 0 || op->hasTrait<OpTrait::IsTerminator>() || !joins(op))
         continue;
       SetVector<Value> used = usedValues(op);
-      bool stores = llvm::any_of(used, [&](Value v) { return madeBy(v, inPart); }) &&
-                    llvm::all_of(used, [&](Value v) {
-                      return madeBy(v, inPart) || (isa<BaseMemRefType>(v.getType()) && v.hasOneUse());
-                    });
+      bool stores =
+          llvm::any_of(used, [&](Value v) { return madeBy(v, inPart); }) &&
+          llvm::all_of(used, [&](Value v) {
+            return madeBy(v, inPart) || (isa<BaseMemRefType>(v.getType()) && v.hasOneUse());
+          });
       if (stores) {
         inPart.insert(op);
         part.push_back(op);
@@ -219,9 +221,11 @@ struct OutlineLayersPass : public shardc::impl::OutlineLayersPassBase<OutlineLay
     for (Operation *op : part)
       op->moveBefore(body, body->end());
     for (auto [arg, value] : llvm::zip(body->getArguments(), args.getArrayRef()))
-      Value(value).replaceUsesWithIf(arg, [&](OpOperand &use) { return fn->isAncestor(use.getOwner()); });
+      Value(value).replaceUsesWithIf(
+          arg, [&](OpOperand &use) { return fn->isAncestor(use.getOwner()); });
     for (auto [original, copy] : map.getValueMap())
-      original.replaceUsesWithIf(copy, [&](OpOperand &use) { return fn->isAncestor(use.getOwner()); });
+      original.replaceUsesWithIf(copy,
+                                 [&](OpOperand &use) { return fn->isAncestor(use.getOwner()); });
     inside.setInsertionPointToEnd(body);
     func::ReturnOp::create(inside, fn.getLoc(), ValueRange(results));
     ++calls;

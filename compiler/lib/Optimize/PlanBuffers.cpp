@@ -226,10 +226,11 @@ void replaceByViews(std::vector<Buffer> &buffers, Value arena, int64_t base, OpB
     b.setInsertionPoint(buffer.alloc);
     Location loc = buffer.alloc.getLoc();
     bool donated = buffer.region >= 0;
-    Value offset = arith::ConstantIndexOp::create(b, loc, donated ? buffer.offset : base + buffer.offset);
-    Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(),
-                                        donated ? regions[buffer.region] : arena, offset,
-                                        ValueRange{});
+    Value offset =
+        arith::ConstantIndexOp::create(b, loc, donated ? buffer.offset : base + buffer.offset);
+    Value view =
+        memref::ViewOp::create(b, loc, buffer.alloc.getType(),
+                               donated ? regions[buffer.region] : arena, offset, ValueRange{});
     buffer.alloc.replaceAllUsesWith(view);
     buffer.alloc.erase();
     buffer.dealloc.erase();
@@ -245,7 +246,8 @@ memref::AllocOp freedAfter(func::CallOp call, unsigned index,
   auto alloc = operand.getDefiningOp<memref::AllocOp>();
   Block *block = call->getBlock();
   if (!alloc || alloc->getBlock() != block || llvm::count(call.getOperands(), operand) != 1 ||
-      llvm::count_if(alloc->getUsers(), [](Operation *u) { return isa<memref::DeallocOp>(u); }) != 1)
+      llvm::count_if(alloc->getUsers(), [](Operation *u) { return isa<memref::DeallocOp>(u); }) !=
+          1)
     return nullptr;
   return lastAccess(alloc, *block, position) == position.lookup(call) ? alloc : nullptr;
 }

@@ -42,9 +42,9 @@ struct ReassociateReductionsPass
         if (!op)
           continue;
         arith::FastMathFlags flags = op.getFastMathFlagsAttr().getValue();
-        op->setAttr(op.getFastMathAttrName(),
-                    arith::FastMathFlagsAttr::get(op->getContext(),
-                                                  flags | arith::FastMathFlags::reassoc));
+        op->setAttr(
+            op.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(op->getContext(), flags | arith::FastMathFlags::reassoc));
       }
     });
   }

@@ -67,8 +67,8 @@ private:
     ForwardAST fwd;
     fwd.range = source.range(ctx->getStart(), ctx->getStart());
     for (auto *a : ctx->argDecl())
-      fwd.args.push_back({a->IDENT()->getText(), source.range(a->IDENT()),
-                          buildTensorType(a->tensorType())});
+      fwd.args.push_back(
+          {a->IDENT()->getText(), source.range(a->IDENT()), buildTensorType(a->tensorType())});
     fwd.result = buildTensorType(ctx->tensorType());
     for (auto *let : ctx->letStmt())
       fwd.lets.push_back(buildLet(let));
@@ -84,20 +84,20 @@ private:
     model.config = buildConfig(ctx->configList());
     for (auto *member : ctx->modelMember()) {
       if (auto *in = member->inputDecl())
-        model.inputs.push_back({in->IDENT()->getText(), source.range(in->IDENT()),
-                                buildTensorType(in->tensorType())});
+        model.inputs.push_back(
+            {in->IDENT()->getText(), source.range(in->IDENT()), buildTensorType(in->tensorType())});
       else if (auto *let = member->letStmt())
         model.lets.push_back(buildLet(let));
       else if (auto *loss = member->lossDecl())
         model.losses.emplace_back(source.range(loss->getStart(), loss->getStart()),
                                   buildExpr(loss->expr()));
       else if (auto *metric = member->metricDecl())
-        model.metrics.push_back({metric->IDENT()->getText(), source.range(metric->IDENT()),
-                                 buildExpr(metric->expr())});
+        model.metrics.push_back(
+            {metric->IDENT()->getText(), source.range(metric->IDENT()), buildExpr(metric->expr())});
       else {
         auto *opt = member->optimizerDecl();
-        model.optimizers.push_back({opt->IDENT()->getText(), source.range(opt->IDENT()),
-                                    buildArgs(opt->callArgs())});
+        model.optimizers.push_back(
+            {opt->IDENT()->getText(), source.range(opt->IDENT()), buildArgs(opt->callArgs())});
       }
     }
     return model;
@@ -209,13 +209,11 @@ private:
     return std::make_unique<BoolExpr>(range, ctx->getText() == "true");
   }
 
-  ExprPtr buildBinary(SMRange range, antlr4::Token *op, P::ExprContext *lhs,
-                      P::ExprContext *rhs) {
+  ExprPtr buildBinary(SMRange range, antlr4::Token *op, P::ExprContext *lhs, P::ExprContext *rhs) {
     static const std::pair<const char *, BinaryOp> ops[] = {
-        {"@", BinaryOp::MatMul}, {"*", BinaryOp::Mul}, {"/", BinaryOp::Div},
-        {"+", BinaryOp::Add},    {"-", BinaryOp::Sub}, {"==", BinaryOp::Eq},
-        {"!=", BinaryOp::Ne},    {"<", BinaryOp::Lt},  {"<=", BinaryOp::Le},
-        {">", BinaryOp::Gt},     {">=", BinaryOp::Ge}};
+        {"@", BinaryOp::MatMul}, {"*", BinaryOp::Mul}, {"/", BinaryOp::Div}, {"+", BinaryOp::Add},
+        {"-", BinaryOp::Sub},    {"==", BinaryOp::Eq}, {"!=", BinaryOp::Ne}, {"<", BinaryOp::Lt},
+        {"<=", BinaryOp::Le},    {">", BinaryOp::Gt},  {">=", BinaryOp::Ge}};
     BinaryOp kind = BinaryOp::Add;
     for (auto &[spelling, k] : ops)
       if (op->getText() == spelling)
@@ -235,8 +233,8 @@ std::unique_ptr<ModuleAST> shardc::parseModelFile(unsigned buffer, DiagnosticEng
   if (!source.checkEncoding("model file"))
     return nullptr;
   ParseSession session(source, diags);
-  auto *root = session.parse<antlr::ShardModelLexer, P>(
-      [](P &parser) { return parser.modelFile(); });
+  auto *root =
+      session.parse<antlr::ShardModelLexer, P>([](P &parser) { return parser.modelFile(); });
   if (!root)
     return nullptr;
   unsigned errorsBefore = diags.errorCount();

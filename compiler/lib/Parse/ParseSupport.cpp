@@ -48,10 +48,9 @@ bool SourceText::checkEncoding(llvm::StringRef fileKind) {
   const auto *end = reinterpret_cast<const llvm::UTF8 *>(bytes.end());
   if (!llvm::isLegalUTF8String(&bad, end)) {
     SMLoc at = SMLoc::getFromPointer(reinterpret_cast<const char *>(bad));
-    diags.error(SMRange(at, at), "invalid UTF-8: byte 0x" +
-                                     llvm::utohexstr(*bad, /*LowerCase=*/true) +
-                                     " does not start a valid character; " + fileKind +
-                                     "s must be UTF-8 text");
+    diags.error(SMRange(at, at),
+                "invalid UTF-8: byte 0x" + llvm::utohexstr(*bad, /*LowerCase=*/true) +
+                    " does not start a valid character; " + fileKind + "s must be UTF-8 text");
     return false;
   }
   if (bytes.find('\0') != llvm::StringRef::npos) {
@@ -73,15 +72,16 @@ bool SourceText::checkEncoding(llvm::StringRef fileKind) {
 SMLoc SourceText::loc(size_t codePoint) const {
   size_t offset = codePoint;
   if (!byteOffsetOfCodePoint.empty())
-    offset = codePoint < byteOffsetOfCodePoint.size() ? byteOffsetOfCodePoint[codePoint]
-                                                      : bytes.size();
+    offset =
+        codePoint < byteOffsetOfCodePoint.size() ? byteOffsetOfCodePoint[codePoint] : bytes.size();
   return SMLoc::getFromPointer(bytes.data() + std::min(offset, bytes.size()));
 }
 
 SMRange SourceText::range(const antlr4::Token *start, const antlr4::Token *stop) const {
   if (!start)
     return SMRange();
-  if (!stop || stop->getType() == antlr4::Token::EOF || stop->getStopIndex() < start->getStartIndex())
+  if (!stop || stop->getType() == antlr4::Token::EOF ||
+      stop->getStopIndex() < start->getStartIndex())
     stop = start;
   if (start->getType() == antlr4::Token::EOF) {
     SMLoc end = loc(start->getStartIndex());
@@ -162,17 +162,16 @@ public:
     size_t stop = lexer->getInputStream()->index();
     const auto &source = session.getSource();
     SMRange range(source.loc(start), source.loc(std::max(stop, start + 1)));
-    llvm::StringRef rest = llvm::StringRef(range.Start.getPointer(),
-                                           source.text().end() - range.Start.getPointer());
+    llvm::StringRef rest =
+        llvm::StringRef(range.Start.getPointer(), source.text().end() - range.Start.getPointer());
     if (rest.starts_with("\""))
       session.reportSyntaxError(SMRange(range.Start, range.Start),
                                 "unterminated string: a string ends with '\"' on the same line");
     else
-      session.reportSyntaxError(range, "unexpected character '" +
-                                           rest.take_front(range.End.getPointer() -
-                                                           range.Start.getPointer())
-                                               .str() +
-                                           "'");
+      session.reportSyntaxError(
+          range, "unexpected character '" +
+                     rest.take_front(range.End.getPointer() - range.Start.getPointer()).str() +
+                     "'");
   }
 
 private:
@@ -187,15 +186,15 @@ public:
 protected:
   void reportNoViableAlternative(antlr4::Parser *parser,
                                  const antlr4::NoViableAltException &e) override {
-    report(e.getOffendingToken(),
-           "syntax error: unexpected " + describeToken(parser, e.getOffendingToken()) + ", expected " +
-               describeExpected(parser, e.getExpectedTokens()));
+    report(e.getOffendingToken(), "syntax error: unexpected " +
+                                      describeToken(parser, e.getOffendingToken()) + ", expected " +
+                                      describeExpected(parser, e.getExpectedTokens()));
   }
   void reportInputMismatch(antlr4::Parser *parser,
                            const antlr4::InputMismatchException &e) override {
     report(e.getOffendingToken(), "syntax error: expected " +
-                                      describeExpected(parser, e.getExpectedTokens()) +
-                                      ", found " + describeToken(parser, e.getOffendingToken()));
+                                      describeExpected(parser, e.getExpectedTokens()) + ", found " +
+                                      describeToken(parser, e.getOffendingToken()));
   }
   void reportFailedPredicate(antlr4::Parser *parser,
                              const antlr4::FailedPredicateException &e) override {
@@ -215,9 +214,8 @@ protected:
       return;
     beginErrorCondition(parser);
     antlr4::Token *token = parser->getCurrentToken();
-    report(token, "syntax error: missing " +
-                      describeExpected(parser, getExpectedTokens(parser)) + " before " +
-                      describeToken(parser, token));
+    report(token, "syntax error: missing " + describeExpected(parser, getExpectedTokens(parser)) +
+                      " before " + describeToken(parser, token));
   }
 
 private:

@@ -26,8 +26,8 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
   if (!source.checkEncoding("rules file"))
     return nullptr;
   ParseSession session(source, diags);
-  auto *root = session.parse<antlr::ShardRulesLexer, P>(
-      [](P &parser) { return parser.rulesFile(); });
+  auto *root =
+      session.parse<antlr::ShardRulesLexer, P>([](P &parser) { return parser.rulesFile(); });
   if (!root)
     return nullptr;
 
@@ -41,17 +41,17 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
       errno = 0;
       long long size = std::strtoll(a->INT()->getText().c_str(), nullptr, 10);
       if (errno == ERANGE)
-        diags.error(source.range(a->INT()), "mesh axis size " + a->INT()->getText() +
-                                                " is too large");
-      mesh.axes.push_back({a->IDENT()->getText(), source.range(a->IDENT()), size,
-                           source.range(a->INT())});
+        diags.error(source.range(a->INT()),
+                    "mesh axis size " + a->INT()->getText() + " is too large");
+      mesh.axes.push_back(
+          {a->IDENT()->getText(), source.range(a->IDENT()), size, source.range(a->INT())});
     }
     rules->meshes.push_back(std::move(mesh));
   }
   for (auto *block : root->rulesBlock())
     for (auto *r : block->ruleDecl())
-      rules->rules.push_back({r->IDENT()->getText(), source.range(r),
-                              source.range(r->IDENT()), buildTarget(source, r->meshTarget())});
+      rules->rules.push_back({r->IDENT()->getText(), source.range(r), source.range(r->IDENT()),
+                              buildTarget(source, r->meshTarget())});
   for (auto *o : root->overrideDecl()) {
     OverrideAST override;
     override.pattern = unquote(o->STRING()->getText());
@@ -77,8 +77,7 @@ std::unique_ptr<RulesFileAST> shardc::parseRulesFile(unsigned buffer, Diagnostic
     microbatches.range = source.range(m);
     microbatches.countRange = source.range(m->INT());
     if (errno == ERANGE)
-      diags.error(microbatches.countRange, "microbatches " + m->INT()->getText() +
-                                               " is too large");
+      diags.error(microbatches.countRange, "microbatches " + m->INT()->getText() + " is too large");
     rules->microbatches.push_back(microbatches);
   }
   for (auto *s : root->scheduleDecl()) {

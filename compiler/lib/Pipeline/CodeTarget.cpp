@@ -75,7 +75,8 @@ bool applyFeatureFlag(llvm::StringRef list, CodeTarget &target, llvm::StringMap<
     llvm::StringRef name = entry.drop_front();
     if (!entry.starts_with("+") && !entry.starts_with("-")) {
       diags.error(range, "--target-features wants +NAME or -NAME, comma separated (as "
-                         "+avx2,-avx512f), not '" + entry + "'");
+                         "+avx2,-avx512f), not '" +
+                             entry + "'");
       valid = false;
     } else if (!llvm::is_contained(known, name)) {
       std::string nearest = nearestName(name, known);
@@ -101,8 +102,8 @@ std::optional<CodeTarget> shardc::resolveCodeTarget(llvm::StringRef cpu, llvm::S
     target.cpu = llvm::sys::getHostCPUName().str();
     for (const auto &[name, on] : llvm::sys::getHostCPUFeatures()) {
       enabled[name] = on;
-      target.llvmFeatures += (target.llvmFeatures.empty() ? "" : ",") +
-                             std::string(on ? "+" : "-") + name.str();
+      target.llvmFeatures +=
+          (target.llvmFeatures.empty() ? "" : ",") + std::string(on ? "+" : "-") + name.str();
     }
   } else if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) != llvm::X86::CK_None) {
     target.cpu = cpu.str();

@@ -61,8 +61,8 @@ void warnAboveMemoryLimit(const CompileOptions &o, const MemoryPerRank &memory,
 /// executable. MLIR's diagnostics are shown with the source lines.
 /// `microbatch` is the program at one microbatch's size, if the rules ask for
 /// microbatches.
-bool lower(const CompileOptions &o, const TypedProgram &program, const TypedProgram *microbatch, Emit stage,
-           bool printStage, const CodeTarget &target, DiagnosticEngine &diags,
+bool lower(const CompileOptions &o, const TypedProgram &program, const TypedProgram *microbatch,
+           Emit stage, bool printStage, const CodeTarget &target, DiagnosticEngine &diags,
            llvm::raw_ostream &os) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
@@ -91,7 +91,8 @@ bool lower(const CompileOptions &o, const TypedProgram &program, const TypedProg
   };
   if (stage == Emit::MLIR)
     return print();
-  if (!o.reference && mlir::failed(stages.run("sharded", [&] { return propagateShardings(*module); })))
+  if (!o.reference &&
+      mlir::failed(stages.run("sharded", [&] { return propagateShardings(*module); })))
     return false;
   if (stage == Emit::Sharded)
     return print();
@@ -125,11 +126,12 @@ bool lower(const CompileOptions &o, const TypedProgram &program, const TypedProg
   }
   if (stage == Emit::SPMD)
     return print();
-  mlir::FailureOr<std::string> plan = buildReport(*module, memory, /*asJson=*/true, /*o.strict=*/false);
+  mlir::FailureOr<std::string> plan =
+      buildReport(*module, memory, /*asJson=*/true, /*o.strict=*/false);
   if (mlir::failed(plan))
     return false;
-  std::string manifest = buildManifest(program, *steps, o.reference, memory, *plan, target.cpu,
-                                       target.features);
+  std::string manifest =
+      buildManifest(program, *steps, o.reference, memory, *plan, target.cpu, target.features);
   if (mlir::failed(stages.run("llvm", [&] { return addMain(*lowered, manifest); })))
     return false;
   module = std::move(lowered);
@@ -149,7 +151,8 @@ int shardc::compile(const CompileOptions &o) {
                     o.maxMemoryPerRank + "'");
     return reportErrors(diags);
   }
-  std::optional<CodeTarget> target = resolveCodeTarget(o.targetCpu, o.targetFeatures, sourceMgr, diags);
+  std::optional<CodeTarget> target =
+      resolveCodeTarget(o.targetCpu, o.targetFeatures, sourceMgr, diags);
   if (!target)
     return reportErrors(diags);
   std::string out;
@@ -160,10 +163,10 @@ int shardc::compile(const CompileOptions &o) {
     if (unsigned buffer = diags.addFile(o.rulesFile))
       rules = parseRulesFile(buffer, diags);
 
-  Emit stage = o.emit ? *o.emit
-               : o.outputFile != "-"     ? Emit::Executable
+  Emit stage = o.emit                                       ? *o.emit
+               : o.outputFile != "-"                        ? Emit::Executable
                : o.report != ReportFormat::None || o.strict ? Emit::SPMD
-                                                        : Emit::Typed;
+                                                            : Emit::Typed;
   // --report without --emit prints only the plan.
   bool printStage = o.emit.has_value() || (o.report == ReportFormat::None && !o.strict);
   if (stage == Emit::AST) {
@@ -176,10 +179,10 @@ int shardc::compile(const CompileOptions &o) {
   } else {
     if (o.rulesFile.empty() && !(o.reference && stage != Emit::Typed && stage != Emit::Layout)) {
       diags.toolError(o.reference ? "--emit=typed prints the rules' plan and needs --rules "
-                                  "FILE.rules; --reference alone goes with --emit=mlir and later "
-                                  "stages"
-                                : "a rules file is needed: --rules FILE.rules (or --reference "
-                                  "to build the unpartitioned program)");
+                                    "FILE.rules; --reference alone goes with --emit=mlir and later "
+                                    "stages"
+                                  : "a rules file is needed: --rules FILE.rules (or --reference "
+                                    "to build the unpartitioned program)");
       return reportErrors(diags);
     }
     if (stage == Emit::Executable && o.outputFile == "-") {
@@ -210,10 +213,8 @@ int shardc::compile(const CompileOptions &o) {
           !lower(o, *program, microbatch ? &*microbatch : nullptr, Emit::SPMD,
                  /*printStage=*/false, *target, diags, llvm::nulls()))
         return reportErrors(diags, 1);
-    }
-    else if (program &&
-             !lower(o, *program, microbatch ? &*microbatch : nullptr, stage, printStage, *target,
-                    diags, os))
+    } else if (program && !lower(o, *program, microbatch ? &*microbatch : nullptr, stage,
+                                 printStage, *target, diags, os))
       return reportErrors(diags, 1);
     else if (program && stage == Emit::Executable)
       return 0; // written by the linker
@@ -231,4 +232,3 @@ int shardc::compile(const CompileOptions &o) {
   output.keep();
   return 0;
 }
-

@@ -25,20 +25,20 @@
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Transforms/IPO/LoopExtractor.h"
-#include "llvm/Transforms/Utils/CodeExtractor.h"
-#include "llvm/Transforms/Utils/SplitModule.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/Threading.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/IPO/LoopExtractor.h"
+#include "llvm/Transforms/Utils/CodeExtractor.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <mutex>
 #include <thread>
@@ -138,9 +138,9 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
   llvm::LLVMContext &context = module.getContext();
   auto hint = [&](llvm::StringRef name, unsigned value) -> llvm::Metadata * {
     llvm::Type *i32 = llvm::Type::getInt32Ty(context);
-    return llvm::MDNode::get(context, {llvm::MDString::get(context, name),
-                                       llvm::ConstantAsMetadata::get(
-                                           llvm::ConstantInt::get(i32, value))});
+    return llvm::MDNode::get(context,
+                             {llvm::MDString::get(context, name),
+                              llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, value))});
   };
   auto reassociates = [](llvm::Loop *loop) {
     return llvm::any_of(loop->blocks(), [](llvm::BasicBlock *block) {
@@ -169,8 +169,9 @@ static void fixReductionOrder(llvm::Module &module, llvm::TargetMachine *machine
     for (llvm::Loop *loop : reductions) {
       const unsigned trips = evolution.getSmallConstantTripCount(loop); // 0: unknown
       const bool inOrder = trips && trips < lanes;
-      const unsigned interleave =
-          inOrder ? 1 : trips ? std::min(maxInterleave, llvm::bit_floor(trips / lanes)) : maxInterleave;
+      const unsigned interleave = inOrder ? 1
+                                  : trips ? std::min(maxInterleave, llvm::bit_floor(trips / lanes))
+                                          : maxInterleave;
       llvm::TempMDTuple self = llvm::MDTuple::getTemporary(context, {});
       llvm::SmallVector<llvm::Metadata *> hints = {self.get()};
       if (!inOrder)
@@ -238,9 +239,8 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
   if (!target)
     return fail("no code generator for " + triple.str() + ": " + error);
   auto createMachine = [&] {
-    return std::unique_ptr<llvm::TargetMachine>(
-        target->createTargetMachine(triple, codeTarget.cpu, codeTarget.llvmFeatures,
-                                    llvm::TargetOptions(), llvm::Reloc::PIC_));
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        triple, codeTarget.cpu, codeTarget.llvmFeatures, llvm::TargetOptions(), llvm::Reloc::PIC_));
   };
   std::unique_ptr<llvm::TargetMachine> machine = createMachine();
   llvmModule->setTargetTriple(triple);
@@ -257,8 +257,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
     llvm::WriteBitcodeToFile(part, os);
   };
   if (cores > 1)
-    llvm::SplitModule(*llvmModule, cores,
-                      [&](std::unique_ptr<llvm::Module> part) { keep(*part); });
+    llvm::SplitModule(*llvmModule, cores, [&](std::unique_ptr<llvm::Module> part) { keep(*part); });
   else
     keep(*llvmModule);
 
@@ -334,7 +333,7 @@ LogicalResult shardc::emitExecutable(ModuleOp module, llvm::StringRef output,
 #endif
   std::string message;
   if (int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
-    return fail("linking '" + output + "' failed (" + *cc + " exited with " +
-                llvm::Twine(status) + ")" + (message.empty() ? "" : ": " + message));
+    return fail("linking '" + output + "' failed (" + *cc + " exited with " + llvm::Twine(status) +
+                ")" + (message.empty() ? "" : ": " + message));
   return success();
 }

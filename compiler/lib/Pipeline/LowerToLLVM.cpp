@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Conversion/Passes.h"
+#include "shardc/MLIRGen/MLIRGen.h"
 #include "shardc/Optimize/Passes.h"
 #include "shardc/Pipeline/Pipeline.h"
 #include "shardrt/convolution_buffers.h"
@@ -116,8 +116,7 @@ static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto run = LLVM::LLVMFuncOp::create(
-      b, loc, runName(role),
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
+      b, loc, runName(role), LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
   bool arena = entry->hasAttr(shardc::kArenaArgumentAttr);
   auto stepArena = module.lookupSymbol<LLVM::LLVMFuncOp>("shardrt_step_arena");
   if (arena && !stepArena)
@@ -150,14 +149,15 @@ LogicalResult shardc::addMain(ModuleOp module, llvm::StringRef manifest) {
     if (auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName(role)))
       addRun(module, entry, role);
     else if (module.lookupSymbol(function))
-      return module.emitError("internal error: the entry point of @") << function
-                                                                       << " was not lowered";
+      return module.emitError("internal error: the entry point of @")
+             << function << " was not lowered";
 
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto shardrtMain = LLVM::LLVMFuncOp::create(
       b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr, ptr, ptr}));
-  auto main = LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
+  auto main =
+      LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
   b.setInsertionPointToStart(main.addEntryBlock(b));
   // A C string: createGlobalString adds no terminator.
   Value text = LLVM::createGlobalString(loc, b, "shardc_manifest", manifest.str() + '\0',
@@ -196,9 +196,9 @@ void shardc::addKernelMemory(ModuleOp lowered, MemoryPerRank &memory) {
   std::set<SmallVector<int64_t>> shapes;
   lowered.walk([&](LLVM::CallOp call) {
     std::optional<StringRef> callee = call.getCallee();
-    if (callee && (callee->starts_with("shardrt_matmul_") ||
-                   callee->starts_with("shardrt_batched_matmul_") ||
-                   callee->starts_with("shardrt_conv2d_")))
+    if (callee &&
+        (callee->starts_with("shardrt_matmul_") || callee->starts_with("shardrt_batched_matmul_") ||
+         callee->starts_with("shardrt_conv2d_")))
       memory.callsKernels = true;
     const bool forward = callee == "shardrt_conv2d_f32";
     if (!forward && callee != "shardrt_conv2d_input_grad_f32")
@@ -219,11 +219,11 @@ void shardc::addKernelMemory(ModuleOp lowered, MemoryPerRank &memory) {
       return;
     if (!shapes.insert(args).second)
       return;
-    memory.convolutionBuffers +=
-        forward ? shardrt::dnnlConvolutionBytes(n, h, w, c, args[7], args[8], args[9], args[10],
-                                                args[11])
-                : shardrt::dnnlConvolutionBytes(n, args[8], args[9], args[7], args[5], args[6],
-                                                c, h, w);
+    memory.convolutionBuffers += forward
+                                     ? shardrt::dnnlConvolutionBytes(n, h, w, c, args[7], args[8],
+                                                                     args[9], args[10], args[11])
+                                     : shardrt::dnnlConvolutionBytes(n, args[8], args[9], args[7],
+                                                                     args[5], args[6], c, h, w);
     ++memory.convolutions;
   });
 }

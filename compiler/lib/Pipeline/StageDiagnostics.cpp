@@ -81,8 +81,8 @@ SMRange StageDiagnostics::sourceRange(mlir::Location loc) const {
 }
 
 void StageDiagnostics::reportInternal(SMRange at, const std::string &message) {
-  diags.error(at, "internal error in stage '" + stage + "' (" + describeStage(stage) + "): " +
-                      message);
+  diags.error(at,
+              "internal error in stage '" + stage + "' (" + describeStage(stage) + "): " + message);
   if (internalReported)
     return;
   internalReported = true;

@@ -9,8 +9,8 @@
 #include "ReportImpl.h"
 
 #include "shardc/IR/Attributes.h"
-#include "shardc/Support/Bytes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
+#include "shardc/Support/Bytes.h"
 #include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
 
@@ -24,10 +24,10 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
 
@@ -78,7 +78,6 @@ Mesh meshOf(ModuleOp module) {
     mesh.axes.emplace_back(names ? cast<StringAttr>(names[i]).str() : std::to_string(i), size);
   return mesh;
 }
-
 
 std::map<std::string, std::vector<std::string>> axisRulesOf(ModuleOp module) {
   std::map<std::string, std::vector<std::string>> rules;
@@ -227,7 +226,7 @@ int64_t stageOf(Operation *op) {
 }
 
 std::optional<Collective> describeCollective(Operation *op, const Mesh &mesh,
-                                            const std::set<std::string> &paramNames) {
+                                             const std::set<std::string> &paramNames) {
   Collective c;
   Value input;
   ArrayRef<int16_t> axes;

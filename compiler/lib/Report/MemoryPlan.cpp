@@ -9,8 +9,8 @@
 #include "ReportImpl.h"
 
 #include "shardc/IR/Attributes.h"
-#include "shardc/Support/Bytes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
+#include "shardc/Support/Bytes.h"
 #include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
 
@@ -24,10 +24,10 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
 
@@ -67,18 +67,18 @@ int64_t MemoryPerRank::onednnMemory() const {
 int64_t MemoryPerRank::scratch() const { return shardrt::inHugePages(scratchBytes); }
 
 int64_t MemoryPerRank::total() const {
-  return addSaturating(addSaturating(addSaturating(parameters, optimizerState),
-                                     addSaturating(inputs, stepArena())),
-                       addSaturating(addSaturating(scratch(), convolutionBuffers),
-                                     addSaturating(onednnMemory(), std::max<int64_t>(process, 0))));
+  return addSaturating(
+      addSaturating(addSaturating(parameters, optimizerState), addSaturating(inputs, stepArena())),
+      addSaturating(addSaturating(scratch(), convolutionBuffers),
+                    addSaturating(onednnMemory(), std::max<int64_t>(process, 0))));
 }
 
 std::string shardc::describeTotal(const MemoryPerRank &memory) {
   return formatBytes(memory.parameters) + " of parameters and " +
-         formatBytes(memory.optimizerState) + " of optimizer state, " +
-         formatBytes(memory.inputs) + " of inputs, " + formatBytes(memory.stepArena()) +
+         formatBytes(memory.optimizerState) + " of optimizer state, " + formatBytes(memory.inputs) +
+         " of inputs, " + formatBytes(memory.stepArena()) +
          (memory.arenas.empty() ? " of activations at the peak"
-                                 : " of the larger step arena (in whole 2 MiB pages)") +
+                                : " of the larger step arena (in whole 2 MiB pages)") +
          (memory.scratchBytes ? ", " + formatBytes(memory.scratch()) + " of the runtime's scratch"
                               : "") +
          (memory.convolutions ? ", " + formatBytes(memory.convolutionBuffers) + " of convolutions"
@@ -96,7 +96,8 @@ void shardc::addProcessMemory(StringRef runtimeDir, MemoryPerRank &memory) {
   if (!file)
     return;
   json measured = json::parse((*file)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
-  if (!measured.is_object() || !measured.value("process_resident_bytes", json()).is_number_integer())
+  if (!measured.is_object() ||
+      !measured.value("process_resident_bytes", json()).is_number_integer())
     return;
   memory.process = measured["process_resident_bytes"].get<int64_t>();
   memory.processRanks = measured.value("ranks", int64_t(0));
@@ -106,7 +107,8 @@ void shardc::addProcessMemory(StringRef runtimeDir, MemoryPerRank &memory) {
 
 int64_t report::timesRun(Operation *op, func::FuncOp fn) {
   int64_t times = 1;
-  for (Operation *parent = op->getParentOp(); parent && parent != fn; parent = parent->getParentOp())
+  for (Operation *parent = op->getParentOp(); parent && parent != fn;
+       parent = parent->getParentOp())
     if (auto loop = dyn_cast<scf::ForOp>(parent))
       if (std::optional<APInt> trips = loop.getStaticTripCount())
         times = mulSaturating(times, trips->getSExtValue());
@@ -196,8 +198,8 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
     for (int64_t range : op.getStaticLoopRanges())
       if (!ShapedType::isDynamic(range))
         iterations = mulSaturating(iterations, range);
-    int64_t flops = mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations,
-                                  timesRun(op, fn));
+    int64_t flops =
+        mulSaturating(op.getNumReductionLoops() ? 2 * iterations : iterations, timesRun(op, fn));
     memory.stepFlops = addSaturating(memory.stepFlops, flops);
     // What shardc-lower-to-kernels runs on sgemm: contractions, convolutions and
     // their gradients (generics that name their kernel).

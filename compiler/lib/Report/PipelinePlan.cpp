@@ -8,8 +8,8 @@
 #include "ReportImpl.h"
 
 #include "shardc/IR/Attributes.h"
-#include "shardc/Support/Bytes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
+#include "shardc/Support/Bytes.h"
 #include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
 
@@ -23,10 +23,10 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +56,8 @@ std::optional<PipelinePlan> report::pipelinePlan(ModuleOp module, func::FuncOp f
     if (!tag || size_t(tag.getInt() / 2) >= plan.transfers.size())
       return;
     PipelinePlan::Transfer &t = plan.transfers[tag.getInt() / 2];
-    (tag.getInt() % 2 ? t.cotangentBytes : t.activationBytes) = tensorBytes(send.getInput().getType());
+    (tag.getInt() % 2 ? t.cotangentBytes : t.activationBytes) =
+        tensorBytes(send.getInput().getType());
   });
   const int64_t p = plan.stages, m = plan.microbatches;
   auto kept = attr.getAs<DenseI64ArrayAttr>("kept_bytes");

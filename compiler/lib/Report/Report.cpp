@@ -26,11 +26,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ReportImpl.h"
 #include "shardc/Report/Report.h"
+#include "ReportImpl.h"
 #include "shardc/IR/Attributes.h"
-#include "shardc/Support/Bytes.h"
 #include "shardc/Schedule/PipelineSchedules.h"
+#include "shardc/Support/Bytes.h"
 #include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
 
@@ -44,10 +44,10 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
 
@@ -110,8 +110,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
                                            bool asJson, bool strict) {
   func::FuncOp fn = stepFunction(module);
   if (!fn)
-    return emitError(module.getLoc(), "no ") << kTrainFunction << " or " << kEvalFunction
-                                              << " function to report on";
+    return emitError(module.getLoc(), "no ")
+           << kTrainFunction << " or " << kEvalFunction << " function to report on";
   std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
   std::string model = module.getName().value_or("").str();
   std::string rules;
@@ -301,8 +301,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     os << "precision: the gradients are reduced across ranks in bfloat16, summed in f32 "
           "(precision gradients : bf16)\n";
   if (targetCpu)
-    os << "target: " << targetCpu.getValue() << " (" << llvm::join(targetFeatures, " ")
-       << ")\n";
+    os << "target: " << targetCpu.getValue() << " (" << llvm::join(targetFeatures, " ") << ")\n";
   os << "\nmemory per rank\n";
   os << "  parameters   " << llvm::right_justify(formatBytes(memory.parameters), 12) << "\n";
   os << "  optimizer    " << llvm::right_justify(formatBytes(memory.optimizerState), 12) << "\n";
@@ -312,8 +311,9 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "               " << llvm::right_justify(formatBytes(memory.activationsAtPeak), 12)
      << "  at the peak (each tensor freed after its last use)\n";
   for (const auto &[role, bytes] : memory.arenas)
-    os << "  " << llvm::left_justify(role + " arena", 13) << llvm::right_justify(formatBytes(bytes), 12)
-       << "  (planned: the " << role << " step's buffers, reused by liveness)\n";
+    os << "  " << llvm::left_justify(role + " arena", 13)
+       << llvm::right_justify(formatBytes(bytes), 12) << "  (planned: the " << role
+       << " step's buffers, reused by liveness)\n";
   if (memory.scratchBytes)
     os << "  scratch      " << llvm::right_justify(formatBytes(memory.scratch()), 12)
        << "  (planned: the runtime's buffer for im2col chunks and collectives' packed blocks, "
@@ -357,7 +357,8 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   os << "\n";
   for (const Collective &c : collectives) {
     os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
-                        c.count, c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
+                        c.count, c.kind, c.axes, c.dtype + c.shape, c.elements,
+                        formatBytes(c.bytes), c.loc);
     if (!c.label().empty())
       os << "  (" << c.label() << ")";
     if (!c.causes.empty())

@@ -52,15 +52,15 @@ struct Collective {
   std::string kind, axes, dtype, shape, loc;
   std::vector<std::string> axisNames;
   std::vector<std::string> causes; // the rules over its axes, or "constraint"
-  std::string cause;    // the arguments among the operands of the op that needed it
-  std::string gradient; // the parameter whose gradient it carries, if one
+  std::string cause;               // the arguments among the operands of the op that needed it
+  std::string gradient;            // the parameter whose gradient it carries, if one
   std::vector<std::string> bucket; // the parameters whose gradients it carries, if several
   int64_t elements = 0, bytes = 0, count = 0;
   int64_t sent = 0; // bytes each rank sends, by the ring algorithms
   bool reshard = false;
-  bool moves = true; // false: no byte leaves a rank
-  bool gradientSync = false; // reduces a parameter's gradient (--reduce-precision)
-  int64_t stage = -1;         // a pipeline's stage whose ranks alone run it (-1: every rank)
+  bool moves = true;                // false: no byte leaves a rank
+  bool gradientSync = false;        // reduces a parameter's gradient (--reduce-precision)
+  int64_t stage = -1;               // a pipeline's stage whose ranks alone run it (-1: every rank)
   mlir::Operation *first = nullptr; // where --strict reports it
 
   /// What the report says made it: the gradient it carries, or the operands.
@@ -80,7 +80,7 @@ std::set<std::string> parameterNames(mlir::func::FuncOp fn);
 
 /// The collective `op` is, without its count; nothing for any other op.
 std::optional<Collective> describeCollective(mlir::Operation *op, const Mesh &mesh,
-                                            const std::set<std::string> &paramNames);
+                                             const std::set<std::string> &paramNames);
 
 //===----------------------------------------------------------------------===//
 // The pipeline plan (PipelinePlan.cpp)

@@ -63,8 +63,8 @@ struct AccumulateMicrobatchesPass
 
   /// Step 2: @train_step(params, state, inputs, step) -> (params, state, loss,
   /// metrics), the loop over microbatches calling `micro`, then `apply`.
-  static func::FuncOp buildTrainStep(func::FuncOp micro, func::FuncOp apply,
-                                     int64_t count, ArrayRef<Operation *> deferred) {
+  static func::FuncOp buildTrainStep(func::FuncOp micro, func::FuncOp apply, int64_t count,
+                                     ArrayRef<Operation *> deferred) {
     // The arguments of each role.
     SmallVector<unsigned> params, sums, inputs, state; // argument numbers in micro, then apply
     std::optional<unsigned> step, loss;                // in apply
@@ -73,7 +73,7 @@ struct AccumulateMicrobatchesPass
       StringRef role = roleOf(micro, i);
       (role == shardc::kParameterRole  ? params
        : role == shardc::kGradientRole ? sums
-                                        : inputs)
+                                       : inputs)
           .push_back(i);
     }
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
@@ -128,8 +128,8 @@ struct AccumulateMicrobatchesPass
           }
           auto call = func::CallOp::create(nested, at, micro, operands);
           SmallVector<Value> next;
-          for (auto [total, value] : llvm::zip_equal(totals.drop_back(gradients),
-                                                     call.getResults().drop_back(gradients)))
+          for (auto [total, value] :
+               llvm::zip_equal(totals.drop_back(gradients), call.getResults().drop_back(gradients)))
             next.push_back(accumulate(nested, at, total, value));
           llvm::append_range(next, call.getResults().take_back(gradients));
           scf::YieldOp::create(nested, at, next);

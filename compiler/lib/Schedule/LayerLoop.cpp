@@ -91,8 +91,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (auto [part, prefix] : {std::pair{&prologue, shardc::kPrologueFunction},
                                 std::pair{&layer, shardc::kLayerFunction}})
       *part = Part{fn(prefix, "forward"), fn(prefix, "backward"), fn(prefix, "eval")};
-    epilogue = Part{nullptr, fn(shardc::kEpilogueFunction, "step"),
-                    fn(shardc::kEpilogueFunction, "eval")};
+    epilogue =
+        Part{nullptr, fn(shardc::kEpilogueFunction, "step"), fn(shardc::kEpilogueFunction, "eval")};
     if (!layersAttr || !transfersAttr || !evalTransfersAttr || !apply ||
         module.lookupSymbol(shardc::kTrainFunction) || module.lookupSymbol(shardc::kEvalFunction) ||
         llvm::any_of(std::initializer_list<Part>{prologue, layer},
@@ -101,8 +101,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       return module.emitError("shardc-layer-loop needs the module's ")
              << shardc::kLayerLoopAttr << " {layers, transfers, eval_transfers}, @prologue_, "
              << "@layer_forward, _backward and _eval, @epilogue_step and _eval, @"
-             << shardc::kApplyFunction
-             << ", and no @" << shardc::kTrainFunction << " or @" << shardc::kEvalFunction;
+             << shardc::kApplyFunction << ", and no @" << shardc::kTrainFunction << " or @"
+             << shardc::kEvalFunction;
     layers = layersAttr.getInt();
     auto read = [](ArrayAttr from, Transfers &to) {
       for (Attribute t : from) {
@@ -117,9 +117,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
 
   /// Where each argument of a part's function comes from.
   struct Sources {
-    ValueRange params, inputs;    // train_step's
-    ArrayRef<std::string> names;  // of train_step's params, then inputs
-    Value layerIndex;             // the loop's layer (null outside the loops)
+    ValueRange params, inputs;   // train_step's
+    ArrayRef<std::string> names; // of train_step's params, then inputs
+    Value layerIndex;            // the loop's layer (null outside the loops)
   };
 
   /// `fn`'s parameter or input argument `i` in train_step: the whole argument,
@@ -197,7 +197,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
     // The parameters (apply_step's) and the runtime's inputs (the prologue's), stacked.
-    const unsigned numParams = addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
+    const unsigned numParams =
+        addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
     const unsigned numInputs =
         addArguments(prologue.forward, shardc::kInputRole, argTypes, argAttrs, names);
     SmallVector<unsigned> evalResults;
@@ -229,14 +230,14 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value count = arith::ConstantIndexOp::create(b, loc, layers);
-    auto loop = scf::ForOp::create(
-        b, loc, zero, count, one, ValueRange{sent.at(carryIn)},
-        [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
-          Sources s = outer;
-          s.layerIndex = l;
-          auto call = callPart(nb, at, layer.eval, s, [&](unsigned) { return carried[0]; });
-          scf::YieldOp::create(nb, at, call.getResults());
-        });
+    auto loop = scf::ForOp::create(b, loc, zero, count, one, ValueRange{sent.at(carryIn)},
+                                   [&](OpBuilder &nb, Location at, Value l, ValueRange carried) {
+                                     Sources s = outer;
+                                     s.layerIndex = l;
+                                     auto call = callPart(nb, at, layer.eval, s,
+                                                          [&](unsigned) { return carried[0]; });
+                                     scf::YieldOp::create(nb, at, call.getResults());
+                                   });
     sent[carryLast] = loop.getResult(0);
     auto last = callPart(b, loc, epilogue.eval, outer, received(epilogue.eval));
     SmallVector<Value> results;
@@ -254,10 +255,12 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<std::string> names;
     // Sources::names holds the parameters' and the inputs' names, not the state's.
-    const unsigned numParams = addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
+    const unsigned numParams =
+        addArguments(apply, shardc::kParameterRole, argTypes, argAttrs, names);
     SmallVector<std::string> stateNames;
     const unsigned numState =
-        update ? addArguments(apply, shardc::kOptimizerStateRole, argTypes, argAttrs, stateNames) : 0;
+        update ? addArguments(apply, shardc::kOptimizerStateRole, argTypes, argAttrs, stateNames)
+               : 0;
     const unsigned numInputs =
         addArguments(prologue.forward, shardc::kInputRole, argTypes, argAttrs, names);
     std::optional<unsigned> stepArg;
@@ -416,7 +419,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     sent[carryLast] = layerOf(b, loc, receivedStack, layers);
 
     // The epilogue: forward and backward from the loss in one.
-    auto received = [&](func::FuncOp fn, unsigned i) { return sent.at(transferOf(fn.getArgAttrDict(i))); };
+    auto received = [&](func::FuncOp fn, unsigned i) {
+      return sent.at(transferOf(fn.getArgAttrDict(i)));
+    };
     // Each parameter's gradient sum so far, by name (a tied parameter's grows
     // from the epilogue's to the prologue's).
     llvm::StringMap<Value> sums;
@@ -477,9 +482,12 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
               return layerOf(nb, at, receivedStack, OpFoldResult(l));
             if (role == shardc::kCotangentRole)
               return carried[0];
-            unsigned n = llvm::find_if(layerResiduals, [&](unsigned r) {
-                           return nameOf(layer.forward.getResultAttrDict(r)) == nameOf(attrs);
-                         }) - layerResiduals.begin();
+            unsigned n =
+                llvm::find_if(layerResiduals,
+                              [&](unsigned r) {
+                                return nameOf(layer.forward.getResultAttrDict(r)) == nameOf(attrs);
+                              }) -
+                layerResiduals.begin();
             return shared ? readSlot(nb, at, stores[0], l, shared->residualAt[n],
                                      cast<RankedTensorType>(residualTypes[n]))
                           : layerOf(nb, at, forwardLoop.getResult(1 + n), OpFoldResult(l));
@@ -492,7 +500,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
             Value workspace = stores[0];
             Value after = arith::AddIOp::create(nb, at, l, one);
             for (auto [n, r] : llvm::enumerate(layerSumResults))
-              workspace = writeSlot(nb, at, workspace, after, shared->gradientAt[n], call.getResult(r));
+              workspace =
+                  writeSlot(nb, at, workspace, after, shared->gradientAt[n], call.getResult(r));
             next.push_back(workspace);
           } else {
             for (auto [n, r] : llvm::enumerate(layerSumResults))
@@ -504,8 +513,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       cotangents[carryIn] = backwardLoop.getResult(0);
     for (auto [n, i] : llvm::enumerate(layerSums))
       sums[summedParam(layer.backward.getArgAttrDict(i))] =
-          shared ? slots(b, loc, backwardLoop.getResult(carryDifferentiable), b.getIndexAttr(1), layers,
-                         shared->gradientAt[n], cast<RankedTensorType>(gradientTypes[n]))
+          shared ? slots(b, loc, backwardLoop.getResult(carryDifferentiable), b.getIndexAttr(1),
+                         layers, shared->gradientAt[n], cast<RankedTensorType>(gradientTypes[n]))
                  : backwardLoop.getResult(carryDifferentiable + n);
 
     // The prologue's backward from the cotangents of what it sent.
@@ -591,9 +600,9 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
       if (op.getNumResults() != 1)
         continue;
       std::optional<unsigned> r = residualOf(op.getResult(0));
-      Value kept = r ? backwardArgument(shardc::kResidualRole,
-                                        nameOf(forward.getResultAttrDict(*r)))
-                     : nullptr;
+      Value kept =
+          r ? backwardArgument(shardc::kResidualRole, nameOf(forward.getResultAttrDict(*r)))
+            : nullptr;
       if (!kept)
         continue;
       recomputed.insert(*r); // so that remake does not answer with `kept` itself
@@ -607,7 +616,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     // The residual arguments it no longer reads.
     llvm::BitVector unread(backward.getNumArguments());
     for (unsigned j = 0; j < backward.getNumArguments(); ++j)
-      unread[j] = roleOf(backward, j) == shardc::kResidualRole && backward.getArgument(j).use_empty();
+      unread[j] =
+          roleOf(backward, j) == shardc::kResidualRole && backward.getArgument(j).use_empty();
     if (failed(backward.eraseArguments(unread)))
       signalPassFailure();
   }
@@ -631,8 +641,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     for (auto [i, r] : llvm::zip_equal(layerSums, layerSumResults)) {
       Value sum = layer.backward.getArgument(i);
       auto add = ret->getOperand(r).getDefiningOp<linalg::LinalgOp>();
-      bool returned = add && shardc::isElementwiseAdd(add) &&
-                      llvm::is_contained(add.getDpsInputs(), sum);
+      bool returned =
+          add && shardc::isElementwiseAdd(add) && llvm::is_contained(add.getDpsInputs(), sum);
       if (returned) {
         ret->setOperand(r, add.getDpsInputs()[add.getDpsInputs()[0] == sum]);
         if (add->use_empty())
@@ -688,8 +698,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
                         RankedTensorType type) {
     return slots(b, loc, workspace, slot, 0, at, type);
   }
-  static Value writeSlot(OpBuilder &b, Location loc, Value workspace, OpFoldResult slot,
-                         int64_t at, Value value) {
+  static Value writeSlot(OpBuilder &b, Location loc, Value workspace, OpFoldResult slot, int64_t at,
+                         Value value) {
     auto type = cast<RankedTensorType>(value.getType());
     ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     Value flat = type.getRank() == 1
@@ -702,8 +712,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
   }
   /// `count` slots from `first` of `workspace`, each's `type` at `at`: a stack
   /// of `type` (count 0: one `type`, without the layer dim).
-  static Value slots(OpBuilder &b, Location loc, Value workspace, OpFoldResult first,
-                     int64_t count, int64_t at, RankedTensorType type) {
+  static Value slots(OpBuilder &b, Location loc, Value workspace, OpFoldResult first, int64_t count,
+                     int64_t at, RankedTensorType type) {
     const int64_t n = type.getNumElements();
     SmallVector<int64_t> flatShape{n}, shape(type.getShape());
     if (count > 0) {
@@ -721,8 +731,8 @@ struct LayerLoopPass : public shardc::impl::LayerLoopPassBase<LayerLoopPass> {
     if (count > 0)
       groups.push_back({0});
     groups.push_back(llvm::to_vector(llvm::seq<int64_t>(count > 0, shape.size())));
-    return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
-                                         flat, groups);
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), flat, groups);
   }
   static Value emptyOf(OpBuilder &b, Location loc, Type t) {
     auto type = cast<RankedTensorType>(t);

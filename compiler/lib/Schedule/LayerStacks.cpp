@@ -55,9 +55,10 @@ Value setLayer(OpBuilder &b, Location loc, Value stack, int64_t layer, Value val
   return setLayer(b, loc, stack, b.getIndexAttr(layer), value);
 }
 
-LogicalResult stackArguments(
-    func::FuncOp fn, function_ref<std::optional<Stack>(StringRef, StringRef, Type)> stackOf,
-    function_ref<void(Value, StringRef, int64_t, Value, const Stack &)> replace) {
+LogicalResult
+stackArguments(func::FuncOp fn,
+               function_ref<std::optional<Stack>(StringRef, StringRef, Type)> stackOf,
+               function_ref<void(Value, StringRef, int64_t, Value, const Stack &)> replace) {
   SmallVector<unsigned> at;
   SmallVector<Type> types;
   SmallVector<DictionaryAttr> attrs;

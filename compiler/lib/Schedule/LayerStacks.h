@@ -39,8 +39,9 @@ std::pair<std::string, int64_t> nameAndLayer(mlir::func::FuncOp fn, unsigned arg
 llvm::StringMap<int64_t> inputLayers(mlir::func::FuncOp fn);
 
 /// The offsets, sizes and strides of `layers` layers (dim 0) of `stack` from `layer`.
-using Slice = std::tuple<llvm::SmallVector<mlir::OpFoldResult>, llvm::SmallVector<mlir::OpFoldResult>,
-                         llvm::SmallVector<mlir::OpFoldResult>>;
+using Slice =
+    std::tuple<llvm::SmallVector<mlir::OpFoldResult>, llvm::SmallVector<mlir::OpFoldResult>,
+               llvm::SmallVector<mlir::OpFoldResult>>;
 Slice layerSlice(mlir::OpBuilder &b, mlir::RankedTensorType stack, mlir::OpFoldResult layer,
                  int64_t layers = 1);
 

@@ -36,7 +36,7 @@ OpOperand *deferrableReduction(OpOperand &result) {
 }
 
 static Value elementwise(OpBuilder &b, Location loc, Value value, Value init,
-                  function_ref<Value(OpBuilder &, Location, Value, Value)> payload) {
+                         function_ref<Value(OpBuilder &, Location, Value, Value)> payload) {
   auto type = cast<RankedTensorType>(init.getType());
   AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> parallel(type.getRank(), utils::IteratorType::parallel);
@@ -70,7 +70,8 @@ void inlineCall(func::CallOp call, func::FuncOp callee) {
   mapping.map(body.getArguments(), call.getOperands());
   for (Operation &op : body.without_terminator())
     b.clone(op, mapping);
-  for (auto [result, returned] : llvm::zip_equal(call.getResults(), body.getTerminator()->getOperands()))
+  for (auto [result, returned] :
+       llvm::zip_equal(call.getResults(), body.getTerminator()->getOperands()))
     result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
   call.erase();
 }
@@ -93,7 +94,8 @@ void addInPlace(scf::ForOp loop) {
   for (auto [sum, yielded] : llvm::zip_equal(loop.getRegionIterArgs(), loop.getYieldedValues())) {
     if (yielded == sum)
       continue;
-    if (auto insert = yielded.getDefiningOp<tensor::InsertSliceOp>(); insert && insert.getDest() == sum)
+    if (auto insert = yielded.getDefiningOp<tensor::InsertSliceOp>();
+        insert && insert.getDest() == sum)
       continue; // a slot of a buffer, written in place
     auto op = yielded.getDefiningOp<linalg::LinalgOp>();
     if (op && op.getNumDpsInits() == 1 && op.getDpsInits()[0] == sum)
@@ -113,7 +115,7 @@ void addInPlace(scf::ForOp loop) {
 }
 
 func::FuncOp declareTrainStep(func::FuncOp apply, func::FuncOp batch, int64_t count,
-                             unsigned metrics) {
+                              unsigned metrics) {
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   auto add = [&](func::FuncOp from, unsigned i, Type type) {
@@ -164,7 +166,8 @@ func::FuncOp declareStep(func::FuncOp anchor, StringRef name, ArrayRef<Type> arg
                          ArrayRef<DictionaryAttr> argAttrs, ArrayRef<Type> resultTypes,
                          ArrayRef<DictionaryAttr> resultAttrs) {
   OpBuilder b(anchor);
-  auto fn = func::FuncOp::create(b, anchor.getLoc(), name, b.getFunctionType(argTypes, resultTypes));
+  auto fn =
+      func::FuncOp::create(b, anchor.getLoc(), name, b.getFunctionType(argTypes, resultTypes));
   fn.setAllArgAttrs(argAttrs);
   for (auto [r, attrs] : llvm::enumerate(resultAttrs))
     if (attrs)

@@ -37,8 +37,7 @@ using namespace shardc::microbatch_loops;
 
 namespace {
 
-struct PipelineSchedulePass
-    : public shardc::impl::PipelineSchedulePassBase<PipelineSchedulePass> {
+struct PipelineSchedulePass : public shardc::impl::PipelineSchedulePassBase<PipelineSchedulePass> {
   ModuleOp module;
   DictionaryAttr pipeline;
   int16_t axis = 0;
@@ -68,9 +67,9 @@ struct PipelineSchedulePass
   bool reducedInCase(unsigned p) const { return stacks[p] || readingStages[p] > 1; }
   // The reductions taken out of each backward function, by result (or null).
   SmallVector<SmallVector<Operation *>> deferred;
-  llvm::StringMap<unsigned> stackedParam;            // name -> train param
+  llvm::StringMap<unsigned> stackedParam; // name -> train param
   unsigned numParams = 0, numState = 0, numInputs = 0, numMetrics = 0;
-  SmallVector<Type> sumTypes, totalTypes; // totals: loss, then metrics
+  SmallVector<Type> sumTypes, totalTypes;      // totals: loss, then metrics
   SmallVector<int64_t> keptBytesPerMicrobatch; // per stage, for the report
 
   void runOnOperation() override {
@@ -93,7 +92,8 @@ struct PipelineSchedulePass
     SmallVector<func::CallOp> calls;
     train.walk([&](func::CallOp call) { calls.push_back(call); });
     for (func::CallOp call : calls)
-      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()); callee && !callee.isExternal())
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+          callee && !callee.isExternal())
         inlineCall(call, callee);
     for (func::FuncOp fn : forwards)
       fn.erase();
@@ -135,7 +135,8 @@ struct PipelineSchedulePass
       forwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageForwardFunction + n));
       backwards.push_back(module.lookupSymbol<func::FuncOp>(shardc::kStageBackwardFunction + n));
       if (!backwards.back() || !forwards.back())
-        return module.emitError("shardc-pipeline-schedule: stage ") << s << "'s functions are missing";
+        return module.emitError("shardc-pipeline-schedule: stage ")
+               << s << "'s functions are missing";
     }
     std::map<std::pair<std::string, int64_t>, unsigned> paramIndex; // key -> train param
     for (unsigned i = 0; i < apply.getNumArguments(); ++i) {
@@ -214,11 +215,12 @@ struct PipelineSchedulePass
     SmallVector<int64_t> shape{layers / stages};
     llvm::append_range(shape, type.getShape());
     OpBuilder b(module.getContext());
-    return {type.clone(shape),
-            b.getDictionaryAttr({b.getNamedAttr(shardc::kNameAttr, b.getStringAttr(name)),
-                                 b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
-                                 b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
-            layers, layers / stages};
+    return {
+        type.clone(shape),
+        b.getDictionaryAttr({b.getNamedAttr(shardc::kNameAttr, b.getStringAttr(name)),
+                             b.getNamedAttr(shardc::kRoleAttr, b.getStringAttr(shardc::kInputRole)),
+                             b.getNamedAttr(shardc::kStackedAttr, b.getI64IntegerAttr(layers))}),
+        layers, layers / stages};
   }
 
   /// eval_step and grad_step, built layer by layer, take a stacked parameter
@@ -247,18 +249,18 @@ struct PipelineSchedulePass
       auto type = cast<RankedTensorType>(stack.getType());
       if (!stacked.split())
         return layerOf(b, loc, stack, layer);
-      auto [offsets, sizes, strides] = layerSlice(b, type, b.getIndexAttr(stacked.localIndex(layer)));
+      auto [offsets, sizes, strides] =
+          layerSlice(b, type, b.getIndexAttr(stacked.localIndex(layer)));
       Value own = tensor::ExtractSliceOp::create(b, loc, stack, offsets, sizes, strides);
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = stages;
-      auto everyStage = shard::AllGatherOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), grid,
-          b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
+      auto everyStage =
+          shard::AllGatherOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
+                                     grid, b.getDenseI16ArrayAttr({axis}), own, b.getIndexAttr(0));
       everyStage->setAttr(shardc::kRegatherAttr, b.getI64IntegerAttr(gathers++));
       return layerOf(b, loc, everyStage, stacked.stageOf(layer));
     };
-    auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack,
-                           const Stack &stacked) {
+    auto gatherLayer = [&](Value old, StringRef, int64_t layer, Value stack, const Stack &stacked) {
       for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
         b.setInsertionPoint(body.findAncestorOpInBlock(*use.getOwner()));
         use.set(layerFor(stack, layer, stacked));
@@ -300,8 +302,8 @@ struct PipelineSchedulePass
       results[it->second] = setLayer(b, loc, results[it->second], layer.getInt(), value);
     }
     if (!stackResult.empty()) {
-      auto coordinate = shard::ProcessMultiIndexOp::create(
-          b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
+      auto coordinate = shard::ProcessMultiIndexOp::create(b, loc, TypeRange{b.getIndexType()},
+                                                           grid, b.getDenseI16ArrayAttr({axis}));
       for (auto [name, r] : stackResult) {
         if (!paramStack(name).split())
           continue;
@@ -314,7 +316,8 @@ struct PipelineSchedulePass
       }
     }
     ret->setOperands(results);
-    fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
+    fn.setType(
+        FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
     fn.setAllResultAttrs(resultAttrs);
   }
 
@@ -361,7 +364,8 @@ struct PipelineSchedulePass
     auto type = cast<RankedTensorType>(value.getType());
     RankedTensorType message = messageType(type);
     if (message != type)
-      value = tensor::ExpandShapeOp::create(b, loc, message, value, ArrayRef<ReassociationIndices>{});
+      value =
+          tensor::ExpandShapeOp::create(b, loc, message, value, ArrayRef<ReassociationIndices>{});
     auto op = shard::SendOp::create(b, loc, message, grid, b.getDenseI16ArrayAttr({axis}), value,
                                     b.getDenseI64ArrayAttr({to}), ValueRange());
     op->setAttr(shardc::kTransferAttr, b.getI64IntegerAttr(tagOf(k, cotangent)));
@@ -404,8 +408,8 @@ struct PipelineSchedulePass
     // What the backward pass reads of the forward pass's microbatch, each kept
     // in a buffer of slots: the activations received, the residuals.
     SmallVector<Type> keptTypes;
-    std::map<int64_t, unsigned> keptActivation;  // transfer -> kept
-    llvm::StringMap<unsigned> keptResidual;      // name -> kept
+    std::map<int64_t, unsigned> keptActivation; // transfer -> kept
+    llvm::StringMap<unsigned> keptResidual;     // name -> kept
     for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
       StringRef role = roleOf(backward, i);
       if (role == shardc::kActivationRole)
@@ -443,8 +447,8 @@ struct PipelineSchedulePass
     // Input `n` of the stage's functions (argument `i` of `fn`): microbatch j's
     // slice, of its layer's when it is a scanned dropout's numbers (a function
     // reads only its own stage's layers' of them).
-    auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i,
-                               unsigned n, Value j) -> Value {
+    auto microbatchInput = [&](OpBuilder &nb, Location at, func::FuncOp fn, unsigned i, unsigned n,
+                               Value j) -> Value {
       const Source &source = inputSources[n];
       auto type = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
       Value input = inputs[source.index];
@@ -452,7 +456,8 @@ struct PipelineSchedulePass
         if (source.stage != s) {
           if (!fn.getArgument(i).use_empty()) {
             fn.emitError("shardc-pipeline-schedule: stage ")
-                << s << " reads another stage's layer of input '" << nameAndLayer(fn, i).first << "'";
+                << s << " reads another stage's layer of input '" << nameAndLayer(fn, i).first
+                << "'";
             signalPassFailure();
           }
           return tensor::EmptyOp::create(nb, at, type.getShape(), type.getElementType());
@@ -512,7 +517,8 @@ struct PipelineSchedulePass
           operands.push_back(
               kept(nb, at, c, keptActivation.at(transferOf(backward.getArgAttrDict(i))), slot));
         else if (role == shardc::kResidualRole)
-          operands.push_back(kept(nb, at, c, keptResidual.at(nameAndLayer(backward, i).first), slot));
+          operands.push_back(
+              kept(nb, at, c, keptResidual.at(nameAndLayer(backward, i).first), slot));
         else
           operands.push_back(receive(nb, at, backward.getArgumentTypes()[i],
                                      transferOf(backward.getArgAttrDict(i)), /*cotangent=*/true));
@@ -575,8 +581,9 @@ struct PipelineSchedulePass
                                   ? sum
                                   : setLayer(b, loc, yielded[source.index], source.localLayer, sum);
     for (unsigned t = 0; t < totalTypes.size(); ++t)
-      yielded.push_back(state.totals.empty() ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
-                                             : state.totals[t]);
+      yielded.push_back(state.totals.empty()
+                            ? zerosOf(b, loc, cast<RankedTensorType>(totalTypes[t]))
+                            : state.totals[t]);
     return yielded;
   }
 
@@ -599,10 +606,9 @@ struct PipelineSchedulePass
     if (axes.empty())
       return value;
     llvm::sort(axes);
-    auto reduced = shard::AllReduceOp::create(b, loc, value.getType(), grid,
-                                              b.getDenseI16ArrayAttr(axes), value,
-                                              shard::ReductionKindAttr::get(b.getContext(),
-                                                                            shard::ReductionKind::Sum));
+    auto reduced = shard::AllReduceOp::create(
+        b, loc, value.getType(), grid, b.getDenseI16ArrayAttr(axes), value,
+        shard::ReductionKindAttr::get(b.getContext(), shard::ReductionKind::Sum));
     if (deferred)
       for (NamedAttribute attr : deferred->getDiscardableAttrs())
         reduced->setAttr(attr.getName(), attr.getValue());
@@ -632,8 +638,8 @@ struct PipelineSchedulePass
     // only ranks of the same stage, whose communicators exist from the start.
     func::FuncOp prepare = runtimeFunction(b, "shardrt_make_communicators");
     func::CallOp::create(b, loc, prepare, ValueRange());
-    auto coordinate = shard::ProcessMultiIndexOp::create(
-        b, loc, TypeRange{b.getIndexType()}, grid, b.getDenseI16ArrayAttr({axis}));
+    auto coordinate = shard::ProcessMultiIndexOp::create(b, loc, TypeRange{b.getIndexType()}, grid,
+                                                         b.getDenseI16ArrayAttr({axis}));
     SmallVector<Type> yieldedTypes(sumTypes);
     llvm::append_range(yieldedTypes, totalTypes);
     SmallVector<int64_t> cases;
@@ -645,11 +651,11 @@ struct PipelineSchedulePass
     SmallVector<Value> outs;
     for (Type t : yieldedTypes) {
       auto type = cast<RankedTensorType>(t);
-      outs.push_back(memref::AllocOp::create(
-          b, loc, MemRefType::get(type.getShape(), type.getElementType())));
+      outs.push_back(
+          memref::AllocOp::create(b, loc, MemRefType::get(type.getShape(), type.getElementType())));
     }
-    auto switchOp = scf::IndexSwitchOp::create(b, loc, TypeRange(), coordinate->getResult(0),
-                                               cases, cases.size());
+    auto switchOp = scf::IndexSwitchOp::create(b, loc, TypeRange(), coordinate->getResult(0), cases,
+                                               cases.size());
     for (int64_t s = 0; s < stages; ++s) {
       Region &region = s + 1 < stages ? switchOp.getCaseRegions()[s] : switchOp.getDefaultRegion();
       Block *block = b.createBlock(&region);

@@ -38,8 +38,7 @@ struct WriteInSlotsPass : public shardc::impl::WriteInSlotsPassBase<WriteInSlots
     auto stack = dyn_cast<BlockArgument>(insert.getDest());
     auto made = dyn_cast<OpResult>(insert.getSource());
     auto op = made ? dyn_cast<DestinationStyleOpInterface>(made.getOwner()) : nullptr;
-    if (!stack || stack.getOwner() != loop.getBody() || !op ||
-        op->getBlock() != loop.getBody())
+    if (!stack || stack.getOwner() != loop.getBody() || !op || op->getBlock() != loop.getBody())
       return;
     OpOperand *init = op.getTiedOpOperand(made);
     auto fill = init->get().getDefiningOp<linalg::FillOp>();
@@ -57,8 +56,8 @@ struct WriteInSlotsPass : public shardc::impl::WriteInSlotsPassBase<WriteInSlots
                                                 insert.getMixedOffsets(), insert.getMixedSizes(),
                                                 insert.getMixedStrides());
     if (fill)
-      slot = linalg::FillOp::create(b, fill.getLoc(), fill.getInputs(), ValueRange{slot})
-                 .getResult(0);
+      slot =
+          linalg::FillOp::create(b, fill.getLoc(), fill.getInputs(), ValueRange{slot}).getResult(0);
     init->set(slot);
     if (fill && fill->use_empty())
       fill->erase();

@@ -30,8 +30,8 @@ llvm::StringRef shardc::argKindName(ArgKind kind) {
 }
 
 static ArgKind parseKind(llvm::StringRef text) {
-  for (ArgKind k : {ArgKind::Tensor, ArgKind::Int, ArgKind::Float, ArgKind::Bool,
-                    ArgKind::String, ArgKind::Axis, ArgKind::Shape, ArgKind::Block})
+  for (ArgKind k : {ArgKind::Tensor, ArgKind::Int, ArgKind::Float, ArgKind::Bool, ArgKind::String,
+                    ArgKind::Axis, ArgKind::Shape, ArgKind::Block})
     if (argKindName(k) == text)
       return k;
   llvm::report_fatal_error("Builtins.def: unknown kind '" + text + "'");
@@ -65,13 +65,13 @@ static std::vector<SignatureParam> parseSignature(llvm::StringRef text) {
 llvm::ArrayRef<Builtin> shardc::allBuiltins() {
   static const std::vector<Builtin> table = [] {
     std::vector<Builtin> t;
-#define SHARDC_OP(NAME, SIG)                                                                   \
+#define SHARDC_OP(NAME, SIG)                                                                       \
   t.push_back({#NAME, BuiltinCategory::Op, SIG, parseSignature(SIG), OpKind::NAME, {}});
-#define SHARDC_INIT(NAME, SIG)                                                                 \
+#define SHARDC_INIT(NAME, SIG)                                                                     \
   t.push_back({#NAME, BuiltinCategory::Initializer, SIG, parseSignature(SIG), {}, {}});
-#define SHARDC_OPTIMIZER(NAME, SIG, STATE)                                                     \
-  t.push_back({#NAME, BuiltinCategory::Optimizer, SIG, parseSignature(SIG), {},             \
-               OptimizerKind::NAME});
+#define SHARDC_OPTIMIZER(NAME, SIG, STATE)                                                         \
+  t.push_back(                                                                                     \
+      {#NAME, BuiltinCategory::Optimizer, SIG, parseSignature(SIG), {}, OptimizerKind::NAME});
 #include "shardc/Sema/Builtins.def"
     return t;
   }();

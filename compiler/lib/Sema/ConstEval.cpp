@@ -26,7 +26,8 @@ Value Elaborator::evalConstant(const Expr &expr, Scope &scope) {
     const auto &name = cast<NameExpr>(expr);
     Value v = evalName(name, scope);
     if (v.kind == Value::Tensor) {
-      diags.error(expr.range, "'" + name.name + "' is a tensor; a compile-time value is needed here");
+      diags.error(expr.range,
+                  "'" + name.name + "' is a tensor; a compile-time value is needed here");
       return {};
     }
     return v;
@@ -84,7 +85,8 @@ Value Elaborator::evalConstantCall(const CallExpr &call, Scope &scope) {
   case Value::None:
     return {};
   case Value::BuiltinRef:
-    diags.error(call.range, "'" + callee.builtin->name + "' cannot be used in a compile-time value");
+    diags.error(call.range,
+                "'" + callee.builtin->name + "' cannot be used in a compile-time value");
     return {};
   case Value::BlockRef:
     return instantiate(*callee.block, call, scope, constantEvaluator());
@@ -119,10 +121,11 @@ Value Elaborator::evalName(const NameExpr &name, Scope &scope) {
   }
   if (const Builtin *b = lookupBuiltin(name.name)) {
     if (b->category != BuiltinCategory::Op) {
-      diags.error(name.range, "'" + name.name + "' is " +
-                                  (b->category == BuiltinCategory::Optimizer
-                                       ? "an optimizer: use it in `optimizer " + name.name + "(...)`"
-                                       : "an initialiser: use it after `init`"));
+      diags.error(name.range,
+                  "'" + name.name + "' is " +
+                      (b->category == BuiltinCategory::Optimizer
+                           ? "an optimizer: use it in `optimizer " + name.name + "(...)`"
+                           : "an initialiser: use it after `init`"));
       return {};
     }
     Value v;
@@ -131,8 +134,9 @@ Value Elaborator::evalName(const NameExpr &name, Scope &scope) {
     return v;
   }
   if (scope.axisParams && scope.axisParams->count(name.name)) {
-    diags.error(name.range, "'" + name.name + "' is an axis parameter; it names an axis "
-                                              "in shapes, not a value");
+    diags.error(name.range, "'" + name.name +
+                                "' is an axis parameter; it names an axis "
+                                "in shapes, not a value");
     return {};
   }
   diags.error(name.range, "unknown identifier '" + name.name + "'" + suggest(name.name, scope));
@@ -182,9 +186,18 @@ Value Elaborator::foldArithmetic(const BinaryExpr &bin, const Value &lhs, const 
   // Integers are checked: a result outside 64 bits is an error, never a wrap.
   std::optional<int64_t> exact = 0;
   switch (bin.op) {
-  case BinaryOp::Add: r.floatValue = a + b; exact = llvm::checkedAdd(lhs.intValue, rhs.intValue); break;
-  case BinaryOp::Sub: r.floatValue = a - b; exact = llvm::checkedSub(lhs.intValue, rhs.intValue); break;
-  case BinaryOp::Mul: r.floatValue = a * b; exact = llvm::checkedMul(lhs.intValue, rhs.intValue); break;
+  case BinaryOp::Add:
+    r.floatValue = a + b;
+    exact = llvm::checkedAdd(lhs.intValue, rhs.intValue);
+    break;
+  case BinaryOp::Sub:
+    r.floatValue = a - b;
+    exact = llvm::checkedSub(lhs.intValue, rhs.intValue);
+    break;
+  case BinaryOp::Mul:
+    r.floatValue = a * b;
+    exact = llvm::checkedMul(lhs.intValue, rhs.intValue);
+    break;
   case BinaryOp::Div:
     if (b == 0) {
       diags.error(bin.range, "division by zero");
@@ -257,8 +270,8 @@ Value Elaborator::evalShape(const std::vector<DimAST> &dims, Scope &scope) {
       // Within one scope an axis has one size: a shape may name it, not resize it.
       if (auto known = scope.axes->sizes.find(*axis);
           known != scope.axes->sizes.end() && known->second.first != *s) {
-        diags.error(d.range, "axis '" + *axis + "' has size " + std::to_string(*s) +
-                                 " here but " + std::to_string(known->second.first) +
+        diags.error(d.range, "axis '" + *axis + "' has size " + std::to_string(*s) + " here but " +
+                                 std::to_string(known->second.first) +
                                  " where it was first given; a reshape to other sizes needs "
                                  "axes of other names");
         diags.note(known->second.second, "'" + *axis + "' first given here");
@@ -281,8 +294,9 @@ std::optional<std::string> Elaborator::resolveAxisName(const std::string &name, 
   if (it == scope.axisParams->end())
     return name;
   if (it->second.empty()) {
-    diags.error(range, "axis parameter '" + name + "' is not bound: pass it when creating the "
-                                                   "block, or use it in a forward argument");
+    diags.error(range, "axis parameter '" + name +
+                           "' is not bound: pass it when creating the "
+                           "block, or use it in a forward argument");
     return std::nullopt;
   }
   return it->second;
@@ -290,8 +304,8 @@ std::optional<std::string> Elaborator::resolveAxisName(const std::string &name, 
 
 /// The microbatch's program divides every size written for the batch axis: the
 /// inputs' first axis, found at the first input.
-std::optional<int64_t> Elaborator::splitSize(const std::string &axis, int64_t size,
-                                             SMRange range, llvm::StringRef what) {
+std::optional<int64_t> Elaborator::splitSize(const std::string &axis, int64_t size, SMRange range,
+                                             llvm::StringRef what) {
   if (program.microbatchAxis.empty())
     program.microbatchAxis = axis;
   if (axis != program.microbatchAxis)

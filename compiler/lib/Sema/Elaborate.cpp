@@ -25,28 +25,44 @@ static bool isMetricsLineKey(llvm::StringRef name) {
 
 std::string sema::describeKind(const Value &v) {
   switch (v.kind) {
-  case Value::None: return "an invalid value";
-  case Value::Tensor: return "a tensor";
-  case Value::Int: return "an int";
-  case Value::Float: return "a float";
-  case Value::Bool: return "a bool";
-  case Value::String: return "a string";
-  case Value::Axis: return "an axis";
-  case Value::Shape: return "a shape";
-  case Value::InstanceRef: return "a block instance";
-  case Value::BlockRef: return "a block";
-  case Value::BuiltinRef: return "a builtin";
+  case Value::None:
+    return "an invalid value";
+  case Value::Tensor:
+    return "a tensor";
+  case Value::Int:
+    return "an int";
+  case Value::Float:
+    return "a float";
+  case Value::Bool:
+    return "a bool";
+  case Value::String:
+    return "a string";
+  case Value::Axis:
+    return "an axis";
+  case Value::Shape:
+    return "a shape";
+  case Value::InstanceRef:
+    return "a block instance";
+  case Value::BlockRef:
+    return "a block";
+  case Value::BuiltinRef:
+    return "a builtin";
   }
   return "?";
 }
 
 ArgKind sema::argKindOf(ScalarKind kind) {
   switch (kind) {
-  case ScalarKind::Int: return ArgKind::Int;
-  case ScalarKind::Float: return ArgKind::Float;
-  case ScalarKind::Bool: return ArgKind::Bool;
-  case ScalarKind::String: return ArgKind::String;
-  case ScalarKind::Axis: return ArgKind::Axis;
+  case ScalarKind::Int:
+    return ArgKind::Int;
+  case ScalarKind::Float:
+    return ArgKind::Float;
+  case ScalarKind::Bool:
+    return ArgKind::Bool;
+  case ScalarKind::String:
+    return ArgKind::String;
+  case ScalarKind::Axis:
+    return ArgKind::Axis;
   }
   return ArgKind::Int;
 }
@@ -82,8 +98,9 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     }
     auto set = llvm::find_if(overrides, [&](const ConfigOverride &o) { return o.name == c.name; });
     SignatureParam sig{c.name, argKindOf(c.kind), /*hasDefault=*/false, /*defaultText=*/""};
-    Value v = set != overrides.end() ? overriddenConfig(c, *set)
-                                     : evalArgument(sig, c.defaultValue.get(), scope, evaluate, c.range);
+    Value v = set != overrides.end()
+                  ? overriddenConfig(c, *set)
+                  : evalArgument(sig, c.defaultValue.get(), scope, evaluate, c.range);
     if (v.ok())
       declare(c.name, c.range, v);
   }
@@ -92,8 +109,9 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
   for (const InputAST &in : model.inputs) {
     // The runtime fills f32 (data, normal, uniform) and i32 (labels, integers).
     if (in.type.dtype == DType::Bool) {
-      diags.error(in.type.range, "input '" + in.name + "' must be f32 or i32, not bool; "
-                                 "compare an i32 input with a number for a mask");
+      diags.error(in.type.range, "input '" + in.name +
+                                     "' must be f32 or i32, not bool; "
+                                     "compare an i32 input with a number for a mask");
       scope.names.emplace(in.name, Value());
       continue;
     }
@@ -117,7 +135,8 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
 
   for (const LetAST &l : model.lets) {
     if (scope.names.count(l.name)) {
-      diags.error(l.range, "duplicate definition of '" + l.name + "' in model '" + model.name + "'");
+      diags.error(l.range,
+                  "duplicate definition of '" + l.name + "' in model '" + model.name + "'");
       continue;
     }
     let(l, scope, ctx, "");
@@ -139,8 +158,8 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
       return std::nullopt;
     }
     if (t.dtype != DType::F32 && !(intOk && t.dtype == DType::I32)) {
-      diags.error(expr.range, what + " must be " + (intOk ? "f32[] or i32[]" : "f32[]") +
-                                  ", got " + t.str());
+      diags.error(expr.range,
+                  what + " must be " + (intOk ? "f32[] or i32[]" : "f32[]") + ", got " + t.str());
       return std::nullopt;
     }
     return v.node;
@@ -188,8 +207,8 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     }
     const Builtin *b = lookupBuiltin(opt.name);
     if (!b || b->category != BuiltinCategory::Optimizer) {
-      diags.error(opt.range, "unknown optimizer '" + opt.name + "'; known: " +
-                                 builtinNames(BuiltinCategory::Optimizer));
+      diags.error(opt.range, "unknown optimizer '" + opt.name +
+                                 "'; known: " + builtinNames(BuiltinCategory::Optimizer));
       continue;
     }
     auto bound = bindArguments(opt.name, b->params, opt.args, opt.range);
@@ -244,10 +263,9 @@ Value Elaborator::overriddenConfig(const ConfigParamAST &param, const ConfigOver
     break; // a model takes no axis parameters (reported at the declaration)
   }
   if (!v.ok())
-    diags.error(set.valueRange, "'" + param.name + "' is " +
-                                    (param.kind == ScalarKind::Int ? "an " : "a ") +
-                                    argKindName(argKindOf(param.kind)) + ", not '" + set.value +
-                                    "'");
+    diags.error(set.valueRange,
+                "'" + param.name + "' is " + (param.kind == ScalarKind::Int ? "an " : "a ") +
+                    argKindName(argKindOf(param.kind)) + ", not '" + set.value + "'");
   return v;
 }
 
@@ -262,8 +280,9 @@ void Elaborator::checkOverridesUsed(const ModelAST &model) {
     diags.error(set.nameRange,
                 "model '" + model.name + "' has no config parameter '" + set.name + "'" +
                     (!nearest.empty() ? "; did you mean '" + nearest + "'?" : "") +
-                    (names.empty() ? " (it takes none: model " + model.name + "(name: int = 1) "
-                                     "declares one)"
+                    (names.empty() ? " (it takes none: model " + model.name +
+                                         "(name: int = 1) "
+                                         "declares one)"
                                    : " (its parameters: " + llvm::join(names, ", ") + ")"));
   }
 }
@@ -301,8 +320,8 @@ void Elaborator::let(const LetAST &l, Scope &scope, GraphContext &ctx, const std
       actual.push_back(d.axis);
     if (names != actual) {
       diags.error(l.constraintRange, "constraint " + printShape(*l.constraint) +
-                                         " does not match the axes of '" + l.name + "': " +
-                                         type.str());
+                                         " does not match the axes of '" + l.name +
+                                         "': " + type.str());
       return;
     }
     for (size_t i = 0; i < l.constraint->size(); ++i) {

@@ -34,21 +34,38 @@ namespace shardc::sema {
 struct Instance;
 
 struct Value {
-  enum Kind { None, Tensor, Int, Float, Bool, String, Axis, Shape, InstanceRef, BlockRef, BuiltinRef };
+  enum Kind {
+    None,
+    Tensor,
+    Int,
+    Float,
+    Bool,
+    String,
+    Axis,
+    Shape,
+    InstanceRef,
+    BlockRef,
+    BuiltinRef
+  };
   Kind kind = None;
-  unsigned node = 0;   // Tensor
+  unsigned node = 0; // Tensor
   int64_t intValue = 0;
   double floatValue = 0;
   bool boolValue = false;
-  std::string text;    // String, Axis
-  std::vector<Dim> shape;  // Shape; size -1 when not given
+  std::string text;       // String, Axis
+  std::vector<Dim> shape; // Shape; size -1 when not given
   Instance *instance = nullptr;
   const BlockAST *block = nullptr;
   const Builtin *builtin = nullptr;
 
   bool ok() const { return kind != None; }
   bool isNumber() const { return kind == Int || kind == Float; }
-  static Value tensor(unsigned node) { Value v; v.kind = Tensor; v.node = node; return v; }
+  static Value tensor(unsigned node) {
+    Value v;
+    v.kind = Tensor;
+    v.node = node;
+    return v;
+  }
 };
 
 /// `an int`, `a tensor`, ...: for diagnostics.
@@ -64,7 +81,7 @@ struct AxisEnv {
 /// A block applied to config values. Elaborated at its first call.
 struct Instance {
   const BlockAST *block = nullptr;
-  std::string path;            // empty until named by a let or first call
+  std::string path; // empty until named by a let or first call
   std::map<std::string, Value> config;
   std::map<std::string, std::string> axisParams; // axis parameter -> logical axis ("" unbound)
   AxisEnv axes;
@@ -134,8 +151,7 @@ private:
   Value foldArithmetic(const BinaryExpr &bin, const Value &lhs, const Value &rhs);
   Value evalShape(const std::vector<DimAST> &dims, Scope &scope);
   std::optional<int64_t> evalSize(const Expr &expr, Scope &scope);
-  std::optional<std::string> resolveAxisName(const std::string &name, SMRange range,
-                                             Scope &scope);
+  std::optional<std::string> resolveAxisName(const std::string &name, SMRange range, Scope &scope);
   std::optional<TensorType> resolveType(const TensorTypeAST &type, Scope &scope,
                                         llvm::StringRef what, bool isModelInput = false);
   /// A size written for the axis the microbatches split, divided by their number.
@@ -171,8 +187,7 @@ private:
   Value evalArgument(const SignatureParam &param, const Expr *expr, Scope &scope,
                      Evaluator evaluate, SMRange call);
   Value reportNotCallable(const CallExpr &call, const Value &callee);
-  Value instantiate(const BlockAST &block, const CallExpr &call, Scope &scope,
-                    Evaluator evaluate);
+  Value instantiate(const BlockAST &block, const CallExpr &call, Scope &scope, Evaluator evaluate);
   /// `scan(block, length)`: a copy of a fresh instance whose parameters are
   /// stacked `length` times.
   Value scanInstance(const CallExpr &call, const Instance &inner, int64_t length);
@@ -213,7 +228,7 @@ private:
   /// Errors for --set names that are no config parameter of `model`.
   void checkOverridesUsed(const ModelAST &model);
   std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
-  unsigned numDropouts = 0; // K of the next `dropout.K`
+  unsigned numDropouts = 0;                  // K of the next `dropout.K`
 };
 
 } // namespace shardc::sema

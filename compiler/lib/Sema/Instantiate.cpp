@@ -35,8 +35,8 @@ Elaborator::bindArguments(llvm::StringRef callee, const std::vector<SignaturePar
   for (const Argument &arg : args) {
     if (arg.name.empty()) {
       if (sawNamed) {
-        diags.error(arg.value->range, "positional argument after a named one in the call to '" +
-                                          callee + "'");
+        diags.error(arg.value->range,
+                    "positional argument after a named one in the call to '" + callee + "'");
         ok = false;
         continue;
       }
@@ -66,8 +66,9 @@ Elaborator::bindArguments(llvm::StringRef callee, const std::vector<SignaturePar
       std::string names;
       for (const auto &p : signature)
         names += (names.empty() ? "" : ", ") + p.name;
-      diags.error(arg.nameRange, "'" + callee + "' has no parameter named '" + arg.name +
-                                     "'" + (names.empty() ? "; it takes none" : "; its parameters are " + names));
+      diags.error(arg.nameRange,
+                  "'" + callee + "' has no parameter named '" + arg.name + "'" +
+                      (names.empty() ? "; it takes none" : "; its parameters are " + names));
       ok = false;
       continue;
     }
@@ -144,9 +145,12 @@ Value Elaborator::evalArgument(const SignatureParam &param, const Expr *expr, Sc
   if (!v.ok())
     return {};
   auto mismatch = [&]() -> Value {
-    diags.error(expr->range, "argument '" + param.name + "' must be " +
-                                 (param.kind == ArgKind::Int ? "an int" : param.kind == ArgKind::Float ? "a float" : "a " + argKindName(param.kind).str()) +
-                                 ", got " + describeKind(v));
+    diags.error(expr->range,
+                "argument '" + param.name + "' must be " +
+                    (param.kind == ArgKind::Int     ? "an int"
+                     : param.kind == ArgKind::Float ? "a float"
+                                                    : "a " + argKindName(param.kind).str()) +
+                    ", got " + describeKind(v));
     return {};
   };
   switch (param.kind) {
@@ -177,8 +181,8 @@ Value Elaborator::evalArgument(const SignatureParam &param, const Expr *expr, Sc
 //===----------------------------------------------------------------------===//
 
 Value Elaborator::reportNotCallable(const CallExpr &call, const Value &callee) {
-  diags.error(call.callee->range, "'" + printExpr(*call.callee) + "' is " +
-                                      describeKind(callee) + ", not something to call");
+  diags.error(call.callee->range, "'" + printExpr(*call.callee) + "' is " + describeKind(callee) +
+                                      ", not something to call");
   return {};
 }
 
@@ -188,7 +192,8 @@ Value Elaborator::instantiate(const BlockAST &block, const CallExpr &call, Scope
                               Evaluator evaluate) {
   Value result;
   result.kind = Value::InstanceRef;
-  if (auto it = scope.owner->inlineInstances.find(&call); it != scope.owner->inlineInstances.end()) {
+  if (auto it = scope.owner->inlineInstances.find(&call);
+      it != scope.owner->inlineInstances.end()) {
     result.instance = it->second;
     return result;
   }
@@ -241,13 +246,13 @@ Value Elaborator::scanInstance(const CallExpr &call, const Instance &inner, int6
     return {};
   }
   if (inner.elaborated) {
-    diags.error(call.args[0].value->range, "scan needs a fresh block instance; '" +
-                                               inner.path + "' has already been called");
+    diags.error(call.args[0].value->range,
+                "scan needs a fresh block instance; '" + inner.path + "' has already been called");
     return {};
   }
   if (length < 1) {
-    diags.error(call.args[1].value->range, "scan length must be at least 1, got " +
-                                               std::to_string(length));
+    diags.error(call.args[1].value->range,
+                "scan length must be at least 1, got " + std::to_string(length));
     return {};
   }
   auto scanned = std::make_unique<Instance>(inner);
@@ -298,7 +303,8 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
     return {};
   }
   if (inst.path.empty()) {
-    std::string base = inst.block->name + "_" + std::to_string(scope.owner->autoNames[inst.block->name]++);
+    std::string base =
+        inst.block->name + "_" + std::to_string(scope.owner->autoNames[inst.block->name]++);
     inst.path = scope.owner->path.empty() ? base : scope.owner->path + "." + base;
     usedPaths.insert(inst.path);
   }
@@ -325,8 +331,8 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
   // scan: one body graph, called on the carry with the stacked parameters.
   if (fwd.args.size() != 1) {
     diags.error(call.range, "a scanned block's forward function must take one argument (the "
-                            "carry); " + inst.block->name + "'s takes " +
-                                std::to_string(fwd.args.size()));
+                            "carry); " +
+                                inst.block->name + "'s takes " + std::to_string(fwd.args.size()));
     return {};
   }
   if (ctx.outer) {
@@ -349,8 +355,8 @@ Value Elaborator::callInstance(Instance &inst, const CallExpr &call, Scope &scop
       return {};
     }
     if (inst.scanBody->nodes[*result].type != types[0]) {
-      diags.error(call.range, "a scanned block must return the type it takes: " +
-                                  inst.block->name + " maps " + types[0].str() + " to " +
+      diags.error(call.range, "a scanned block must return the type it takes: " + inst.block->name +
+                                  " maps " + types[0].str() + " to " +
                                   inst.scanBody->nodes[*result].type.str());
       return {};
     }
@@ -378,9 +384,9 @@ bool Elaborator::bindForwardArgs(Instance &inst, const std::vector<TensorType> &
     const TensorType &actual = types[i];
     SMRange at = args[i].value->range;
     auto mismatch = [&](const std::string &why) {
-      diags.error(at, "argument '" + fwd.args[i].name + "' of " + inst.block->name +
-                          " expects " + dtypeName(decl.dtype).str() + printShape(decl.dims) +
-                          ", got " + actual.str() + ": " + why);
+      diags.error(at, "argument '" + fwd.args[i].name + "' of " + inst.block->name + " expects " +
+                          dtypeName(decl.dtype).str() + printShape(decl.dims) + ", got " +
+                          actual.str() + ": " + why);
       diags.note(fwd.args[i].range, "declared here");
       return false;
     };
@@ -398,8 +404,8 @@ bool Elaborator::bindForwardArgs(Instance &inst, const std::vector<TensorType> &
         axis = it->second;
       }
       if (axis != got.axis)
-        return mismatch("dimension " + std::to_string(d) + " is '" + got.axis + "', not '" +
-                        axis + "'");
+        return mismatch("dimension " + std::to_string(d) + " is '" + got.axis + "', not '" + axis +
+                        "'");
       Scope scope = instanceScope(inst);
       if (dim.size) {
         auto size = evalSize(*dim.size, scope);
@@ -425,8 +431,8 @@ std::optional<unsigned> Elaborator::inlineForward(Instance &inst, const std::vec
     std::string chain;
     for (const BlockAST *b : elaborating)
       chain += b->name + " -> ";
-    diags.error(call, "block '" + inst.block->name + "' uses itself: " + chain +
-                          inst.block->name + " (recursive blocks are not supported)");
+    diags.error(call, "block '" + inst.block->name + "' uses itself: " + chain + inst.block->name +
+                          " (recursive blocks are not supported)");
     return std::nullopt;
   }
   if (elaborating.size() >= kMaxBlockNesting) {
@@ -453,8 +459,8 @@ std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
     scope.names[fwd.args[i].name] = Value::tensor(args[i]);
   for (const LetAST &l : fwd.lets) {
     if (scope.names.count(l.name)) {
-      diags.error(l.range, "duplicate definition of '" + l.name + "' in block '" +
-                               inst.block->name + "'");
+      diags.error(l.range,
+                  "duplicate definition of '" + l.name + "' in block '" + inst.block->name + "'");
       continue;
     }
     let(l, scope, ctx, inst.path);
@@ -463,8 +469,8 @@ std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
   if (!result.ok())
     return std::nullopt;
   if (result.kind != Value::Tensor) {
-    diags.error(fwd.resultValue->range, "the forward function must return a tensor, not " +
-                                            describeKind(result));
+    diags.error(fwd.resultValue->range,
+                "the forward function must return a tensor, not " + describeKind(result));
     return std::nullopt;
   }
   // The declared result type fixes dtype, axis names and any explicit size.
@@ -499,8 +505,8 @@ void Elaborator::createMembers(Instance &inst, GraphContext &ctx) {
       continue;
     if (it->second.kind != Value::InstanceRef) {
       diags.error(l.range, "a block-level let must create a block instance, like "
-                           "`let dense = Dense(10)`; '" + l.name + "' is " +
-                               describeKind(it->second));
+                           "`let dense = Dense(10)`; '" +
+                               l.name + "' is " + describeKind(it->second));
       continue;
     }
     inst.members[l.name] = it->second;
@@ -513,7 +519,8 @@ void Elaborator::createMembers(Instance &inst, GraphContext &ctx) {
     auto init = evalInitializer(p, *type, scope);
     if (!init)
       continue;
-    inst.members[p.name] = Value::tensor(makeParam(ctx, inst.path + "." + p.name, *type, *init, p.range));
+    inst.members[p.name] =
+        Value::tensor(makeParam(ctx, inst.path + "." + p.name, *type, *init, p.range));
   }
 }
 
@@ -529,7 +536,8 @@ unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
   }
   if (llvm::any_of(leaf.type.dims, [](const Dim &d) { return d.axis == kLayerAxis; }))
     diags.error(leaf.loc, "'" + leaf.name + "' " + leaf.type.str() + " already has an axis '" +
-                              kLayerAxis + "', which scan adds to stack the layers; "
+                              kLayerAxis +
+                              "', which scan adds to stack the layers; "
                               "rename that axis");
   Node stacked = leaf;
   stacked.type.dims.insert(stacked.type.dims.begin(), Dim{kLayerAxis, ctx.scanLength});
@@ -542,8 +550,8 @@ unsigned Elaborator::makeLeaf(GraphContext &ctx, const Node &leaf,
   return id;
 }
 
-unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path,
-                               const TensorType &type, const Initializer &init, SMRange loc) {
+unsigned Elaborator::makeParam(GraphContext &ctx, const std::string &path, const TensorType &type,
+                               const Initializer &init, SMRange loc) {
   Node node;
   node.op = OpKind::param;
   node.name = path;
@@ -611,11 +619,11 @@ std::optional<Initializer> Elaborator::evalInitializer(const ParamDeclAST &decl,
   bool fanBased = llvm::StringRef(init.name).contains("_normal") ||
                   llvm::StringRef(init.name).contains("_uniform");
   if (fanBased && type.dims.size() < 2) {
-    diags.error(decl.init->range, init.name + " needs a parameter of at least 2 dimensions "
-                                              "(fan in and fan out); '" + decl.name + "' is " +
-                                              type.str());
+    diags.error(decl.init->range, init.name +
+                                      " needs a parameter of at least 2 dimensions "
+                                      "(fan in and fan out); '" +
+                                      decl.name + "' is " + type.str());
     return std::nullopt;
   }
   return init;
 }
-

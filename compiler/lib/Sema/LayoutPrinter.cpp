@@ -47,15 +47,14 @@ void printLayout(const ShardedTensor &tensor, const Mesh &mesh, llvm::raw_ostrea
       split.back().push_back(int(mesh.indexOf(axis)));
   }
   const shardrt::LayoutGrid grid = shardrt::layoutGrid(meshSizes, split);
-  os << tensor.path << ": " << tensor.type.str() << "  sharding " << tensor.sharding.str()
-     << "\n";
+  os << tensor.path << ": " << tensor.type.str() << "  sharding " << tensor.sharding.str() << "\n";
   auto describe = [&](const char *what, int dim, int64_t blocks) {
     if (dim < 0)
       return;
     const Dim &d = tensor.type.dims[dim];
     os << "  " << what << ": " << d.axis << " over "
-       << llvm::join(tensor.sharding.dims[dim].meshAxes, ", ") << ", " << blocks
-       << " blocks of " << d.size / blocks << "\n";
+       << llvm::join(tensor.sharding.dims[dim].meshAxes, ", ") << ", " << blocks << " blocks of "
+       << d.size / blocks << "\n";
   };
   describe("rows", grid.rowDim, grid.rows);
   describe("columns", grid.columnDim, grid.columns);

@@ -28,14 +28,13 @@ struct Checker {
            fail(a.range, what + " must be f32, got " + a.tensor.str());
   }
   bool hasRank(const OpArg &a, llvm::StringRef what, size_t rank) {
-    return a.tensor.dims.size() == rank ||
-           fail(a.range, what + " must have " + llvm::Twine(rank) + " dimensions, got " +
-                             a.tensor.str());
+    return a.tensor.dims.size() == rank || fail(a.range, what + " must have " + llvm::Twine(rank) +
+                                                             " dimensions, got " + a.tensor.str());
   }
   bool hasMinRank(const OpArg &a, llvm::StringRef what, size_t rank) {
     return a.tensor.dims.size() >= rank ||
-           fail(a.range, what + " needs at least " + llvm::Twine(rank) +
-                             " dimension(s), got " + a.tensor.str());
+           fail(a.range, what + " needs at least " + llvm::Twine(rank) + " dimension(s), got " +
+                             a.tensor.str());
   }
   bool positive(const OpArg &a, llvm::StringRef what) {
     return a.intValue >= 1 ||
@@ -124,8 +123,8 @@ std::optional<TypedOp> avgPool(Checker &c, llvm::ArrayRef<OpArg> a) {
 bool knownSizes(Checker &c, const OpArg &shape) {
   for (const Dim &d : shape.shape)
     if (d.size < 0)
-      return c.fail(shape.range, "the size of axis '" + d.axis +
-                                     "' is not known here: write [" + d.axis + " = N]");
+      return c.fail(shape.range, "the size of axis '" + d.axis + "' is not known here: write [" +
+                                     d.axis + " = N]");
   return true;
 }
 
@@ -161,9 +160,8 @@ std::optional<TypedOp> reshape(Checker &c, llvm::ArrayRef<OpArg> a) {
   r.type.dims = to.shape;
   if (r.type.numElements() != x.tensor.numElements()) {
     c.fail(to.range, "cannot reshape " + x.tensor.str() + " (" +
-                         std::to_string(x.tensor.numElements()) + " elements) to " +
-                         r.type.str() + " (" + std::to_string(r.type.numElements()) +
-                         " elements)");
+                         std::to_string(x.tensor.numElements()) + " elements) to " + r.type.str() +
+                         " (" + std::to_string(r.type.numElements()) + " elements)");
     return std::nullopt;
   }
   return r;
@@ -272,8 +270,7 @@ std::optional<TypedOp> reduce(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
 
 } // namespace
 
-std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
-                                             llvm::ArrayRef<OpArg> args,
+std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call, llvm::ArrayRef<OpArg> args,
                                              DiagnosticEngine &diags) {
   Checker c{diags, opName(op), call};
   auto plain = [](std::optional<TensorType> t) -> std::optional<TypedOp> {
@@ -332,8 +329,8 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
     if (!(rate.floatValue >= 0 && rate.floatValue < 1)) {
       std::string got;
       llvm::raw_string_ostream(got) << llvm::format("%g", rate.floatValue);
-      c.fail(rate.range, "the rate (the fraction of elements dropped) must be in [0, 1), got " +
-                             got);
+      c.fail(rate.range,
+             "the rate (the fraction of elements dropped) must be in [0, 1), got " + got);
       return std::nullopt;
     }
     return TypedOp{x.tensor, {{"rate", rate.floatValue}}};
@@ -344,8 +341,8 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
         !c.hasMinRank(logits, "logits", 1))
       return std::nullopt;
     if (logits.tensor.dims != labels.tensor.dims) {
-      c.fail(labels.range, "labels " + labels.tensor.str() +
-                               " must have the shape of the logits " + logits.tensor.str() +
+      c.fail(labels.range, "labels " + labels.tensor.str() + " must have the shape of the logits " +
+                               logits.tensor.str() +
                                " (one-hot: use one_hot(labels, [classes = N]))");
       return std::nullopt;
     }
@@ -380,14 +377,13 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call,
   return std::nullopt;
 }
 
-std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where,
-                                               const TensorType &lhs, const TensorType &rhs,
-                                               DiagnosticEngine &diags) {
+std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where, const TensorType &lhs,
+                                               const TensorType &rhs, DiagnosticEngine &diags) {
   std::string spelled = binaryOpSpelling(op).str();
   if (op == BinaryOp::MatMul) {
     if (lhs.dims.empty() || rhs.dims.empty()) {
-      diags.error(where, "'@' needs tensors of at least one dimension, got " + lhs.str() +
-                             " and " + rhs.str());
+      diags.error(where, "'@' needs tensors of at least one dimension, got " + lhs.str() + " and " +
+                             rhs.str());
       return std::nullopt;
     }
     if (lhs.dtype != DType::F32 || rhs.dtype != DType::F32) {
@@ -396,9 +392,9 @@ std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where,
     }
     const Dim &l = lhs.dims.back(), &r = rhs.dims.front();
     if (l.axis != r.axis) {
-      diags.error(where, "contraction axis mismatch: '@' contracts the last axis of " +
-                             lhs.str() + " ('" + l.axis + "') with the first axis of " +
-                             rhs.str() + " ('" + r.axis + "'); their names must agree");
+      diags.error(where, "contraction axis mismatch: '@' contracts the last axis of " + lhs.str() +
+                             " ('" + l.axis + "') with the first axis of " + rhs.str() + " ('" +
+                             r.axis + "'); their names must agree");
       return std::nullopt;
     }
     if (l.size != r.size) {
@@ -427,8 +423,7 @@ std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where,
   for (const Dim &d : small.dims) {
     next = std::find_if(next, big.dims.end(), [&](const Dim &b) { return b.axis == d.axis; });
     if (next == big.dims.end() || !(*next == d)) {
-      diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " +
-                             rhs.str() +
+      diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " + rhs.str() +
                              "; shapes must be equal, or the axes of one axes of the other, "
                              "in the same order and of the same sizes");
       return std::nullopt;

@@ -34,8 +34,8 @@ struct TypedOp {
 
 /// Types builtin op `op` applied to `args` (in signature order, defaults
 /// filled in). Reports at `call` and returns nullopt on error.
-std::optional<TypedOp> typeBuiltinOp(OpKind op, SMRange call,
-                                     llvm::ArrayRef<OpArg> args, DiagnosticEngine &diags);
+std::optional<TypedOp> typeBuiltinOp(OpKind op, SMRange call, llvm::ArrayRef<OpArg> args,
+                                     DiagnosticEngine &diags);
 
 /// Types `lhs op rhs` for tensors: contraction for `@`, broadcasting for
 /// the others (equal shapes, or the axes of one axes of the other, in order).

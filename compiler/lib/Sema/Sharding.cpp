@@ -131,7 +131,8 @@ private:
     std::map<std::string, SMRange> seen;
     for (const MeshAxisAST &axis : rules.meshes[0].axes) {
       if (axis.size < 1) {
-        diags.error(axis.sizeRange, "mesh axis '" + axis.name + "' must have at least 1 device, got " +
+        diags.error(axis.sizeRange, "mesh axis '" + axis.name +
+                                        "' must have at least 1 device, got " +
                                         std::to_string(axis.size));
         ok = false;
       }
@@ -227,7 +228,8 @@ private:
       if (!modelAxes.count(rule.logicalAxis))
         diags.warning(rule.axisRange, "rule for logical axis '" + rule.logicalAxis +
                                           "' matches no parameter, input or constrained value "
-                                          "of model " + program.modelName);
+                                          "of model " +
+                                          program.modelName);
   }
 
   void shard(ShardedTensor &t, bool isParam, std::vector<bool> &overrideUsed) {
@@ -326,8 +328,8 @@ private:
         continue;
       if (usesStages(rule.target)) {
         diags.error(rule.range, "mesh axis '" + pipeline.axis + "' holds the pipeline's stages, " +
-                                    "so " + ruleText(rule) + " cannot split '" +
-                                    rule.logicalAxis + "' over it");
+                                    "so " + ruleText(rule) + " cannot split '" + rule.logicalAxis +
+                                    "' over it");
         diags.note(layerRule->range, "the stages are made here");
       } else if (rule.logicalAxis != kLayerAxis) {
         pipeline.axisRules.push_back({rule.logicalAxis, rule.target.axisNames()});
@@ -342,8 +344,8 @@ private:
     if (rules.microbatches.empty())
       diags.error(layerRule->range, "a pipeline runs microbatches through its stages: add "
                                     "`microbatches N` (N of at least " +
-                                    std::to_string(pipeline.stages) +
-                                    ", the stages, keeps every stage busy part of the time)");
+                                        std::to_string(pipeline.stages) +
+                                        ", the stages, keeps every stage busy part of the time)");
     for (const ScheduleAST &schedule : rules.schedules) {
       if (&schedule != &rules.schedules.front()) {
         diags.error(schedule.range, "more than one schedule line");
@@ -371,7 +373,8 @@ private:
     if (!t.stacked) {
       diags.error(layer.cause, "'" + t.path + "' has a '" + std::string(kLayerAxis) +
                                    "' axis that no scan stacked, so it cannot run in the "
-                                   "pipeline's stages (" + layer.reason + ")");
+                                   "pipeline's stages (" +
+                                   layer.reason + ")");
       diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
     } else if (!divides && !layersReported) {
       layersReported = true; // once: every tensor of the scan has the same layers
@@ -410,20 +413,21 @@ private:
       std::string axes;
       for (const std::string &axis : d.meshAxes) {
         parts *= program.mesh.size(axis);
-        axes += (axes.empty() ? "" : " x ") + axis + " (" + std::to_string(program.mesh.size(axis)) + ")";
+        axes += (axes.empty() ? "" : " x ") + axis + " (" +
+                std::to_string(program.mesh.size(axis)) + ")";
         auto [it, inserted] = usedBy.emplace(axis, i);
         if (!inserted) {
-          diags.error(d.cause, "mesh axis '" + axis + "' is used twice in '" + t.path +
-                                   "' " + t.type.str() + ": by dimension '" +
-                                   t.type.dims[it->second].axis + "' and by '" + dim.axis +
-                                   "' (" + d.reason + ")");
+          diags.error(d.cause, "mesh axis '" + axis + "' is used twice in '" + t.path + "' " +
+                                   t.type.str() + ": by dimension '" +
+                                   t.type.dims[it->second].axis + "' and by '" + dim.axis + "' (" +
+                                   d.reason + ")");
           diags.note(t.loc, "'" + t.path + "' is declared here");
         }
       }
       if (dim.size % parts != 0) {
         diags.error(d.cause, "dimension '" + dim.axis + "' of '" + t.path + "' has size " +
-                                 std::to_string(dim.size) + ", which is not divisible by " +
-                                 axes + (d.meshAxes.size() > 1 ? " = " + std::to_string(parts) : "") +
+                                 std::to_string(dim.size) + ", which is not divisible by " + axes +
+                                 (d.meshAxes.size() > 1 ? " = " + std::to_string(parts) : "") +
                                  " (" + d.reason + ")");
         diags.note(t.loc, "'" + t.path + "' " + t.type.str() + " is declared here");
       }
@@ -490,8 +494,8 @@ private:
       diags.note(first.range, "the first is here");
     }
     if (first.count < 1)
-      diags.error(first.countRange, "microbatches must be at least 1, not " +
-                                        std::to_string(first.count));
+      diags.error(first.countRange,
+                  "microbatches must be at least 1, not " + std::to_string(first.count));
     else if (!program.optimizer)
       diags.error(first.range, "microbatches split the training step's batch, and model '" +
                                    program.modelName + "' has no optimizer to train with");
@@ -530,8 +534,8 @@ private:
       return;
     diags.error(microbatches.countRange,
                 std::to_string(microbatches.count) + " microbatches do not divide the batch: '" +
-                    batch.axis + "' = " + std::to_string(batch.size) + " of input '" +
-                    input->path + "' over " + std::to_string(shards) + " shards is " +
+                    batch.axis + "' = " + std::to_string(batch.size) + " of input '" + input->path +
+                    "' over " + std::to_string(shards) + " shards is " +
                     std::to_string(batch.size / shards) + " per rank");
     diags.note(input->loc, "'" + input->path + "' is declared here");
   }
@@ -559,8 +563,8 @@ bool shardc::applyPrecisions(TypedProgram &program, llvm::ArrayRef<PrecisionAST>
       continue;
     }
     if (precision.type != "f32" && precision.type != "bf16") {
-      diags.error(precision.typeRange, "precision " + precision.what + " is f32 or bf16, not '" +
-                                           precision.type + "'");
+      diags.error(precision.typeRange,
+                  "precision " + precision.what + " is f32 or bf16, not '" + precision.type + "'");
       continue;
     }
     auto [first, inserted] = seen.try_emplace(precision.what, &precision);

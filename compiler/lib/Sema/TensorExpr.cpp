@@ -67,7 +67,8 @@ Value Elaborator::scalarToTensor(const Value &v, DType dtype, SMRange range, Gra
     return {};
   }
   if (dtype == DType::I32 && (v.intValue < INT32_MIN || v.intValue > INT32_MAX)) {
-    diags.error(range, std::to_string(v.intValue) + " does not fit in i32, the type of the tensor beside it");
+    diags.error(range, std::to_string(v.intValue) +
+                           " does not fit in i32, the type of the tensor beside it");
     return {};
   }
   Node node;
@@ -102,7 +103,8 @@ Value Elaborator::evalBinaryInGraph(const BinaryExpr &bin, Scope &scope, GraphCo
   if (!promote(lhs, *bin.lhs, rhs, "left") || !promote(rhs, *bin.rhs, lhs, "right"))
     return {};
   std::string spelled = binaryOpSpelling(bin.op).str();
-  auto type = typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
+  auto type =
+      typeBinaryOp(bin.op, bin.opRange, typeOf(ctx, lhs.node), typeOf(ctx, rhs.node), diags);
   if (!type || !checkResult(*type, bin.range, "'" + spelled + "'"))
     return {};
   Node node;
@@ -158,8 +160,9 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
 bool Elaborator::checkSize(const TensorType &type, SMRange at) {
   if (type.numElements() <= kMaxTensorElements)
     return true;
-  diags.error(at, "the tensor " + type.str() + " has more than 2^48 elements, the most shardc "
-                  "accepts");
+  diags.error(at, "the tensor " + type.str() +
+                      " has more than 2^48 elements, the most shardc "
+                      "accepts");
   return false;
 }
 

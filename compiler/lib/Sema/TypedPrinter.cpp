@@ -48,8 +48,9 @@ public:
        << program.params.size() << " tensors)\n";
     if (program.optimizer) {
       size_t n = optimizerState(program.optimizer->kind).size();
-      os << "  optimizer state  " << llvm::right_justify(formatBytes(mulSaturating(paramBytes, n)), 12)
-         << "  (" << program.optimizer->name() << ": " << n << " per parameter)\n";
+      os << "  optimizer state  "
+         << llvm::right_justify(formatBytes(mulSaturating(paramBytes, n)), 12) << "  ("
+         << program.optimizer->name() << ": " << n << " per parameter)\n";
     }
     os << "  inputs           " << llvm::right_justify(formatBytes(inputBytes), 12) << "\n";
 

@@ -142,8 +142,9 @@ void shardc::collectOutputs(TypedProgram &program) {
   // Named values of the model itself (block-internal ones have dotted paths);
   // numbers only, the runtime reports no booleans.
   for (const Node &node : program.graph.nodes)
-    if (!node.name.empty() && node.name.find('.') == std::string::npos && node.op != OpKind::input &&
-        node.op != OpKind::param && node.op != OpKind::constant && node.type.dtype != DType::Bool &&
+    if (!node.name.empty() && node.name.find('.') == std::string::npos &&
+        node.op != OpKind::input && node.op != OpKind::param && node.op != OpKind::constant &&
+        node.type.dtype != DType::Bool &&
         llvm::none_of(program.outputs, [&](const Output &o) { return o.node == node.id; }))
       add(node.name, node.id);
 }

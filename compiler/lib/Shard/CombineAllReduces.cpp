@@ -73,8 +73,7 @@ bool combine(linalg::LinalgOp add) {
   if (lhs.reduce && rhs.reduce && !sameReduction(lhs.reduce, rhs.reduce))
     return false;
   // Nothing to move: no all_reduce, or one that is already an operand of add.
-  if ((!lhs.reduce || !lhs.inner) && (!rhs.reduce || !rhs.inner) &&
-      !(lhs.reduce && rhs.reduce))
+  if ((!lhs.reduce || !lhs.inner) && (!rhs.reduce || !rhs.inner) && !(lhs.reduce && rhs.reduce))
     return false;
   OpBuilder builder(add);
   builder.setInsertionPointAfter(add);

@@ -83,8 +83,7 @@ llvm::SmallBitVector getShardableLoops(linalg::LinalgOp op) {
 }
 
 // The loop a tensor dimension may be split along, if any.
-std::optional<unsigned> shardableLoopOf(AffineExpr expr,
-                                        const llvm::SmallBitVector &shardable) {
+std::optional<unsigned> shardableLoopOf(AffineExpr expr, const llvm::SmallBitVector &shardable) {
   auto dim = dyn_cast<AffineDimExpr>(expr);
   if (!dim || !shardable.test(dim.getPosition()))
     return std::nullopt;
@@ -103,10 +102,8 @@ SmallVector<AffineMap> getOperandAndResultMaps(linalg::LinalgOp op) {
 // reduction split over ranks.
 ReductionKind getReductionKind(Operation *combiner) {
   return llvm::TypeSwitch<Operation *, ReductionKind>(combiner)
-      .Case<arith::AddFOp, arith::AddIOp>(
-          [](auto) { return ReductionKind::Sum; })
-      .Case<arith::MulFOp, arith::MulIOp>(
-          [](auto) { return ReductionKind::Product; })
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return ReductionKind::Sum; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return ReductionKind::Product; })
       .Case<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(
           [](auto) { return ReductionKind::Max; })
       .Case<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(
@@ -128,14 +125,12 @@ Operation *getCombiner(linalg::LinalgOp op) {
 // Rewrites every `linalg.index` of a split loop in `localOp` (a clone on
 // local shapes) to the global index: local index + the rank's linear position
 // along the loop's grid axes * the loop's local extent.
-LogicalResult globalizeIndices(linalg::LinalgOp localOp,
-                               ArrayRef<int64_t> globalLoopRanges,
-                               ShardingArrayRef loopAxes, StringRef gridName,
-                               GridOp grid, OpBuilder &builder) {
+LogicalResult globalizeIndices(linalg::LinalgOp localOp, ArrayRef<int64_t> globalLoopRanges,
+                               ShardingArrayRef loopAxes, StringRef gridName, GridOp grid,
+                               OpBuilder &builder) {
   SmallVector<linalg::IndexOp> indexOps;
   localOp->walk([&](linalg::IndexOp indexOp) {
-    if (indexOp.getDim() < loopAxes.size() &&
-        !loopAxes[indexOp.getDim()].empty())
+    if (indexOp.getDim() < loopAxes.size() && !loopAxes[indexOp.getDim()].empty())
       indexOps.push_back(indexOp);
   });
   if (indexOps.empty())
@@ -153,19 +148,16 @@ LogicalResult globalizeIndices(linalg::LinalgOp localOp,
       continue;
     int64_t devices = collectiveProcessGroupSize(loopAxes[loop], grid);
     int64_t size = globalLoopRanges[loop];
-    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(devices) ||
-        size % devices != 0)
-      return localOp->emitOpError()
-             << "cannot partition: linalg.index of loop " << loop
-             << " needs a static extent divisible by its devices";
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(devices) || size % devices != 0)
+      return localOp->emitOpError() << "cannot partition: linalg.index of loop " << loop
+                                    << " needs a static extent divisible by its devices";
     Value position = createProcessLinearIndex(gridName, loopAxes[loop], b);
     Value extent = arith::ConstantIndexOp::create(b, size / devices);
     offsets[loop] = arith::MulIOp::create(b, position, extent);
   }
   for (linalg::IndexOp indexOp : indexOps) {
     b.setInsertionPointAfter(indexOp);
-    auto global = arith::AddIOp::create(b, indexOp.getResult(),
-                                        offsets[indexOp.getDim()]);
+    auto global = arith::AddIOp::create(b, indexOp.getResult(), offsets[indexOp.getDim()]);
     indexOp.getResult().replaceAllUsesExcept(global, global);
   }
   return success();
@@ -175,18 +167,16 @@ LogicalResult globalizeIndices(linalg::LinalgOp localOp,
 // the others start from the combiner's neutral element, so that the
 // all_reduce after the local op adds the init exactly once (upstream's scheme
 // for matmul). Leaves the local op's results in `localMap`.
-LogicalResult partitionWithSplitReduction(
-    linalg::LinalgOp op, ArrayRef<Value> partitionedOperands,
-    ArrayRef<Sharding> operandShardings, ArrayRef<Sharding> resultShardings,
-    ArrayRef<GridAxis> reductionAxes, StringRef gridName, IRMapping &localMap,
-    SymbolTableCollection &symbolTable, OpBuilder &builder) {
+LogicalResult partitionWithSplitReduction(linalg::LinalgOp op, ArrayRef<Value> partitionedOperands,
+                                          ArrayRef<Sharding> operandShardings,
+                                          ArrayRef<Sharding> resultShardings,
+                                          ArrayRef<GridAxis> reductionAxes, StringRef gridName,
+                                          IRMapping &localMap, SymbolTableCollection &symbolTable,
+                                          OpBuilder &builder) {
   Operation *combiner = getCombiner(op);
-  std::optional<TypedAttr> neutral =
-      combiner ? arith::getNeutralElement(combiner) : std::nullopt;
-  if (op.getNumDpsInits() != 1 || !neutral ||
-      getReductionKind(combiner) == ReductionKind::Generic)
-    return op->emitOpError()
-           << "cannot partition: split reduction without a known combiner";
+  std::optional<TypedAttr> neutral = combiner ? arith::getNeutralElement(combiner) : std::nullopt;
+  if (op.getNumDpsInits() != 1 || !neutral || getReductionKind(combiner) == ReductionKind::Generic)
+    return op->emitOpError() << "cannot partition: split reduction without a known combiner";
 
   ImplicitLocOpBuilder b(op.getLoc(), builder);
   Location loc = op.getLoc();
@@ -194,8 +184,8 @@ LogicalResult partitionWithSplitReduction(
   Value localInit = partitionedOperands[initNumber];
   Value groupIndex = createProcessLinearIndex(gridName, reductionAxes, b);
   Value zero = arith::ConstantIndexOp::create(b, 0);
-  Value isLead = arith::CmpIOp::create(
-      b, b.getI1Type(), arith::CmpIPredicate::eq, groupIndex, zero);
+  Value isLead =
+      arith::CmpIOp::create(b, b.getI1Type(), arith::CmpIPredicate::eq, groupIndex, zero);
   auto ifOp = scf::IfOp::create(b, localInit.getType(), isLead,
                                 /*addThenBlock=*/true, /*addElseBlock=*/true);
   {
@@ -206,8 +196,7 @@ LogicalResult partitionWithSplitReduction(
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, localInit);
     Value empty = tensor::EmptyOp::create(b, loc, sizes, neutral->getType());
     Value neutralValue = arith::ConstantOp::create(b, loc, *neutral);
-    Value filled =
-        linalg::FillOp::create(b, loc, neutralValue, empty).getResult(0);
+    Value filled = linalg::FillOp::create(b, loc, neutralValue, empty).getResult(0);
     scf::YieldOp::create(b, filled);
   }
 
@@ -215,9 +204,8 @@ LogicalResult partitionWithSplitReduction(
   operands[initNumber] = ifOp.getResult(0);
   for (auto [original, local] : llvm::zip_equal(op->getOperands(), operands))
     localMap.map(original, local);
-  partitionTriviallyShardableOperation(*op, operands, operandShardings,
-                                       resultShardings, localMap, symbolTable,
-                                       b);
+  partitionTriviallyShardableOperation(*op, operands, operandShardings, resultShardings, localMap,
+                                       symbolTable, b);
   return success();
 }
 
@@ -227,26 +215,20 @@ LogicalResult partitionWithSplitReduction(
 LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
                                 ArrayRef<Value> partitionedOperands,
                                 ArrayRef<Sharding> operandShardings,
-                                ArrayRef<Sharding> resultShardings,
-                                IRMapping &partitionMap,
-                                SymbolTableCollection &symbolTable,
-                                OpBuilder &builder) {
-  SmallVector<GridAxis> reductionAxes =
-      getReductionGridAxes(op.getIteratorTypesArray(), loopAxes);
-  bool anySplit = llvm::any_of(loopAxes, [](const SmallVector<GridAxis> &axes) {
-    return !axes.empty();
-  });
+                                ArrayRef<Sharding> resultShardings, IRMapping &partitionMap,
+                                SymbolTableCollection &symbolTable, OpBuilder &builder) {
+  SmallVector<GridAxis> reductionAxes = getReductionGridAxes(op.getIteratorTypesArray(), loopAxes);
+  bool anySplit =
+      llvm::any_of(loopAxes, [](const SmallVector<GridAxis> &axes) { return !axes.empty(); });
   if (!anySplit) {
-    partitionTriviallyShardableOperation(*op, partitionedOperands,
-                                         operandShardings, resultShardings,
-                                         partitionMap, symbolTable, builder);
+    partitionTriviallyShardableOperation(*op, partitionedOperands, operandShardings,
+                                         resultShardings, partitionMap, symbolTable, builder);
     return success();
   }
 
   // Some loop is split, so some annotation names the grid.
   FlatSymbolRefAttr gridAttr;
-  for (const Sharding &sharding :
-       llvm::concat<const Sharding>(operandShardings, resultShardings))
+  for (const Sharding &sharding : llvm::concat<const Sharding>(operandShardings, resultShardings))
     if (sharding && !gridAttr)
       gridAttr = sharding.getGridAttr();
   GridOp grid = getGridOrNull(op, gridAttr, symbolTable);
@@ -264,29 +246,24 @@ LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
     if (Value local = partitionMap.lookupOrNull(value))
       localMap.map(value, local);
   if (reductionAxes.empty()) {
-    for (auto [original, local] :
-         llvm::zip_equal(op->getOperands(), partitionedOperands))
+    for (auto [original, local] : llvm::zip_equal(op->getOperands(), partitionedOperands))
       localMap.map(original, local);
-    partitionTriviallyShardableOperation(*op, partitionedOperands,
-                                         operandShardings, resultShardings,
-                                         localMap, symbolTable, builder);
-  } else if (failed(partitionWithSplitReduction(
-                 op, partitionedOperands, operandShardings, resultShardings,
-                 reductionAxes, gridName, localMap, symbolTable, builder))) {
+    partitionTriviallyShardableOperation(*op, partitionedOperands, operandShardings,
+                                         resultShardings, localMap, symbolTable, builder);
+  } else if (failed(partitionWithSplitReduction(op, partitionedOperands, operandShardings,
+                                                resultShardings, reductionAxes, gridName, localMap,
+                                                symbolTable, builder))) {
     return failure();
   }
 
-  auto localOp =
-      cast<linalg::LinalgOp>(localMap.lookup(op->getResult(0)).getDefiningOp());
-  if (localOp.hasIndexSemantics() &&
-      failed(globalizeIndices(localOp, op.getStaticLoopRanges(), loopAxes,
-                              gridName, grid, builder)))
+  auto localOp = cast<linalg::LinalgOp>(localMap.lookup(op->getResult(0)).getDefiningOp());
+  if (localOp.hasIndexSemantics() && failed(globalizeIndices(localOp, op.getStaticLoopRanges(),
+                                                             loopAxes, gridName, grid, builder)))
     return failure();
 
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  ReductionKind kind = reductionAxes.empty()
-                           ? ReductionKind::Sum
-                           : getReductionKind(getCombiner(op));
+  ReductionKind kind =
+      reductionAxes.empty() ? ReductionKind::Sum : getReductionKind(getCombiner(op));
   for (OpResult result : op->getResults()) {
     Value local = localMap.lookup(result);
     if (!reductionAxes.empty())
@@ -297,20 +274,18 @@ LogicalResult partitionLinalgOp(linalg::LinalgOp op, ShardingArrayRef loopAxes,
 }
 
 // Step 2. Results first, then operands, as upstream does.
-FailureOr<ShardingOption>
-getWindowedShardingOption(linalg::LinalgOp op,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings) {
+FailureOr<ShardingOption> getWindowedShardingOption(linalg::LinalgOp op,
+                                                    ArrayRef<Sharding> operandShardings,
+                                                    ArrayRef<Sharding> resultShardings) {
   llvm::SmallBitVector shardable = getShardableLoops(op);
   SmallVector<AffineMap> maps = getOperandAndResultMaps(op);
   unsigned numOperands = op->getNumOperands();
   LoopShardingBuilder builder(op.getNumLoops());
 
   auto addTensor = [&](const Sharding &sharding, AffineMap map) {
-    return builder.addTensorDims(
-        sharding, map.getNumResults(), [&](int64_t dim) {
-          return shardableLoopOf(map.getResult(dim), shardable);
-        });
+    return builder.addTensorDims(sharding, map.getNumResults(), [&](int64_t dim) {
+      return shardableLoopOf(map.getResult(dim), shardable);
+    });
   };
   for (auto [i, sharding] : llvm::enumerate(resultShardings))
     if (failed(addTensor(sharding, maps[numOperands + i])))
@@ -326,8 +301,7 @@ getWindowedShardingOption(linalg::LinalgOp op,
 // Upstream's default would split a compound dimension along a split loop in
 // it, and rejects maps with constants or floordiv, such as the input
 // gradient's `d1 - d4 + 2`.
-std::vector<Sharding> getWindowedAnnotations(linalg::LinalgOp op,
-                                             const ShardingOption &option) {
+std::vector<Sharding> getWindowedAnnotations(linalg::LinalgOp op, const ShardingOption &option) {
   llvm::SmallBitVector shardable = getShardableLoops(op);
   SmallVector<AffineMap> maps = getOperandAndResultMaps(op);
   MLIRContext *ctx = op->getContext();
@@ -346,11 +320,8 @@ std::vector<Sharding> getWindowedAnnotations(linalg::LinalgOp op,
         splitAxes[dim] = option.shardingArray[*loop];
     }
     removeTrailingEmptySubArray(splitAxes);
-    auto toAttr = [&](ArrayRef<GridAxis> axes) {
-      return GridAxesAttr::get(ctx, axes);
-    };
-    shardings.push_back(
-        Sharding::get(option.grid, llvm::map_to_vector(splitAxes, toAttr)));
+    auto toAttr = [&](ArrayRef<GridAxis> axes) { return GridAxesAttr::get(ctx, axes); };
+    shardings.push_back(Sharding::get(option.grid, llvm::map_to_vector(splitAxes, toAttr)));
   }
   return shardings;
 }
@@ -361,29 +332,26 @@ LogicalResult addWindowedAnnotations(linalg::LinalgOp op, OpBuilder &b,
   std::vector<Sharding> shardings = getWindowedAnnotations(op, option);
   unsigned numOperands = op->getNumOperands();
   for (OpResult result : op->getResults())
-    maybeInsertTargetShardingAnnotation(
-        shardings[numOperands + result.getResultNumber()], result, b);
+    maybeInsertTargetShardingAnnotation(shardings[numOperands + result.getResultNumber()], result,
+                                        b);
   for (OpOperand &operand : op->getOpOperands()) {
     OpBuilder::InsertionGuard guard(b);
-    maybeInsertSourceShardingAnnotation(
-        shardings[operand.getOperandNumber()], operand, b);
+    maybeInsertSourceShardingAnnotation(shardings[operand.getOperandNumber()], operand, b);
   }
   return success();
 }
 
 // Step 3.
-FailureOr<ShardingArray>
-getWindowedPartitionLoopAxes(linalg::LinalgOp linalgOp,
-                             ArrayRef<Sharding> operandShardings,
-                             ArrayRef<Sharding> resultShardings) {
+FailureOr<ShardingArray> getWindowedPartitionLoopAxes(linalg::LinalgOp linalgOp,
+                                                      ArrayRef<Sharding> operandShardings,
+                                                      ArrayRef<Sharding> resultShardings) {
   llvm::SmallBitVector shardable = getShardableLoops(linalgOp);
   SmallVector<AffineMap> maps = getOperandAndResultMaps(linalgOp);
 
   // Recover the loop split from the annotations, refusing any split that
   // step 2 never produces: computing it locally would be silently wrong.
   ShardingArray loopAxes(linalgOp.getNumLoops());
-  std::vector<Sharding> shardings(operandShardings.begin(),
-                                  operandShardings.end());
+  std::vector<Sharding> shardings(operandShardings.begin(), operandShardings.end());
   llvm::append_range(shardings, resultShardings);
   for (auto [i, sharding] : llvm::enumerate(shardings)) {
     for (auto [dim, expr] : llvm::enumerate(maps[i].getResults())) {
@@ -391,13 +359,11 @@ getWindowedPartitionLoopAxes(linalg::LinalgOp linalgOp,
       if (axes.empty())
         continue;
       std::optional<unsigned> loop = shardableLoopOf(expr, shardable);
-      if (!loop || (!loopAxes[*loop].empty() &&
-                    ArrayRef<GridAxis>(loopAxes[*loop]) != axes))
+      if (!loop || (!loopAxes[*loop].empty() && ArrayRef<GridAxis>(loopAxes[*loop]) != axes))
         return linalgOp->emitOpError()
                << "cannot partition: dimension " << dim << " of "
                << (i < operandShardings.size() ? "operand " : "result ")
-               << (i < operandShardings.size() ? i
-                                               : i - operandShardings.size())
+               << (i < operandShardings.size() ? i : i - operandShardings.size())
                << " is split in a way the op cannot compute locally";
       loopAxes[*loop].assign(axes.begin(), axes.end());
     }
@@ -409,17 +375,15 @@ getWindowedPartitionLoopAxes(linalg::LinalgOp linalgOp,
 // projected permutation (convolution, pooling, their gradients' generics).
 // The other ops get upstream's propagation and loop split.
 bool isWindowed(linalg::LinalgOp op) {
-  return !llvm::all_of(getOperandAndResultMaps(op), [](AffineMap map) {
-    return map.isProjectedPermutation();
-  });
+  return !llvm::all_of(getOperandAndResultMaps(op),
+                       [](AffineMap map) { return map.isProjectedPermutation(); });
 }
 
 // The model of every op it is attached to: upstream's view of a linalg op,
 // the windowed rule or upstream's propagation, and partitionLinalgOp.
 template <typename OpTy>
 struct LinalgOpShardingModel
-    : public ShardingInterface::ExternalModel<LinalgOpShardingModel<OpTy>,
-                                              OpTy> {
+    : public ShardingInterface::ExternalModel<LinalgOpShardingModel<OpTy>, OpTy> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
     return cast<linalg::LinalgOp>(op).getIteratorTypesArray();
   }
@@ -428,28 +392,23 @@ struct LinalgOpShardingModel
     return getOperandAndResultMaps(cast<linalg::LinalgOp>(op));
   }
 
-  SmallVector<ReductionKind>
-  getReductionLoopIteratorKinds(Operation *op) const {
+  SmallVector<ReductionKind> getReductionLoopIteratorKinds(Operation *op) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     Operation *combiner = getCombiner(linalgOp);
-    ReductionKind kind =
-        combiner ? getReductionKind(combiner) : ReductionKind::Generic;
+    ReductionKind kind = combiner ? getReductionKind(combiner) : ReductionKind::Generic;
     return SmallVector<ReductionKind>(linalgOp.getNumReductionLoops(), kind);
   }
 
-  FailureOr<ShardingOption>
-  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
-                    ArrayRef<Sharding> resultShardings) const {
+  FailureOr<ShardingOption> getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                                              ArrayRef<Sharding> resultShardings) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     if (isWindowed(linalgOp))
-      return getWindowedShardingOption(linalgOp, operandShardings,
-                                       resultShardings);
-    return shard::detail::defaultGetShardingOption(op, operandShardings,
-                                                   resultShardings);
+      return getWindowedShardingOption(linalgOp, operandShardings, resultShardings);
+    return shard::detail::defaultGetShardingOption(op, operandShardings, resultShardings);
   }
 
-  FailureOr<std::vector<Sharding>>
-  getShardingAnnotations(Operation *op, const ShardingOption &option) const {
+  FailureOr<std::vector<Sharding>> getShardingAnnotations(Operation *op,
+                                                          const ShardingOption &option) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     if (isWindowed(linalgOp))
       return getWindowedAnnotations(linalgOp, option);
@@ -465,26 +424,21 @@ struct LinalgOpShardingModel
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
+                          ArrayRef<Sharding> operandShardings, ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap, SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
     auto linalgOp = cast<linalg::LinalgOp>(op);
     // Upstream's helper reads the operand shardings alone.
     FailureOr<ShardingArray> loopAxes =
         isWindowed(linalgOp)
-            ? getWindowedPartitionLoopAxes(linalgOp, operandShardings,
-                                           resultShardings)
-            : getGridAxisAssignmentForLoopIterators(
-                  operandShardings, resultShardings,
-                  linalgOp.getIteratorTypesArray(),
-                  linalgOp.getIndexingMapsArray());
+            ? getWindowedPartitionLoopAxes(linalgOp, operandShardings, resultShardings)
+            : getGridAxisAssignmentForLoopIterators(operandShardings, resultShardings,
+                                                    linalgOp.getIteratorTypesArray(),
+                                                    linalgOp.getIndexingMapsArray());
     if (failed(loopAxes))
       return failure();
-    return partitionLinalgOp(linalgOp, *loopAxes, partitionedOperands,
-                             operandShardings, resultShardings, partitionMap,
-                             symbolTable, builder);
+    return partitionLinalgOp(linalgOp, *loopAxes, partitionedOperands, operandShardings,
+                             resultShardings, partitionMap, symbolTable, builder);
   }
 };
 
@@ -499,13 +453,13 @@ void shardc::registerLinalgShardingModels(DialectRegistry &registry) {
     // Partition builds arith, scf, tensor and linalg ops and collectives;
     // make sure their dialects are loaded (as upstream's linalg model does).
     DialectRegistry deps;
-    deps.insert<affine::AffineDialect, arith::ArithDialect, scf::SCFDialect,
-                tensor::TensorDialect, shard::ShardDialect>();
+    deps.insert<affine::AffineDialect, arith::ArithDialect, scf::SCFDialect, tensor::TensorDialect,
+                shard::ShardDialect>();
     ctx->appendDialectRegistry(deps);
     for (StringRef name : deps.getDialectNames())
       ctx->getOrLoadDialect(name);
 
-    attachModels<linalg::Conv2DNhwcHwcfOp, linalg::PoolingNhwcSumOp,
-                 linalg::PoolingNhwcMaxOp, linalg::GenericOp>(ctx);
+    attachModels<linalg::Conv2DNhwcHwcfOp, linalg::PoolingNhwcSumOp, linalg::PoolingNhwcMaxOp,
+                 linalg::GenericOp>(ctx);
   });
 }

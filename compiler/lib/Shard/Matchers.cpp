@@ -10,8 +10,7 @@ bool shardc::isElementwiseAdd(linalg::LinalgOp op) {
   if (isa<linalg::AddOp>(op.getOperation()))
     return op.hasPureTensorSemantics();
   if (!isa<linalg::GenericOp>(op.getOperation()) || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
+      op.getNumDpsInits() != 1 || op.getNumParallelLoops() != op.getNumLoops() ||
       !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) { return map.isIdentity(); }))
     return false;
   Block &body = *op.getBlock();

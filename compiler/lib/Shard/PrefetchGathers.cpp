@@ -52,9 +52,7 @@ func::CallOp previousCall(func::CallOp call, const DenseSet<StringAttr> &callees
 /// layer computes. Returns the new arguments, by function body.
 DenseMap<Block *, Value> gatherInCallers(ModuleOp module, DominanceInfo &dominance) {
   DenseMap<StringAttr, SmallVector<func::CallOp>> calls;
-  module.walk([&](func::CallOp call) {
-    calls[call.getCalleeAttr().getAttr()].push_back(call);
-  });
+  module.walk([&](func::CallOp call) { calls[call.getCalleeAttr().getAttr()].push_back(call); });
   DenseSet<StringAttr> callees;
   SmallVector<std::pair<func::FuncOp, shard::AllGatherOp>> moved;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -82,8 +80,8 @@ DenseMap<Block *, Value> gatherInCallers(ModuleOp module, DominanceInfo &dominan
     BlockArgument gathered = body.addArgument(gather.getType(), gather.getLoc());
     gather.replaceAllUsesWith(gathered);
     gather.erase();
-    fn.setType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
-                                 fn.getResultTypes()));
+    fn.setType(
+        FunctionType::get(module.getContext(), body.getArgumentTypes(), fn.getResultTypes()));
     gatheredArguments[&body] = gathered;
   }
   return gatheredArguments;

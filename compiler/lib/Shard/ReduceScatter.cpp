@@ -9,9 +9,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
 
@@ -61,25 +61,24 @@ void sumTheSlice(linalg::GenericOp op, AllSliceOp slice, AllReduceOp reduce) {
   Location loc = op.getLoc();
   Value init = op.getDpsInits()[0];
   auto type = cast<RankedTensorType>(init.getType());
-  Value zero = linalg::FillOp::create(
-                   builder, loc,
-                   arith::ConstantOp::create(builder, loc,
-                                             builder.getZeroAttr(type.getElementType()))
-                       .getResult(),
-                   tensor::EmptyOp::create(builder, loc, type.getShape(), type.getElementType())
-                       .getResult())
-                   .getResult(0);
+  Value zero =
+      linalg::FillOp::create(
+          builder, loc,
+          arith::ConstantOp::create(builder, loc, builder.getZeroAttr(type.getElementType()))
+              .getResult(),
+          tensor::EmptyOp::create(builder, loc, type.getShape(), type.getElementType()).getResult())
+          .getResult(0);
   auto local = cast<linalg::GenericOp>(builder.clone(*op));
   for (OpOperand *input : local.getDpsInputOperands())
     input->set(slice.getResult());
   local.getDpsInitsMutable()[0].set(zero);
-  Value summed = AllReduceOp::create(builder, loc, type, reduce.getGridAttr(),
-                                     reduce.getGridAxesAttr(), local.getResult(0),
-                                     reduce.getReductionAttr());
+  Value summed =
+      AllReduceOp::create(builder, loc, type, reduce.getGridAttr(), reduce.getGridAxesAttr(),
+                          local.getResult(0), reduce.getReductionAttr());
   Value total =
-      linalg::AddOp::create(builder, loc, ValueRange{init, summed},
-                            ValueRange{tensor::EmptyOp::create(builder, loc, type.getShape(),
-                                                               type.getElementType())})
+      linalg::AddOp::create(
+          builder, loc, ValueRange{init, summed},
+          ValueRange{tensor::EmptyOp::create(builder, loc, type.getShape(), type.getElementType())})
           .getResult(0);
   op.getResult(0).replaceAllUsesWith(total);
   op.erase();
@@ -102,7 +101,8 @@ struct FuseReduceScatterPass
         if (user == slice)
           continue;
         auto sum = dyn_cast<linalg::GenericOp>(user);
-        if (!sum || reduce.getReduction() != ReductionKind::Sum || !isSumOverSliceAxis(sum, reduce.getResult(), slice.getSliceAxis().getSExtValue()))
+        if (!sum || reduce.getReduction() != ReductionKind::Sum ||
+            !isSumOverSliceAxis(sum, reduce.getResult(), slice.getSliceAxis().getSExtValue()))
           onlySums = false;
         else if (!llvm::is_contained(sums, sum))
           sums.push_back(sum);
@@ -113,10 +113,10 @@ struct FuseReduceScatterPass
       for (linalg::GenericOp sum : sums)
         sumTheSlice(sum, slice, reduce);
       OpBuilder builder(slice);
-      auto scatter = ReduceScatterOp::create(
-          builder, slice.getLoc(), slice.getResult().getType(), slice.getGridAttr(),
-          slice.getGridAxesAttr(), reduce.getInput(), reduce.getReductionAttr(),
-          slice.getSliceAxisAttr());
+      auto scatter =
+          ReduceScatterOp::create(builder, slice.getLoc(), slice.getResult().getType(),
+                                  slice.getGridAttr(), slice.getGridAxesAttr(), reduce.getInput(),
+                                  reduce.getReductionAttr(), slice.getSliceAxisAttr());
       slice.getResult().replaceAllUsesWith(scatter.getResult());
       slice.erase();
       reduce.erase();

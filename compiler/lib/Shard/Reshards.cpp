@@ -50,13 +50,11 @@ Layout layoutOf(const Sharding &sharding, size_t rank) {
 }
 
 bool isPrefix(ArrayRef<GridAxis> prefix, ArrayRef<GridAxis> full) {
-  return prefix.size() <= full.size() &&
-         llvm::equal(prefix, full.take_front(prefix.size()));
+  return prefix.size() <= full.size() && llvm::equal(prefix, full.take_front(prefix.size()));
 }
 
 bool isUsed(const Layout &layout, GridAxis axis) {
-  return llvm::any_of(layout,
-                      [&](const Axes &axes) { return llvm::is_contained(axes, axis); });
+  return llvm::any_of(layout, [&](const Axes &axes) { return llvm::is_contained(axes, axis); });
 }
 
 // The next target axis of a dimension that is on its way to T[d], if any.
@@ -86,8 +84,7 @@ SmallVector<Layout> planSteps(Layout current, const Layout &target) {
       GridAxis axis = current[i].back();
       ArrayRef<GridAxis> rest = ArrayRef<GridAxis>(current[i]).drop_back();
       for (size_t j = 0; j < rank && !stepped; ++j)
-        if (j != i && nextAxis(current[j], target[j]) == axis &&
-            llvm::equal(rest, current[j])) {
+        if (j != i && nextAxis(current[j], target[j]) == axis && llvm::equal(rest, current[j])) {
           current[i].pop_back();
           current[j].push_back(axis);
           stepped = true;
@@ -107,8 +104,7 @@ SmallVector<Layout> planSteps(Layout current, const Layout &target) {
 }
 
 bool hasHalosOrOffsets(const Sharding &sharding) {
-  return !sharding.getStaticHaloSizes().empty() ||
-         !sharding.getDynamicHaloSizes().empty() ||
+  return !sharding.getStaticHaloSizes().empty() || !sharding.getDynamicHaloSizes().empty() ||
          !sharding.getStaticShardedDimsOffsets().empty() ||
          !sharding.getDynamicShardedDimsOffsets().empty();
 }
@@ -118,14 +114,12 @@ void decompose(ShardOp target) {
   if (!source)
     return;
   Sharding from(source.getSharding()), to(target.getSharding());
-  if (!from || !to || from.getGridAttr() != to.getGridAttr() ||
-      hasHalosOrOffsets(from) || hasHalosOrOffsets(to))
+  if (!from || !to || from.getGridAttr() != to.getGridAttr() || hasHalosOrOffsets(from) ||
+      hasHalosOrOffsets(to))
     return;
-  size_t rank = std::max({static_cast<size_t>(
-                              target.getResult().getType().getRank()),
+  size_t rank = std::max({static_cast<size_t>(target.getResult().getType().getRank()),
                           from.getSplitAxes().size(), to.getSplitAxes().size()});
-  SmallVector<Layout> steps =
-      planSteps(layoutOf(from, rank), layoutOf(to, rank));
+  SmallVector<Layout> steps = planSteps(layoutOf(from, rank), layoutOf(to, rank));
   if (steps.size() <= 1)
     return; // Nothing to do, or one step: upstream's own business.
 
@@ -139,8 +133,7 @@ void decompose(ShardOp target) {
       splitAxes.push_back(GridAxesAttr::get(ctx, axes));
     while (splitAxes.size() > 1 && splitAxes.back().empty())
       splitAxes.pop_back();
-    Value sharding =
-        ShardingOp::create(builder, loc, to.getGridAttr(), splitAxes);
+    Value sharding = ShardingOp::create(builder, loc, to.getGridAttr(), splitAxes);
     value = ShardOp::create(builder, loc, value.getType(), value, sharding,
                             /*annotate_for_users=*/false);
   }

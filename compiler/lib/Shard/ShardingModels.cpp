@@ -30,8 +30,7 @@ LogicalResult LoopShardingBuilder::addTensor(const Sharding &sharding) {
     return failure();
   // A halo or an uneven split changes local shapes in ways the models do not
   // compute; refuse rather than partition wrongly.
-  if (!sharding.getStaticHaloSizes().empty() ||
-      !sharding.getDynamicHaloSizes().empty() ||
+  if (!sharding.getStaticHaloSizes().empty() || !sharding.getDynamicHaloSizes().empty() ||
       !sharding.getStaticShardedDimsOffsets().empty() ||
       !sharding.getDynamicShardedDimsOffsets().empty())
     return failure();
@@ -39,8 +38,7 @@ LogicalResult LoopShardingBuilder::addTensor(const Sharding &sharding) {
   return success();
 }
 
-LogicalResult LoopShardingBuilder::addLoop(unsigned loop,
-                                           ArrayRef<GridAxis> axes) {
+LogicalResult LoopShardingBuilder::addLoop(unsigned loop, ArrayRef<GridAxis> axes) {
   if (axes.empty())
     return success();
   if (loop >= loops.size())
@@ -59,9 +57,9 @@ LogicalResult LoopShardingBuilder::addLoop(unsigned loop,
   return success();
 }
 
-LogicalResult LoopShardingBuilder::addTensorDims(
-    const Sharding &sharding, int64_t rank,
-    function_ref<std::optional<unsigned>(int64_t dim)> loopOf) {
+LogicalResult
+LoopShardingBuilder::addTensorDims(const Sharding &sharding, int64_t rank,
+                                   function_ref<std::optional<unsigned>(int64_t dim)> loopOf) {
   if (failed(addTensor(sharding)))
     return failure();
   for (int64_t dim = 0; dim < rank; ++dim)
@@ -85,8 +83,7 @@ ArrayRef<GridAxis> splitAxesOfDim(const Sharding &sharding, int64_t dim) {
   return sharding.getSplitAxes()[dim].asArrayRef();
 }
 
-std::optional<int64_t> deviceCountOfAxes(Operation *op,
-                                         const Sharding &sharding,
+std::optional<int64_t> deviceCountOfAxes(Operation *op, const Sharding &sharding,
                                          ArrayRef<GridAxis> axes) {
   SymbolTableCollection symbolTable;
   GridOp grid = getGridOrNull(op, sharding.getGridAttr(), symbolTable);

@@ -111,13 +111,12 @@ LogicalResult liftOverCollapse(AllSliceOp slice, tensor::CollapseShapeOp collaps
   SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
   ArrayRef<int64_t> group = groups[slice.getSliceAxis().getSExtValue()];
   ArrayRef<int64_t> sourceShape = collapse.getSrcType().getShape();
-  const int64_t *outer =
-      llvm::find_if(group, [&](int64_t dim) { return sourceShape[dim] != 1; });
+  const int64_t *outer = llvm::find_if(group, [&](int64_t dim) { return sourceShape[dim] != 1; });
   if (outer == group.end() || sourceShape[*outer] % blocksOf(slice) != 0)
     return failure();
   Value source = sliceLike(slice, collapse.getSrc(), *outer, rewriter);
-  rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(slice, slice.getResult().getType(),
-                                                       source, groups);
+  rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(slice, slice.getResult().getType(), source,
+                                                       groups);
   rewriter.eraseOp(collapse);
   return success();
 }
@@ -126,12 +125,11 @@ LogicalResult liftOverCollapse(AllSliceOp slice, tensor::CollapseShapeOp collaps
 // reduction group keeps the same block, so reducing the blocks gives it, and
 // moves 1/N of the bytes.
 LogicalResult liftOverAllReduce(AllSliceOp slice, AllReduceOp reduce, PatternRewriter &rewriter) {
-  if (reduce.getGrid() != slice.getGrid() ||
-      llvm::any_of(slice.getGridAxes(),
-                   [&](GridAxis axis) { return llvm::is_contained(reduce.getGridAxes(), axis); }))
+  if (reduce.getGrid() != slice.getGrid() || llvm::any_of(slice.getGridAxes(), [&](GridAxis axis) {
+        return llvm::is_contained(reduce.getGridAxes(), axis);
+      }))
     return failure();
-  Value block =
-      sliceLike(slice, reduce.getInput(), slice.getSliceAxis().getSExtValue(), rewriter);
+  Value block = sliceLike(slice, reduce.getInput(), slice.getSliceAxis().getSExtValue(), rewriter);
   rewriter.replaceOpWithNewOp<AllReduceOp>(slice, slice.getResult().getType(), reduce.getGridAttr(),
                                            reduce.getGridAxesAttr(), block,
                                            reduce.getReductionAttr());

@@ -70,14 +70,12 @@ llvm::SmallBitVector getShardableDims(tensor::PadOp op) {
   llvm::SmallBitVector shardable(op.getResultType().getRank());
   if (!op.getConstantPaddingValue())
     return shardable;
-  for (auto [dim, low, high] :
-       llvm::enumerate(op.getStaticLow(), op.getStaticHigh()))
+  for (auto [dim, low, high] : llvm::enumerate(op.getStaticLow(), op.getStaticHigh()))
     shardable[dim] = low == 0 && high == 0;
   return shardable;
 }
 
-struct PadShardingModel
-    : public ShardingInterface::ExternalModel<PadShardingModel, tensor::PadOp> {
+struct PadShardingModel : public ShardingInterface::ExternalModel<PadShardingModel, tensor::PadOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
     return parallelLoops(cast<tensor::PadOp>(op).getResultType().getRank());
   }
@@ -92,9 +90,8 @@ struct PadShardingModel
     return maps;
   }
 
-  FailureOr<ShardingOption>
-  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
-                    ArrayRef<Sharding> resultShardings) const {
+  FailureOr<ShardingOption> getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                                              ArrayRef<Sharding> resultShardings) const {
     auto padOp = cast<tensor::PadOp>(op);
     llvm::SmallBitVector shardable = getShardableDims(padOp);
     LoopShardingBuilder builder(shardable.size());
@@ -104,18 +101,15 @@ struct PadShardingModel
         return std::nullopt;
       return dim;
     };
-    for (const Sharding &sharding :
-         {resultShardings.front(), operandShardings.front()})
+    for (const Sharding &sharding : {resultShardings.front(), operandShardings.front()})
       if (failed(builder.addTensorDims(sharding, shardable.size(), loopOf)))
         return failure();
     return builder.finish();
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
+                          ArrayRef<Sharding> operandShardings, ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap, SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
     auto padOp = cast<tensor::PadOp>(op);
     llvm::SmallBitVector shardable = getShardableDims(padOp);
@@ -127,9 +121,8 @@ struct PadShardingModel
     }
     // The padding value and the region come along unchanged; only the
     // result type shrinks with the source.
-    partitionTriviallyShardableOperation(*op, partitionedOperands,
-                                         operandShardings, resultShardings,
-                                         partitionMap, symbolTable, builder);
+    partitionTriviallyShardableOperation(*op, partitionedOperands, operandShardings,
+                                         resultShardings, partitionMap, symbolTable, builder);
     return success();
   }
 };
@@ -145,16 +138,15 @@ SmallVector<int64_t> getGroupHeads(ArrayRef<ReassociationIndices> groups,
                                    RankedTensorType expanded) {
   SmallVector<int64_t> heads;
   for (const ReassociationIndices &group : groups) {
-    const int64_t *head = llvm::find_if(
-        group, [&](int64_t dim) { return expanded.getDimSize(dim) != 1; });
+    const int64_t *head =
+        llvm::find_if(group, [&](int64_t dim) { return expanded.getDimSize(dim) != 1; });
     heads.push_back(head == group.end() ? group.front() : *head);
   }
   return heads;
 }
 
 // The collapsed side's map: each dimension reads its group head's loop.
-AffineMap getHeadsMap(ArrayRef<int64_t> heads, int64_t numLoops,
-                      MLIRContext *ctx) {
+AffineMap getHeadsMap(ArrayRef<int64_t> heads, int64_t numLoops, MLIRContext *ctx) {
   SmallVector<AffineExpr> exprs;
   for (int64_t head : heads)
     exprs.push_back(getAffineDimExpr(head, ctx));
@@ -165,11 +157,9 @@ AffineMap getHeadsMap(ArrayRef<int64_t> heads, int64_t numLoops,
 // `collapsedIsResult` tells which side is the result (collapse_shape) or the
 // source (expand_shape).
 LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
-                                  ArrayRef<ReassociationIndices> groups,
-                                  RankedTensorType expanded,
+                                  ArrayRef<ReassociationIndices> groups, RankedTensorType expanded,
                                   const Sharding &expandedSharding,
-                                  const Sharding &collapsedSharding,
-                                  bool collapsedIsResult) {
+                                  const Sharding &collapsedSharding, bool collapsedIsResult) {
   SmallVector<int64_t> heads = getGroupHeads(groups, expanded);
 
   auto addExpanded = [&]() -> LogicalResult {
@@ -179,8 +169,7 @@ LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
       bool restWhole = llvm::all_of(group, [&](int64_t dim) {
         return dim == head || splitAxesOfDim(expandedSharding, dim).empty();
       });
-      if (restWhole &&
-          failed(builder.addLoop(head, splitAxesOfDim(expandedSharding, head))))
+      if (restWhole && failed(builder.addLoop(head, splitAxesOfDim(expandedSharding, head))))
         return failure();
     }
     return success();
@@ -193,8 +182,7 @@ LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
       ArrayRef<GridAxis> axes = splitAxesOfDim(collapsedSharding, dim);
       if (axes.empty())
         continue;
-      std::optional<int64_t> devices =
-          deviceCountOfAxes(op, collapsedSharding, axes);
+      std::optional<int64_t> devices = deviceCountOfAxes(op, collapsedSharding, axes);
       int64_t size = expanded.getDimSize(head);
       if (!devices || ShapedType::isDynamic(size) || size % *devices != 0)
         continue;
@@ -212,30 +200,24 @@ LogicalResult addReshapeShardings(Operation *op, LoopShardingBuilder &builder,
 
 // Partition precondition: the expanded side is split on group heads only, the
 // collapsed side exactly like the heads.
-LogicalResult checkReshapeShardings(Operation *op,
-                                    ArrayRef<ReassociationIndices> groups,
-                                    RankedTensorType expanded,
-                                    const Sharding &expandedSharding,
+LogicalResult checkReshapeShardings(Operation *op, ArrayRef<ReassociationIndices> groups,
+                                    RankedTensorType expanded, const Sharding &expandedSharding,
                                     const Sharding &collapsedSharding) {
   SmallVector<int64_t> heads = getGroupHeads(groups, expanded);
   for (auto [dim, group] : llvm::enumerate(groups)) {
     for (int64_t member : group)
-      if (member != heads[dim] &&
-          !splitAxesOfDim(expandedSharding, member).empty())
-        return cannotPartition(op,
-                               "expanded dimension " + std::to_string(member));
-    if (splitAxesOfDim(expandedSharding, heads[dim]) !=
-        splitAxesOfDim(collapsedSharding, dim))
+      if (member != heads[dim] && !splitAxesOfDim(expandedSharding, member).empty())
+        return cannotPartition(op, "expanded dimension " + std::to_string(member));
+    if (splitAxesOfDim(expandedSharding, heads[dim]) != splitAxesOfDim(collapsedSharding, dim))
       return cannotPartition(op, "collapsed dimension " + std::to_string(dim));
   }
   return success();
 }
 
-RankedTensorType getLocalType(Operation *op, Type type,
-                              const Sharding &sharding,
+RankedTensorType getLocalType(Operation *op, Type type, const Sharding &sharding,
                               SymbolTableCollection &symbolTable) {
-  return cast<RankedTensorType>(shardType(
-      type, getGridOrNull(op, sharding.getGridAttr(), symbolTable), sharding));
+  return cast<RankedTensorType>(
+      shardType(type, getGridOrNull(op, sharding.getGridAttr(), symbolTable), sharding));
 }
 
 // collapse_shape's expanded side is its source, expand_shape's its result.
@@ -248,16 +230,14 @@ template <typename ReshapeOp> RankedTensorType getExpandedType(ReshapeOp op) {
 
 // One loop per expanded dimension.
 template <typename ReshapeOp>
-FailureOr<ShardingOption>
-getReshapeShardingOption(ReshapeOp op, const Sharding &operandSharding,
-                         const Sharding &resultSharding) {
+FailureOr<ShardingOption> getReshapeShardingOption(ReshapeOp op, const Sharding &operandSharding,
+                                                   const Sharding &resultSharding) {
   constexpr bool collapses = kCollapses<ReshapeOp>;
   RankedTensorType expanded = getExpandedType(op);
   LoopShardingBuilder builder(expanded.getRank());
-  if (failed(addReshapeShardings(
-          op, builder, op.getReassociationIndices(), expanded,
-          collapses ? operandSharding : resultSharding,
-          collapses ? resultSharding : operandSharding, collapses)))
+  if (failed(addReshapeShardings(op, builder, op.getReassociationIndices(), expanded,
+                                 collapses ? operandSharding : resultSharding,
+                                 collapses ? resultSharding : operandSharding, collapses)))
     return failure();
   return builder.finish();
 }
@@ -265,69 +245,56 @@ getReshapeShardingOption(ReshapeOp op, const Sharding &operandSharding,
 // Rebuilt rather than cloned: expand_shape's static_output_shape must shrink
 // too.
 template <typename ReshapeOp>
-LogicalResult
-partitionReshape(ReshapeOp op, Value source, const Sharding &operandSharding,
-                 const Sharding &resultSharding, IRMapping &partitionMap,
-                 SymbolTableCollection &symbolTable, OpBuilder &builder) {
+LogicalResult partitionReshape(ReshapeOp op, Value source, const Sharding &operandSharding,
+                               const Sharding &resultSharding, IRMapping &partitionMap,
+                               SymbolTableCollection &symbolTable, OpBuilder &builder) {
   constexpr bool collapses = kCollapses<ReshapeOp>;
   SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
-  if (failed(
-          checkReshapeShardings(op, groups, getExpandedType(op),
-                                collapses ? operandSharding : resultSharding,
-                                collapses ? resultSharding : operandSharding)))
+  if (failed(checkReshapeShardings(op, groups, getExpandedType(op),
+                                   collapses ? operandSharding : resultSharding,
+                                   collapses ? resultSharding : operandSharding)))
     return failure();
-  RankedTensorType localType =
-      getLocalType(op, op.getResultType(), resultSharding, symbolTable);
-  auto local =
-      ReshapeOp::create(builder, op->getLoc(), localType, source, groups);
+  RankedTensorType localType = getLocalType(op, op.getResultType(), resultSharding, symbolTable);
+  auto local = ReshapeOp::create(builder, op->getLoc(), localType, source, groups);
   partitionMap.map(op.getResult(), local.getResult());
   return success();
 }
 
 struct CollapseShapeShardingModel
-    : public ShardingInterface::ExternalModel<CollapseShapeShardingModel,
-                                              tensor::CollapseShapeOp> {
+    : public ShardingInterface::ExternalModel<CollapseShapeShardingModel, tensor::CollapseShapeOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return parallelLoops(
-        cast<tensor::CollapseShapeOp>(op).getSrcType().getRank());
+    return parallelLoops(cast<tensor::CollapseShapeOp>(op).getSrcType().getRank());
   }
 
   SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
     auto collapseOp = cast<tensor::CollapseShapeOp>(op);
     RankedTensorType srcType = collapseOp.getSrcType();
     MLIRContext *ctx = op->getContext();
-    SmallVector<int64_t> heads =
-        getGroupHeads(collapseOp.getReassociationIndices(), srcType);
+    SmallVector<int64_t> heads = getGroupHeads(collapseOp.getReassociationIndices(), srcType);
     return {AffineMap::getMultiDimIdentityMap(srcType.getRank(), ctx),
             getHeadsMap(heads, srcType.getRank(), ctx)};
   }
 
-  FailureOr<ShardingOption>
-  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
-                    ArrayRef<Sharding> resultShardings) const {
-    return getReshapeShardingOption(cast<tensor::CollapseShapeOp>(op),
-                                    operandShardings[0], resultShardings[0]);
+  FailureOr<ShardingOption> getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                                              ArrayRef<Sharding> resultShardings) const {
+    return getReshapeShardingOption(cast<tensor::CollapseShapeOp>(op), operandShardings[0],
+                                    resultShardings[0]);
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
+                          ArrayRef<Sharding> operandShardings, ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap, SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
-    return partitionReshape(cast<tensor::CollapseShapeOp>(op),
-                            partitionedOperands[0], operandShardings[0],
-                            resultShardings[0], partitionMap, symbolTable,
+    return partitionReshape(cast<tensor::CollapseShapeOp>(op), partitionedOperands[0],
+                            operandShardings[0], resultShardings[0], partitionMap, symbolTable,
                             builder);
   }
 };
 
 struct ExpandShapeShardingModel
-    : public ShardingInterface::ExternalModel<ExpandShapeShardingModel,
-                                              tensor::ExpandShapeOp> {
+    : public ShardingInterface::ExternalModel<ExpandShapeShardingModel, tensor::ExpandShapeOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return parallelLoops(
-        cast<tensor::ExpandShapeOp>(op).getResultType().getRank());
+    return parallelLoops(cast<tensor::ExpandShapeOp>(op).getResultType().getRank());
   }
 
   SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
@@ -335,8 +302,7 @@ struct ExpandShapeShardingModel
     RankedTensorType resultType = expandOp.getResultType();
     int64_t rank = resultType.getRank();
     MLIRContext *ctx = op->getContext();
-    SmallVector<int64_t> heads =
-        getGroupHeads(expandOp.getReassociationIndices(), resultType);
+    SmallVector<int64_t> heads = getGroupHeads(expandOp.getReassociationIndices(), resultType);
     // Source, then the dynamic output_shape values, then the result.
     SmallVector<AffineMap> maps(op->getNumOperands(), scalarMap(rank, ctx));
     maps.front() = getHeadsMap(heads, rank, ctx);
@@ -344,25 +310,21 @@ struct ExpandShapeShardingModel
     return maps;
   }
 
-  FailureOr<ShardingOption>
-  getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
-                    ArrayRef<Sharding> resultShardings) const {
-    return getReshapeShardingOption(cast<tensor::ExpandShapeOp>(op),
-                                    operandShardings[0], resultShardings[0]);
+  FailureOr<ShardingOption> getShardingOption(Operation *op, ArrayRef<Sharding> operandShardings,
+                                              ArrayRef<Sharding> resultShardings) const {
+    return getReshapeShardingOption(cast<tensor::ExpandShapeOp>(op), operandShardings[0],
+                                    resultShardings[0]);
   }
 
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
+                          ArrayRef<Sharding> operandShardings, ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap, SymbolTableCollection &symbolTable,
                           OpBuilder &builder) const {
     auto expandOp = cast<tensor::ExpandShapeOp>(op);
     if (!expandOp.getResultType().hasStaticShape())
       return op->emitOpError() << "cannot partition: dynamic output shape";
-    return partitionReshape(expandOp, partitionedOperands[0],
-                            operandShardings[0], resultShardings[0],
-                            partitionMap, symbolTable, builder);
+    return partitionReshape(expandOp, partitionedOperands[0], operandShardings[0],
+                            resultShardings[0], partitionMap, symbolTable, builder);
   }
 };
 

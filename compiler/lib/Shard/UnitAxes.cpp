@@ -27,8 +27,7 @@ using namespace mlir::shard;
 namespace {
 
 /// Drops the size-1 axes of one collective; erases it when none is left.
-template <typename Collective>
-void dropUnitAxes(Collective op, SymbolTableCollection &symbols) {
+template <typename Collective> void dropUnitAxes(Collective op, SymbolTableCollection &symbols) {
   GridOp grid = getGrid(op, op.getGridAttr(), symbols);
   if (!grid)
     return;

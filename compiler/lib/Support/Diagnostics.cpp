@@ -16,8 +16,8 @@ unsigned DiagnosticEngine::addFile(llvm::StringRef path, SMLoc includedFrom) {
     if (llvm::sys::fs::real_path(path, real))
       real = path;
     if (auto open = openFiles->find(real.str().str()); open != openFiles->end())
-      return sourceMgr.AddNewSourceBuffer(
-          llvm::MemoryBuffer::getMemBufferCopy(open->second, real), includedFrom);
+      return sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(open->second, real),
+                                          includedFrom);
   }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
@@ -56,11 +56,10 @@ void DiagnosticEngine::emit(SMRange range, llvm::SourceMgr::DiagKind kind,
   }
   // Without a place in a file, the tool speaks: `shardc: error: ...`.
   if (!range.Start.isValid()) {
-    llvm::raw_ostream &os = kind == llvm::SourceMgr::DK_Error
-                                ? llvm::WithColor::error(out, "shardc")
-                            : kind == llvm::SourceMgr::DK_Warning
-                                ? llvm::WithColor::warning(out, "shardc")
-                                : llvm::WithColor::note(out, "shardc");
+    llvm::raw_ostream &os =
+        kind == llvm::SourceMgr::DK_Error     ? llvm::WithColor::error(out, "shardc")
+        : kind == llvm::SourceMgr::DK_Warning ? llvm::WithColor::warning(out, "shardc")
+                                              : llvm::WithColor::note(out, "shardc");
     os << message << "\n";
     return;
   }

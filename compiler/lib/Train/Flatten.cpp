@@ -41,8 +41,8 @@ public:
       if (outer && stacked.count(node.id)) {
         for (const Node &user : graph.nodes)
           if (user.op != OpKind::scan && llvm::is_contained(user.operands, node.id)) {
-            diags.error(user.loc, "'" + node.name +
-                                      "' is stacked by a scan and can only be used inside it");
+            diags.error(user.loc,
+                        "'" + node.name + "' is stacked by a scan and can only be used inside it");
             return false;
           }
         continue;
@@ -87,7 +87,8 @@ private:
     const TensorType &type = dropout.type;
     SMRange at = dropout.loc;
     auto scalar = [&](double value) {
-      return appendNode(out, OpKind::constant, {}, TensorType{DType::F32, {}}, at, {{"value", value}});
+      return appendNode(out, OpKind::constant, {}, TensorType{DType::F32, {}}, at,
+                        {{"value", value}});
     };
     unsigned kept = appendNode(out, OpKind::ge, {uniforms, scalar(rate)},
                                TensorType{DType::Bool, type.dims}, at);
@@ -140,9 +141,8 @@ private:
 
 } // namespace
 
-bool shardc::flattenForwards(const TypedProgram &program, Graph &out,
-                             std::vector<FlatNode> &newIds, std::vector<RematGroup> &remat,
-                             DiagnosticEngine &diags) {
+bool shardc::flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNode> &newIds,
+                             std::vector<RematGroup> &remat, DiagnosticEngine &diags) {
   newIds.assign(program.graph.nodes.size(), FlatNode());
   return Flattener(program, out, remat, diags).copy(program.graph, newIds, /*outer=*/true);
 }

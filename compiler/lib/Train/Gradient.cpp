@@ -95,8 +95,8 @@ public:
         grads.push_back(static_cast<unsigned>(adjoint[id]));
         continue;
       }
-      grads.push_back(make(OpKind::constant, {}, graph.nodes[id].type, graph.nodes[id].loc,
-                           {{"value", 0.0}}));
+      grads.push_back(
+          make(OpKind::constant, {}, graph.nodes[id].type, graph.nodes[id].loc, {{"value", 0.0}}));
     }
     return grads;
   }
@@ -106,7 +106,7 @@ private:
   const std::vector<RematGroup> &remat;
   DiagnosticEngine &diags;
   std::vector<bool> active;
-  std::vector<int> adjoint; // gradient node of each forward node, -1 for none yet
+  std::vector<int> adjoint;                  // gradient node of each forward node, -1 for none yet
   std::map<unsigned, unsigned> recomputedAs; // forward node -> its remat copy
 
   const TensorType &typeOf(unsigned id) const { return graph.nodes[id].type; }
@@ -119,8 +119,8 @@ private:
   }
 
   /// A gradient node: it reads the remat copy of a forward value where there is one.
-  unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type,
-                SMRange loc, std::map<std::string, Attribute> attrs = {}) {
+  unsigned make(OpKind op, std::vector<unsigned> operands, const TensorType &type, SMRange loc,
+                std::map<std::string, Attribute> attrs = {}) {
     readCopies(operands);
     return appendNode(graph, op, std::move(operands), type, loc, std::move(attrs));
   }
@@ -152,8 +152,8 @@ private:
       adjoint[id] = static_cast<int>(grad);
       return;
     }
-    adjoint[id] = static_cast<int>(
-        make(OpKind::add, {static_cast<unsigned>(adjoint[id]), grad}, typeOf(id), graph.nodes[id].loc));
+    adjoint[id] = static_cast<int>(make(OpKind::add, {static_cast<unsigned>(adjoint[id]), grad},
+                                        typeOf(id), graph.nodes[id].loc));
   }
 
   /// Elementwise operands broadcast by axis name: the gradient of a smaller
@@ -232,8 +232,9 @@ private:
                              {node.id, make(OpKind::sub, {constant(1.0, at), node.id}, type, at)},
                              type, at));
     case OpKind::sqrt: // 1 / (2 y)
-      accumulate(x(0), make(OpKind::div, {dy, make(OpKind::mul, {constant(2.0, at), node.id}, type, at)},
-                            type, at));
+      accumulate(x(0),
+                 make(OpKind::div, {dy, make(OpKind::mul, {constant(2.0, at), node.id}, type, at)},
+                      type, at));
       return true;
     case OpKind::rsqrt: // -y^3 / 2
       return unaryTimes(make(
@@ -293,13 +294,12 @@ private:
     case OpKind::softmax_cross_entropy: {
       const TensorType &logits = typeOf(x(0));
       if (active[x(0)])
-        accumulate(x(0),
-                   make(OpKind::softmax_cross_entropy_grad, {x(0), x(1), dy}, logits, at));
+        accumulate(x(0), make(OpKind::softmax_cross_entropy_grad, {x(0), x(1), dy}, logits, at));
       if (active[x(1)]) { // -dy * log_softmax(logits)
         unsigned logProbs = make(OpKind::log_softmax, {x(0)}, logits, at);
         std::vector<std::string> classes{logits.dims.back().axis};
-        unsigned spread = make(OpKind::broadcast_over, {dy}, logits, at,
-                               {{"over", classes}, {"scale", -1.0}});
+        unsigned spread =
+            make(OpKind::broadcast_over, {dy}, logits, at, {{"over", classes}, {"scale", -1.0}});
         accumulate(x(1), make(OpKind::mul, {spread, logProbs}, logits, at));
       }
       return true;

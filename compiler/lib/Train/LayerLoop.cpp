@@ -11,10 +11,10 @@ void StepProgramBuilder::buildLayerLoop(const Forward &forward) {
   const int64_t layers = flatLayers();
   const int epilogue = int(layers) + 1;
   auto stageOf = [](int64_t layer) { return int(layer) + 1; };
-  Stages train = splitStages(program, forward, nodesOf(forward.lossAndMetrics), stageOf,
-                             epilogue, epilogue);
-  Stages eval = splitStages(program, forward, nodesOf(sp.eval.results), stageOf, epilogue,
-                            epilogue);
+  Stages train =
+      splitStages(program, forward, nodesOf(forward.lossAndMetrics), stageOf, epilogue, epilogue);
+  Stages eval =
+      splitStages(program, forward, nodesOf(sp.eval.results), stageOf, epilogue, epilogue);
   if (!passesCarryOnly(train, epilogue) || !passesCarryOnly(eval, epilogue))
     return;
   sp.params = stackLayers(program.params, forward.params, OpKind::param);
@@ -42,9 +42,9 @@ void StepProgramBuilder::buildLayerLoop(const Forward &forward) {
     // The epilogue's backward follows its forward at once: one function,
     // which computes what it reads of the forward itself.
     const bool last = part.stage == epilogue;
-    auto stage = buildStage(program, forward, train, part.stage, epilogue,
-                            forward.lossAndMetrics, part.inputs, name + "_forward",
-                            name + (last ? "_step" : "_backward"), /*keep=*/!last);
+    auto stage = buildStage(program, forward, train, part.stage, epilogue, forward.lossAndMetrics,
+                            part.inputs, name + "_forward", name + (last ? "_step" : "_backward"),
+                            /*keep=*/!last);
     if (!stage)
       return;
     if (last)

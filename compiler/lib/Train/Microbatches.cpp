@@ -9,9 +9,7 @@ bool StepProgramBuilder::hasAxis(const TensorType &type, llvm::StringRef axis) {
 }
 
 bool StepProgramBuilder::mixesExamples(const Graph &graph, const Node &node, llvm::StringRef axis) {
-  auto operandHas = [&](unsigned operand) {
-    return hasAxis(graph.nodes[operand].type, axis);
-  };
+  auto operandHas = [&](unsigned operand) { return hasAxis(graph.nodes[operand].type, axis); };
   switch (node.op) {
   case OpKind::reshape:
   case OpKind::flatten:
@@ -58,9 +56,8 @@ std::optional<double> StepProgramBuilder::microbatchScale(const TypedProgram &mi
 
 bool StepProgramBuilder::checkMicrobatchProgram(const TypedProgram &micro) {
   if (micro.microbatchAxis.empty()) {
-    diags.error(program.microbatches.loc,
-                "microbatches split the inputs' first axis, and model '" +
-                    program.modelName + "' has no input with an axis");
+    diags.error(program.microbatches.loc, "microbatches split the inputs' first axis, and model '" +
+                                              program.modelName + "' has no input with an axis");
     return false;
   }
   return checkBatchReductions(micro);
@@ -104,8 +101,8 @@ void StepProgramBuilder::addGradientSums(StepFunction &fn, const std::vector<Fun
     auto value = g.attrs.find("value");
     const bool zero = g.op == OpKind::constant && value != g.attrs.end() &&
                       std::get<double>(value->second) == 0.0;
-    unsigned next = zero ? sum.node
-                         : appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc);
+    unsigned next =
+        zero ? sum.node : appendNode(sp.graph, OpKind::add, {sum.node, grad}, node.type, node.loc);
     fn.results.push_back(like(sum, sum.name, next));
     fn.results.back().microbatchScale = scale;
     fn.gradients.push_back(grad);

@@ -135,8 +135,7 @@ std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
     std::vector<std::string> every;
     for (const Dim &d : graph.nodes[g].type.dims)
       every.push_back(d.axis);
-    squares.push_back(
-        appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}}));
+    squares.push_back(appendNode(graph, OpKind::contract, {g, g}, kScalar, at, {{"over", every}}));
     markLayer(graph, p, squares.back(), LayerStage::check);
   }
   unsigned sum = sumOverParameters(graph, params, squares, std::nullopt, at);
@@ -152,8 +151,8 @@ std::vector<unsigned> clipByGlobalNorm(Graph &graph, const Optimizer &optimizer,
 
 } // namespace
 
-UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer,
-                                          unsigned loss, const std::vector<unsigned> &params,
+UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer, unsigned loss,
+                                          const std::vector<unsigned> &params,
                                           std::vector<unsigned> grads,
                                           const std::vector<std::vector<unsigned>> &state,
                                           unsigned step) {
@@ -203,10 +202,9 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
       newState[1].push_back(nu);
       double decay =
           optimizer.kind == OptimizerKind::adamw ? hyperparameter(optimizer, "weight_decay") : 0;
-      newParams.push_back(appendNode(graph, OpKind::adam_update,
-                                     {p, mu, nu, corrections[0], corrections[1], lr}, type, at,
-                                     {{"eps", hyperparameter(optimizer, "eps")},
-                                      {"weight_decay", decay}}));
+      newParams.push_back(appendNode(
+          graph, OpKind::adam_update, {p, mu, nu, corrections[0], corrections[1], lr}, type, at,
+          {{"eps", hyperparameter(optimizer, "eps")}, {"weight_decay", decay}}));
       break;
     }
     }
@@ -223,8 +221,8 @@ UpdateNodes shardc::appendOptimizerUpdate(Graph &graph, const Optimizer &optimiz
     old.insert(old.end(), tensors.begin(), tensors.end());
   for (size_t i = 0; i < newParams.size(); ++i) {
     update.values.push_back(appendNode(graph, OpKind::keep_if_finite,
-                                       {newParams[i], old[i], health},
-                                       graph.nodes[old[i]].type, at));
+                                       {newParams[i], old[i], health}, graph.nodes[old[i]].type,
+                                       at));
     markLayer(graph, params[i % params.size()], update.values.back(), LayerStage::update);
   }
   unsigned nothing = appendNode(graph, OpKind::sub, {health, health}, kScalar, at);

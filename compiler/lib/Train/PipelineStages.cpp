@@ -17,8 +17,7 @@ std::vector<int> StepProgramBuilder::assignStages(const Forward &forward,
   for (const Node &node : sp.graph.nodes) {
     if (!needed[node.id])
       continue;
-    if (auto layer = node.attrs.find("layer"); layer != node.attrs.end() &&
-                                               node.operands.empty()) {
+    if (auto layer = node.attrs.find("layer"); layer != node.attrs.end() && node.operands.empty()) {
       stage[node.id] = stageOf(std::get<int64_t>(layer->second));
       continue;
     }
@@ -149,8 +148,7 @@ StepProgramBuilder::Stages StepProgramBuilder::splitStages(const TypedProgram &p
     for (unsigned operand : node.operands) {
       const Node &value = sp.graph.nodes[operand];
       int from = stages.of[operand], to = stages.of[node.id];
-      if (from < 0 || from >= to || value.op == OpKind::param ||
-          !seen.insert({operand, to}).second)
+      if (from < 0 || from >= to || value.op == OpKind::param || !seen.insert({operand, to}).second)
         continue;
       PipelineTransfer transfer;
       transfer.node = operand;
@@ -165,8 +163,7 @@ StepProgramBuilder::Stages StepProgramBuilder::splitStages(const TypedProgram &p
     if (from < 0 || from == last || !seen.insert({root, last}).second)
       continue;
     const Node &value = sp.graph.nodes[root];
-    stages.transfers.push_back(
-        {root, from, last, p.pipeline.shardingOf(value.type, p.mesh)});
+    stages.transfers.push_back({root, from, last, p.pipeline.shardingOf(value.type, p.mesh)});
   }
   return stages;
 }
@@ -251,8 +248,8 @@ std::optional<PipelineStage> StepProgramBuilder::buildStage(
                                     value.type, value.loc);
       unsigned sum = appendNode(sp.graph, OpKind::sum, {product}, TensorType{DType::F32, {}},
                                 value.loc, {{"over", all}});
-      total = total ? appendNode(sp.graph, OpKind::add, {*total, sum},
-                                 TensorType{DType::F32, {}}, value.loc)
+      total = total ? appendNode(sp.graph, OpKind::add, {*total, sum}, TensorType{DType::F32, {}},
+                                 value.loc)
                     : sum;
     }
     // A stage whose values no later stage reads (a loss that does not depend on
@@ -279,11 +276,10 @@ std::optional<PipelineStage> StepProgramBuilder::buildStage(
   if (s == last)
     backward.results = lossAndMetrics;
   for (auto [r, grad] : llvm::zip(receivedF32, llvm::drop_begin(*grads, params.size())))
-    backward.results.push_back(
-        transferValue(stages, size_t(r.transfer), ArgRole::cotangent, grad));
+    backward.results.push_back(transferValue(stages, size_t(r.transfer), ArgRole::cotangent, grad));
   addGradientSums(backward, params,
-                  std::vector<unsigned>(grads->begin(), grads->begin() + params.size()),
-                  lossScale, sums);
+                  std::vector<unsigned>(grads->begin(), grads->begin() + params.size()), lossScale,
+                  sums);
   llvm::append_range(backward.args, sums);
   llvm::append_range(backward.args, inputs);
   llvm::append_range(backward.args, received);
@@ -307,12 +303,12 @@ bool StepProgramBuilder::buildPipeline(const TypedProgram &micro) {
   const int64_t layers = flatLayers();
   const unsigned scans = countScans(micro);
   if (scans != 1 || layers % pipeline.stages != 0) {
-    diags.error(pipeline.loc, scans != 1 ? "a pipeline's stages split one scan's layers, and "
-                                           "model '" + program.modelName + "' has " +
-                                               std::to_string(scans) + " scans"
-                                         : "the " + std::to_string(layers) +
-                                               " layers do not divide into " +
-                                               std::to_string(pipeline.stages) + " stages");
+    diags.error(pipeline.loc,
+                scans != 1 ? "a pipeline's stages split one scan's layers, and "
+                             "model '" +
+                                 program.modelName + "' has " + std::to_string(scans) + " scans"
+                           : "the " + std::to_string(layers) + " layers do not divide into " +
+                                 std::to_string(pipeline.stages) + " stages");
     return false;
   }
   auto stageOf = [&](int64_t layer) { return int(layer * pipeline.stages / layers); };
@@ -322,9 +318,9 @@ bool StepProgramBuilder::buildPipeline(const TypedProgram &micro) {
   PipelineSteps steps;
   const std::vector<FunctionValue> inputs = microbatchInputs(*forward, micro);
   for (int s = 0; s <= last; ++s) {
-    auto stage = buildStage(micro, *forward, stages, s, last, *lossAndMetrics, inputs,
-                            "stage_forward_" + std::to_string(s),
-                            "stage_backward_" + std::to_string(s));
+    auto stage =
+        buildStage(micro, *forward, stages, s, last, *lossAndMetrics, inputs,
+                   "stage_forward_" + std::to_string(s), "stage_backward_" + std::to_string(s));
     if (!stage)
       return false;
     steps.stages.push_back(std::move(*stage));

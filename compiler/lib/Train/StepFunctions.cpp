@@ -162,10 +162,11 @@ FunctionValue StepProgramBuilder::evalResult(const Output &o, unsigned node) {
     // Evaluation averages one value per example over the whole split; a metric is
     // computed for evaluation alone (a loss like W1's sum(h) still trains).
     if (metric)
-      diags.warning(o.loc, "'" + o.path + "' is not the mean over the batch of one value "
-                           "per example, so evaluation leaves it out; write it as mean(x) "
-                           "with x [batch] (a mean over the other axes first: "
-                           "mean(e, over = [seq]))");
+      diags.warning(o.loc, "'" + o.path +
+                               "' is not the mean over the batch of one value "
+                               "per example, so evaluation leaves it out; write it as mean(x) "
+                               "with x [batch] (a mean over the other axes first: "
+                               "mean(e, over = [seq]))");
     return v;
   }
   v.node = values->id;

@@ -48,8 +48,7 @@ private:
   std::optional<Forward> flatten(const TypedProgram &p);
 
   /// A node without operands: an argument of the step functions.
-  unsigned addNode(OpKind op, const std::string &name, const TensorType &type,
-                   SMRange loc);
+  unsigned addNode(OpKind op, const std::string &name, const TensorType &type, SMRange loc);
 
   /// A value shaped and sharded like parameter `p`.
   static FunctionValue like(const FunctionValue &p, const std::string &name, unsigned node);
@@ -197,7 +196,8 @@ private:
   FunctionValue transferValue(const Stages &stages, size_t k, ArgRole role, unsigned node);
 
   /// The parameters stage `s` reads.
-  static std::vector<FunctionValue> stageParams(const Forward &forward, const Stages &stages, int s);
+  static std::vector<FunctionValue> stageParams(const Forward &forward, const Stages &stages,
+                                                int s);
 
   /// Stage `s`'s forward: its parameters, `inputs` and what it receives -> what
   /// it sends.
@@ -247,7 +247,8 @@ std::vector<FunctionValue> StepProgramBuilder::stackLayers(const std::vector<Ten
   std::vector<FunctionValue> stacked;
   for (const Tensor &t : tensors) {
     if (!t.stacked) {
-      stacked.push_back(*llvm::find_if(values, [&](const FunctionValue &v) { return v.name == t.path; }));
+      stacked.push_back(
+          *llvm::find_if(values, [&](const FunctionValue &v) { return v.name == t.path; }));
       continue;
     }
     FunctionValue v;

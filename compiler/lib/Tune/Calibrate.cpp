@@ -38,7 +38,7 @@ json::Object linkFigures(const json::Object &run) {
 } // namespace
 
 llvm::Expected<Calibration> shardc::loadOrMeasureCalibration(const TuneOptions &o,
-                                                           const char *argv0) {
+                                                             const char *argv0) {
   if (!o.calibrationFile.empty()) {
     auto text = llvm::MemoryBuffer::getFile(o.calibrationFile);
     if (!text)
@@ -55,13 +55,16 @@ llvm::Expected<Calibration> shardc::loadOrMeasureCalibration(const TuneOptions &
   }
   const std::string tool = besideThisProgram(argv0, "shardrt-calibrate");
   progress(o, "calibrating: shardrt-calibrate on " + llvm::Twine(o.ranks) + " ranks" +
-           (!o.launcherText.empty() ? " under --launcher" : o.hosts > 1 ? " over TCP" : ""));
-  auto all = calibrate(launcherCommand(o.launcherText, o.ranks, o.hosts > 1), tool, o.workDir + "/calibrate", o.timeout);
+                  (!o.launcherText.empty() ? " under --launcher"
+                   : o.hosts > 1           ? " over TCP"
+                                           : ""));
+  auto all = calibrate(launcherCommand(o.launcherText, o.ranks, o.hosts > 1), tool,
+                       o.workDir + "/calibrate", o.timeout);
   if (!all)
     return all.takeError();
   json::Object figures{{"ranks", o.ranks}, {"hosts", o.hosts}};
-  for (const char *key : {"gemm_flops_per_rank", "gemm_bf16_flops_per_rank", "bf16_products",
-                          "elementwise_per_rank"})
+  for (const char *key :
+       {"gemm_flops_per_rank", "gemm_bf16_flops_per_rank", "bf16_products", "elementwise_per_rank"})
     if (const json::Value *value = all->get(key))
       figures[key] = *value;
   // With one host the ranks' link is the host's; with one rank per host no group
@@ -71,9 +74,9 @@ llvm::Expected<Calibration> shardc::loadOrMeasureCalibration(const TuneOptions &
     figures["local"] = linkFigures(*all);
   else if (o.hosts > 1) {
     progress(o, "calibrating: shardrt-calibrate on one host's " + llvm::Twine(o.ranks / o.hosts) +
-             " ranks");
-    auto host = calibrate(launcherCommand(o.launcherText, o.ranks / o.hosts, false, /*here=*/true), tool,
-                          o.workDir + "/calibrate-host", o.timeout);
+                    " ranks");
+    auto host = calibrate(launcherCommand(o.launcherText, o.ranks / o.hosts, false, /*here=*/true),
+                          tool, o.workDir + "/calibrate-host", o.timeout);
     if (!host)
       return host.takeError();
     figures["local"] = linkFigures(*host);
@@ -85,4 +88,3 @@ llvm::Expected<Calibration> shardc::loadOrMeasureCalibration(const TuneOptions &
                                        "/calibrate*.out): " + toString(calibration.takeError()));
   return calibration;
 }
-

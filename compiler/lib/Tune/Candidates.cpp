@@ -139,8 +139,8 @@ std::string Candidate::label() const {
 std::vector<Candidate> shardc::layoutCandidates(const ModelAxes &axes, int64_t ranks) {
   std::vector<Candidate> candidates;
   std::set<std::string> seen;
-  auto add = [&](std::string name, int64_t data, int64_t model,
-                 std::vector<std::string> overData, std::vector<std::string> overModel) {
+  auto add = [&](std::string name, int64_t data, int64_t model, std::vector<std::string> overData,
+                 std::vector<std::string> overModel) {
     Candidate candidate;
     candidate.name = std::move(name);
     candidate.mesh = meshOf(data, model);
@@ -166,8 +166,8 @@ std::vector<Candidate> shardc::layoutCandidates(const ModelAxes &axes, int64_t r
   for (const std::string &axis : axes.pairs)
     if (!llvm::is_contained(axes.carry, axis))
       megatron.push_back(axis);
-  const bool sequenceParallel = !axes.sequence.empty() && !megatron.empty() &&
-                                llvm::is_contained(axes.carry, axes.sequence);
+  const bool sequenceParallel =
+      !axes.sequence.empty() && !megatron.empty() && llvm::is_contained(axes.carry, axes.sequence);
   for (int64_t model = 1; model <= ranks; ++model) {
     if (ranks % model)
       continue;

@@ -32,7 +32,7 @@ bool shardc::writeFile(llvm::StringRef path, llvm::StringRef text) {
 }
 
 Finished shardc::runProgram(std::vector<std::string> argv, const std::string &log,
-                           unsigned timeout) {
+                            unsigned timeout) {
   Finished result;
   auto program = llvm::sys::findProgramByName(argv[0]);
   if (!program) {
@@ -87,7 +87,7 @@ std::string shardc::besideThisProgram(const char *argv0, llvm::StringRef name) {
 }
 
 std::vector<std::string> shardc::launcherCommand(llvm::StringRef launcherText, int64_t n,
-                                                bool network, bool here) {
+                                                 bool network, bool here) {
   std::vector<std::string> argv;
   if (!launcherText.empty() && !here) {
     llvm::SmallVector<llvm::StringRef> words;
@@ -114,4 +114,3 @@ int64_t shardc::memoryPerRankOfThisHost(int64_t ranksHere) {
       return kib * 1024 / ranksHere;
   return INT64_MAX;
 }
-

@@ -53,7 +53,7 @@ struct Trial {
   std::string rulesFile() const { return stem + ".rules"; }
   std::string rejected; // why it was left out, if it was
   StepCost predicted;
-  std::optional<double> measured; // median seconds per step
+  std::optional<double> measured;   // median seconds per step
   std::optional<int64_t> peakBytes; // the largest rank's peak resident memory in that run
   std::string measureError;
 };
@@ -68,8 +68,8 @@ std::vector<std::string> compilerFlags(const TuneOptions &o) {
 }
 
 /// Compiles the trial's layout for its plan and predicts its step.
-void predict(const TuneOptions &o, Trial &trial, const std::string &shardc, const Calibration &calibration,
-             int64_t memoryLimit) {
+void predict(const TuneOptions &o, Trial &trial, const std::string &shardc,
+             const Calibration &calibration, int64_t memoryLimit) {
   std::vector<std::string> argv = {shardc, o.modelFile, "--rules", trial.rulesFile(),
                                    "--report=json"};
   llvm::append_range(argv, compilerFlags(o));
@@ -107,9 +107,9 @@ void measure(const TuneOptions &o, Trial &trial, const std::string &shardc) {
   std::vector<std::string> argv = launcherCommand(o.launcherText, o.ranks, o.hosts > 1);
   const std::string metrics = stem + ".metrics.jsonl";
   llvm::sys::fs::remove(metrics);
-  llvm::append_range(argv, std::vector<std::string>{stem, "--steps", std::to_string(o.steps),
-                                                    "--synthetic", "--no-eval", "--metrics",
-                                                    metrics});
+  llvm::append_range(argv,
+                     std::vector<std::string>{stem, "--steps", std::to_string(o.steps),
+                                              "--synthetic", "--no-eval", "--metrics", metrics});
   llvm::append_range(argv, o.runArgs);
   Finished ran = runProgram(argv, stem + ".run", o.timeout);
   if (ran.status != 0) {
@@ -154,14 +154,12 @@ void measure(const TuneOptions &o, Trial &trial, const std::string &shardc) {
   }
 }
 
-std::string milliseconds(double seconds) {
-  return llvm::formatv("{0:F1} ms", seconds * 1e3).str();
-}
+std::string milliseconds(double seconds) { return llvm::formatv("{0:F1} ms", seconds * 1e3).str(); }
 
 /// Why the winner won, as the rules file's comment says it.
-std::vector<std::string> explain(const TuneOptions &o, const Trial &best, const std::vector<const Trial *> &timed,
-                                 const std::string &modelName,
-                                 const Calibration &calibration) {
+std::vector<std::string> explain(const TuneOptions &o, const Trial &best,
+                                 const std::vector<const Trial *> &timed,
+                                 const std::string &modelName, const Calibration &calibration) {
   std::vector<std::string> lines;
   const Candidate &c = best.candidate;
   std::string where = std::to_string(o.ranks) + " ranks" +
@@ -177,8 +175,8 @@ std::vector<std::string> explain(const TuneOptions &o, const Trial &best, const 
                     milliseconds(*best.measured) + " per train step (median of " +
                     std::to_string(o.steps - 2) + " steps)" + next + ".");
   } else {
-    lines.push_back("shardc tune: the layout predicted fastest for " + modelName + " on " +
-                    where + " (not timed).");
+    lines.push_back("shardc tune: the layout predicted fastest for " + modelName + " on " + where +
+                    " (not timed).");
     lines.push_back(c.name + " over " + c.mesh.str() + ": " + c.summary + ".");
   }
   const StepCost &p = best.predicted;
@@ -244,21 +242,21 @@ std::string listed(const std::vector<std::string> &names) {
 void printTable(const std::vector<Trial> &trials, const Trial *best, llvm::raw_ostream &os) {
   const bool anyRow = llvm::any_of(trials, [](const Trial &t) { return t.rejected.empty(); });
   if (anyRow)
-    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}\n", "layout",
-                        "memory/rank", "predicted", "(compute + comm)", "measured", "peak RSS");
+    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}\n", "layout", "memory/rank",
+                        "predicted", "(compute + comm)", "measured", "peak RSS");
   for (const Trial &t : trials) {
     if (!t.rejected.empty())
       continue;
     std::string split = "(" + llvm::formatv("{0:F1}", t.predicted.computeSeconds * 1e3).str() +
                         " + " +
                         llvm::formatv("{0:F1}", t.predicted.communicationSeconds * 1e3).str() + ")";
-    os << llvm::formatv("  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}{6}\n", t.candidate.label(),
-                        formatBytes(t.predicted.memoryPerRank), milliseconds(t.predicted.seconds()),
-                        split,
-                        t.measured ? milliseconds(*t.measured)
-                                   : t.measureError.empty() ? "-" : "failed",
-                        t.peakBytes ? formatBytes(*t.peakBytes) : "-",
-                        &t == best ? "  <- best" : "");
+    os << llvm::formatv(
+        "  {0,-28} {1,12} {2,12} {3,22} {4,12} {5,12}{6}\n", t.candidate.label(),
+        formatBytes(t.predicted.memoryPerRank), milliseconds(t.predicted.seconds()), split,
+        t.measured               ? milliseconds(*t.measured)
+        : t.measureError.empty() ? "-"
+                                 : "failed",
+        t.peakBytes ? formatBytes(*t.peakBytes) : "-", &t == best ? "  <- best" : "");
   }
   bool any = false;
   for (const Trial &t : trials) {
@@ -267,8 +265,8 @@ void printTable(const std::vector<Trial> &trials, const Trial *best, llvm::raw_o
     if (!any)
       os << (anyRow ? "\n" : "") << "left out:\n";
     any = true;
-    os << "  " << t.candidate.label() << ": "
-       << (t.rejected.empty() ? t.measureError : t.rejected) << "\n";
+    os << "  " << t.candidate.label() << ": " << (t.rejected.empty() ? t.measureError : t.rejected)
+       << "\n";
   }
 }
 
@@ -318,9 +316,8 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
     trial.candidate = std::move(candidate);
     for (const PrecisionAST &precision : *precisions)
       trial.candidate.precisions.push_back({precision.what, precision.type});
-    std::string name = llvm::formatv("{0,0+2}-{1}", trials.size() + 1,
-                                     trial.candidate.label())
-                           .str();
+    std::string name =
+        llvm::formatv("{0,0+2}-{1}", trials.size() + 1, trial.candidate.label()).str();
     for (char &ch : name)
       if (!llvm::isAlnum(ch) && ch != '-')
         ch = '_';
@@ -339,22 +336,24 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
                 " host(s), not " + llvm::Twine(o.ranks) + " on " + llvm::Twine(o.hosts));
   if (program->matmulInBf16 && calibration->gemmBf16FlopsPerRank <= 0)
     return fail("--precision matmul=bf16 prices the products at the calibration's bf16 GEMM "
-                "rate, which --calibration '" + o.calibrationFile +
+                "rate, which --calibration '" +
+                o.calibrationFile +
                 "' lacks (gemm_bf16_flops_per_rank): measure one (leave out --calibration)");
   std::string calibrationText;
   llvm::raw_string_ostream(calibrationText) << llvm::formatv("{0:2}", calibration->toJSON());
   writeFile(o.workDir + "/calibration.json", calibrationText + "\n");
 
   const std::string shardc = besideThisProgram(argv0, "shardc");
-  const int64_t memoryLimit = o.maxMemoryPerRank.empty() ? memoryPerRankOfThisHost(o.ranks / o.hosts)
-                                                       : parseBytes(o.maxMemoryPerRank);
+  const int64_t memoryLimit = o.maxMemoryPerRank.empty()
+                                  ? memoryPerRankOfThisHost(o.ranks / o.hosts)
+                                  : parseBytes(o.maxMemoryPerRank);
   for (size_t i = 0; i < trials.size(); ++i) {
     predict(o, trials[i], shardc, *calibration, memoryLimit);
-    progress(o, llvm::formatv("[{0}/{1}] {2}: {3}", i + 1, trials.size(),
-                           trials[i].candidate.label(),
-                           trials[i].rejected.empty() ? milliseconds(trials[i].predicted.seconds()) +
-                                                            " predicted"
-                                                      : "left out (" + trials[i].rejected + ")"));
+    progress(o,
+             llvm::formatv("[{0}/{1}] {2}: {3}", i + 1, trials.size(), trials[i].candidate.label(),
+                           trials[i].rejected.empty()
+                               ? milliseconds(trials[i].predicted.seconds()) + " predicted"
+                               : "left out (" + trials[i].rejected + ")"));
   }
   std::stable_sort(trials.begin(), trials.end(), [](const Trial &a, const Trial &b) {
     if (a.rejected.empty() != b.rejected.empty())
@@ -372,7 +371,7 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
     if (timed.size() == o.top || !trial.rejected.empty())
       break;
     progress(o, "timing " + trial.candidate.label() + ": " + llvm::Twine(o.steps) + " steps on " +
-             llvm::Twine(o.ranks) + " ranks");
+                    llvm::Twine(o.ranks) + " ranks");
     measure(o, trial, shardc);
     timed.push_back(&trial);
   }
@@ -388,8 +387,7 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
   std::stable_sort(byTime.begin(), byTime.end(), [](const Trial *a, const Trial *b) {
     return a->measured.value_or(INFINITY) < b->measured.value_or(INFINITY);
   });
-  std::vector<std::string> comment =
-      explain(o, *best, byTime, program->modelName, *calibration);
+  std::vector<std::string> comment = explain(o, *best, byTime, program->modelName, *calibration);
   std::string command = "shardc tune " + o.modelFile;
   for (const std::string &flag : compilerFlags(o))
     command += " " + flag;
@@ -419,7 +417,8 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
     return 0;
   }
   llvm::outs() << "Layouts of " << program->modelName << " on " << o.ranks << " ranks"
-               << (o.hosts > 1 ? " over " + std::to_string(o.hosts) + " hosts" : "") << llvm::formatv(
+               << (o.hosts > 1 ? " over " + std::to_string(o.hosts) + " hosts" : "")
+               << llvm::formatv(
                       " (per rank: GEMM {0:F1} GFLOP/s{1}, streaming {2:F2} G/s; all_reduce {3:F0} "
                       "us + {4:F2} GB/s",
                       calibration->gemmFlopsPerRank / 1e9,
@@ -445,4 +444,3 @@ int shardc::tune(const TuneOptions &options, const char *argv0) {
                << best->candidate.summary << ")\n";
   return 0;
 }
-

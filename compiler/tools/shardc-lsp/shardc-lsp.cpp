@@ -19,7 +19,8 @@ static llvm::cl::opt<bool> litTest(
     "lit-test",
     llvm::cl::desc("Messages separated by '// -----' lines instead of Content-Length headers, "
                    "and pretty-printed replies (for lit tests)"));
-static llvm::cl::list<std::string> importDirs("I", llvm::cl::desc("Add a folder to search for imports"),
+static llvm::cl::list<std::string> importDirs("I",
+                                              llvm::cl::desc("Add a folder to search for imports"),
                                               llvm::cl::value_desc("dir"), llvm::cl::Prefix);
 static llvm::cl::opt<Logger::Level> logLevel(
     "log", llvm::cl::desc("What the server logs on stderr"), llvm::cl::init(Logger::Level::Error),

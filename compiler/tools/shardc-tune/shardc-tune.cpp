@@ -21,8 +21,8 @@ namespace {
 cl::OptionCategory category("shardc tune options");
 cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.shard>"), cl::Required,
                                cl::cat(category));
-cl::opt<int64_t> ranks("ranks", cl::desc("Ranks to lay the model out on"), cl::value_desc("N"), cl::Required,
-                       cl::cat(category));
+cl::opt<int64_t> ranks("ranks", cl::desc("Ranks to lay the model out on"), cl::value_desc("N"),
+                       cl::Required, cl::cat(category));
 cl::opt<int64_t> hosts("hosts",
                        cl::desc("Hosts the ranks are spread over, N/H consecutive ranks each; "
                                 "collectives between hosts are priced at TCP's measured cost "
@@ -36,8 +36,9 @@ cl::opt<unsigned> steps("steps",
                         cl::desc("Steps each timed run trains; its time is the median of "
                                  "those after the first two (default 8)"),
                         cl::value_desc("S"), cl::init(8), cl::cat(category));
-cl::opt<std::string> outputFile("o", cl::desc("Where to write the fastest layout's rules "
-                                              "(default: MODEL.tuned.rules here)"),
+cl::opt<std::string> outputFile("o",
+                                cl::desc("Where to write the fastest layout's rules "
+                                         "(default: MODEL.tuned.rules here)"),
                                 cl::value_desc("file.rules"), cl::cat(category));
 cl::opt<std::string> workDir("work-dir",
                              cl::desc("Folder for the candidates' rules, reports, executables "
@@ -74,8 +75,7 @@ cl::list<std::string> precisionFlags(
              "TYPE` (matmul=bf16: products in bfloat16, priced at the calibration's bf16 GEMM "
              "rate; gradients=bf16: gradients reduced in bfloat16, half the bytes); repeatable"),
     cl::value_desc("NAME=TYPE"), cl::cat(category));
-cl::list<std::string> runArgs("run-arg",
-                              cl::desc("An argument for every timed run (repeatable)"),
+cl::list<std::string> runArgs("run-arg", cl::desc("An argument for every timed run (repeatable)"),
                               cl::value_desc("arg"), cl::cat(category));
 
 } // namespace

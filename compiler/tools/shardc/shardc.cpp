@@ -39,22 +39,22 @@ cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.shard>"), cl::Re
                                cl::cat(category));
 cl::opt<std::string> rulesFile("rules", cl::desc("Partition rules file (mesh and rules)"),
                                cl::value_desc("file.rules"), cl::cat(category));
-cl::opt<Emit> emit(
-    "emit", cl::desc("Stage to print (default: the executable with -o, else typed)"),
-    cl::values(clEnumValN(Emit::AST, "ast", "syntax trees of the model (and rules) file"),
-               clEnumValN(Emit::Typed, "typed",
-                          "typed program with a sharding for every parameter, input and "
-                          "constrained value (the rule linter)"),
-               clEnumValN(Emit::Layout, "layout",
-                          "which rank holds which block of every parameter and input"),
-               clEnumValN(Emit::MLIR, "mlir",
-                          "the step functions (train, eval, grad) in upstream dialects "
-                          "with shard annotations"),
-               clEnumValN(Emit::Sharded, "sharded", "after sharding propagation"),
-               clEnumValN(Emit::SPMD, "spmd", "partitioned: local shapes and collectives"),
-               clEnumValN(Emit::LLVM, "llvm", "lowered to the LLVM dialect"),
-               clEnumValN(Emit::Executable, "exe", "an executable (needs -o)")),
-    cl::cat(category));
+cl::opt<Emit>
+    emit("emit", cl::desc("Stage to print (default: the executable with -o, else typed)"),
+         cl::values(clEnumValN(Emit::AST, "ast", "syntax trees of the model (and rules) file"),
+                    clEnumValN(Emit::Typed, "typed",
+                               "typed program with a sharding for every parameter, input and "
+                               "constrained value (the rule linter)"),
+                    clEnumValN(Emit::Layout, "layout",
+                               "which rank holds which block of every parameter and input"),
+                    clEnumValN(Emit::MLIR, "mlir",
+                               "the step functions (train, eval, grad) in upstream dialects "
+                               "with shard annotations"),
+                    clEnumValN(Emit::Sharded, "sharded", "after sharding propagation"),
+                    clEnumValN(Emit::SPMD, "spmd", "partitioned: local shapes and collectives"),
+                    clEnumValN(Emit::LLVM, "llvm", "lowered to the LLVM dialect"),
+                    clEnumValN(Emit::Executable, "exe", "an executable (needs -o)")),
+         cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(category));
 cl::opt<bool> reference("reference",
@@ -67,13 +67,13 @@ cl::opt<bool> unrollScans("unroll-scans",
                           cl::cat(category));
 cl::opt<bool> printLocations("locations", cl::desc("Print source locations in MLIR output"),
                              cl::cat(category));
-cl::opt<ReportFormat> report(
-    "report", cl::desc("Print the communication plan (memory per rank, every collective)"),
-    cl::ValueOptional, cl::init(ReportFormat::None),
-    cl::values(clEnumValN(ReportFormat::Text, "", "as text (the default)"),
-               clEnumValN(ReportFormat::Text, "text", "as text"),
-               clEnumValN(ReportFormat::JSON, "json", "as JSON")),
-    cl::cat(category));
+cl::opt<ReportFormat>
+    report("report", cl::desc("Print the communication plan (memory per rank, every collective)"),
+           cl::ValueOptional, cl::init(ReportFormat::None),
+           cl::values(clEnumValN(ReportFormat::Text, "", "as text (the default)"),
+                      clEnumValN(ReportFormat::Text, "text", "as text"),
+                      clEnumValN(ReportFormat::JSON, "json", "as JSON")),
+           cl::cat(category));
 cl::opt<bool> strict("strict",
                      cl::desc("Make every reshard the partitioner inserts that no rule or "
                               "constraint asked for an error"),
@@ -98,9 +98,10 @@ cl::opt<std::string> targetFeatures(
     cl::value_desc("list"), cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("Add a folder to the import search path"),
                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
-cl::list<std::string> configSets(
-    "set", cl::desc("Set a config parameter of the model instead of its default (repeatable)"),
-    cl::value_desc("NAME=VALUE"), cl::cat(category));
+cl::list<std::string>
+    configSets("set",
+               cl::desc("Set a config parameter of the model instead of its default (repeatable)"),
+               cl::value_desc("NAME=VALUE"), cl::cat(category));
 
 /// The command line as the library's options.
 CompileOptions options() {

@@ -11,8 +11,8 @@
 namespace shardrt {
 
 struct LayoutGrid {
-  int rowDim = -1, columnDim = -1; // the tensor dimensions drawn; -1: none (one block)
-  int64_t rows = 1, columns = 1;   // blocks along them
+  int rowDim = -1, columnDim = -1;         // the tensor dimensions drawn; -1: none (one block)
+  int64_t rows = 1, columns = 1;           // blocks along them
   std::vector<std::vector<int64_t>> ranks; // per cell, row-major: the ranks holding it
 };
 

@@ -26,7 +26,7 @@ inline constexpr int64_t kMaxRanks = INT_MAX;
 inline constexpr std::array<std::string_view, 6> kTrainLineKeys = {
     "kind", "step", "epoch", "images_per_second", "seconds_per_step", "nonfinite_steps"};
 inline constexpr std::array<std::string_view, 4> kEvalLineKeys = {"kind", "step", "epoch",
-                                                                 "examples"};
+                                                                  "examples"};
 
 } // namespace shardrt
 

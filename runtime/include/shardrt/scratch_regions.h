@@ -120,15 +120,15 @@ inline size_t conv2dScratchBytes(bool productsInBf16, int64_t n, int64_t h, int6
       forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, dh, dw).regions(n));
 }
 
-inline size_t conv2dFilterGradScratchBytes(int64_t n, int64_t h, int64_t w, int64_t c,
-                                           int64_t padH, int64_t padW, int64_t kh, int64_t kw,
-                                           int64_t oh, int64_t ow, int64_t sh, int64_t sw) {
+inline size_t conv2dFilterGradScratchBytes(int64_t n, int64_t h, int64_t w, int64_t c, int64_t padH,
+                                           int64_t padW, int64_t kh, int64_t kw, int64_t oh,
+                                           int64_t ow, int64_t sh, int64_t sw) {
   return scratchBytes(forwardIm2col(h, w, c, padH, padW, kh, kw, oh, ow, sh, sw, 1, 1).regions(n));
 }
 
 inline size_t conv2dInputGradScratchBytes(bool productsInBf16, int64_t n, int64_t h, int64_t w,
-                                          int64_t c, int64_t kh, int64_t kw, int64_t f,
-                                          int64_t dyH, int64_t dyW, int64_t padH, int64_t padW) {
+                                          int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t dyH,
+                                          int64_t dyW, int64_t padH, int64_t padW) {
   if (!productsInBf16 && onDnnlInF32(n, f))
     return scratchBytes(ScratchRegions<1>{flippedFiltersBytes(kh, kw, f, c)});
   return scratchBytes(inputGradIm2col(h, w, c, kh, kw, f, dyH, dyW, padH, padW).regions(n));
@@ -165,8 +165,8 @@ inline ScratchRegions<1> allGatherRegions(const DimView &local, size_t elementBy
 
 /* A reduce-scatter of `in`: its blocks packed together where they are not, and the ring's
  * two blocks from `ringMinBytes` on. */
-inline ScratchRegions<3> reduceScatterRegions(const DimView &in, size_t elementBytes,
-                                              int64_t ranks, int64_t ringMinBytes) {
+inline ScratchRegions<3> reduceScatterRegions(const DimView &in, size_t elementBytes, int64_t ranks,
+                                              int64_t ringMinBytes) {
   if (ranks == 1)
     return {0, 0, 0};
   const size_t inBytes = size_t(in.elements()) * elementBytes;

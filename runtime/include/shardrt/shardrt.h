@@ -99,8 +99,8 @@ void shardrt_all_reduce_i32(uint32_t axes, const int32_t *in, int32_t *out, int6
  * more, a sum), sent in bfloat16 and summed in f32 by the rank that keeps each block;
  * an all-reduce's sums are then rounded to bfloat16. Every rank still gets the same
  * bits. */
-void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out,
-                                     int64_t count, shardrt_reduction op);
+void shardrt_all_reduce_gradient_f32(uint32_t axes, const float *in, float *out, int64_t count,
+                                     shardrt_reduction op);
 void shardrt_reduce_scatter_gradient_f32(uint32_t axes, const float *in, float *out, int ndim,
                                          const int64_t *in_shape, int scatter_dim,
                                          shardrt_reduction op);
@@ -246,9 +246,9 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
  * of each element, as uint16_t) and an f32 c, accumulated in f32 on oneDNN's matmul:
  * lower-to-kernels calls them for the products whose operands a program holds in bf16
  * (`precision matmul : bf16` in the rules file). */
-void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
-                         int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                         const uint16_t *a, const uint16_t *b, float *c);
+void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const uint16_t *a,
+                         const uint16_t *b, float *c);
 void shardrt_batched_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
                                  int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
                                  int64_t batch0, int64_t batch1, int64_t a_stride0,
@@ -268,10 +268,10 @@ void shardrt_conv2d_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int
 /* The filter gradient of that convolution (dilation 1):
  * dw[KH,KW,C,F] += sum over n, oh, ow of xp[n, oh*sh + kh, ow*sw + kw, c] * dy[n,oh,ow,f],
  * with xp the input x [N,H,W,C] padded as above and dy [N,OH,OW,F]. */
-void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w,
-                                    int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
-                                    int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                    int64_t sw, const float *x, const float *dy, float *dw);
+void shardrt_conv2d_filter_grad_f32(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                    int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f,
+                                    int64_t oh, int64_t ow, int64_t sh, int64_t sw, const float *x,
+                                    const float *dy, float *dw);
 
 /* The input gradient, as a stride-1 correlation of dyp [N, H+KH-1, W+KW-1, F] (the output
  * gradient, dilated by the stride and padded) with the spatially flipped kernel:
@@ -292,14 +292,14 @@ void shardrt_conv2d_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w, in
                          int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f,
                          int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                          const float *x, const float *k, float *y);
-void shardrt_conv2d_filter_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w,
-                                     int64_t c, int64_t pad_h, int64_t pad_w, int64_t kh,
-                                     int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,
-                                     int64_t sw, const float *x, const float *dy, float *dw);
-void shardrt_conv2d_input_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w,
-                                    int64_t c, int64_t kh, int64_t kw, int64_t f, int64_t dy_h,
-                                    int64_t dy_w, int64_t pad_h, int64_t pad_w, const float *dy,
-                                    const float *k, float *dx);
+void shardrt_conv2d_filter_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                     int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw,
+                                     int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                                     const float *x, const float *dy, float *dw);
+void shardrt_conv2d_input_grad_bf16(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,
+                                    int64_t kh, int64_t kw, int64_t f, int64_t dy_h, int64_t dy_w,
+                                    int64_t pad_h, int64_t pad_w, const float *dy, const float *k,
+                                    float *dx);
 
 /* ---- Counter-based random numbers ----------------------------------------------- */
 /* A parameter's value at global element index n (row-major over the global shape) is a

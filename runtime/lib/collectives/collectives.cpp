@@ -10,10 +10,10 @@
 // transposed copy goes through the scratch buffer.
 #include "collectives.h"
 #include "element.h"
-#include "ring.h"
-#include "watchdog.h"
 #include "memory/scratch.h"
 #include "mesh/mesh.h"
+#include "ring.h"
+#include "watchdog.h"
 
 #include "shardrt/shardrt.h"
 

@@ -26,9 +26,9 @@
 // block to every other rank of the group.
 #include "collectives.h"
 #include "element.h"
-#include "watchdog.h"
 #include "memory/scratch.h"
 #include "mesh/mesh.h"
+#include "watchdog.h"
 
 #include "shardrt/shardrt.h"
 
@@ -94,8 +94,7 @@ void toF32(const std::byte *from, int64_t n, bool bf16, float *to, bool add) {
 
 /// The `groupSize` blocks of `block` values (f32, or bf16) in `received`, summed in
 /// f32 in group order into `sum`.
-void sumBlocks(const std::byte *received, int groupSize, int64_t block, bool bf16,
-               float *sum) {
+void sumBlocks(const std::byte *received, int groupSize, int64_t block, bool bf16, float *sum) {
   const size_t blockBytes = size_t(block) * (bf16 ? 2 : sizeof(float));
   for (int g = 0; g < groupSize; ++g)
     toF32(received + g * blockBytes, block, bf16, sum, /*add=*/g > 0);
@@ -135,16 +134,15 @@ void allReduceGradient(const Group &group, uint32_t axes, const float *in, float
   toF32(received, count, /*bf16=*/true, out, /*add=*/false);
 }
 
-void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out,
-                           int ndim, const int64_t *inShape, int scatterDim, const char *caller) {
+void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, float *out, int ndim,
+                           const int64_t *inShape, int scatterDim, const char *caller) {
   DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
   requireDivisible(view, group.size, scatterDim, caller);
   auto [sent, received] =
       gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
   const int64_t block = packScatterBlocks(in, view, group.size, /*bf16=*/true, sent);
-  watchedBlocking("reduce_scatter", axes, view.elements(), [&] {
-    sumBlocksInBf16(group, sent, received, block, out, caller);
-  });
+  watchedBlocking("reduce_scatter", axes, view.elements(),
+                  [&] { sumBlocksInBf16(group, sent, received, block, out, caller); });
 }
 
 bool inBf16(const Group &group, shardrt_reduction op) {
@@ -296,8 +294,8 @@ ScratchBuffer *takeStaging() {
 
 /// A collective over `group` of `block` values per rank into the `count` values at
 /// `out`, told to the watchdog as `kind`, with staging from the pool.
-InFlight starting(const Group &group, uint32_t axes, const char *kind, float *out,
-                  int64_t count, int64_t block) {
+InFlight starting(const Group &group, uint32_t axes, const char *kind, float *out, int64_t count,
+                  int64_t block) {
   arrive(kind, axes, /*world=*/false, block * group.size);
   InFlight r;
   r.group = group;
@@ -325,8 +323,8 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
   r.bf16 = bf16;
   r.scatter = scatter;
   const size_t bytes = size_t(block) * group.size * r.elementBytes();
-  auto [sent, received, sums] = r.staging->regions<3>(
-      {bytes, bytes, scatter ? 0 : size_t(block) * sizeof(float)});
+  auto [sent, received, sums] =
+      r.staging->regions<3>({bytes, bytes, scatter ? 0 : size_t(block) * sizeof(float)});
   r.sent = sent;
   r.received = received;
   r.sums = reinterpret_cast<float *>(sums);

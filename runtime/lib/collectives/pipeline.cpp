@@ -3,8 +3,8 @@
 // the activation travels; its buffer goes back to a pool once the send has completed.
 // Receives wait in the watchdog, as collectives do.
 #include "collectives.h"
-#include "watchdog.h"
 #include "mesh/mesh.h"
+#include "watchdog.h"
 
 #include "shardrt/shardrt.h"
 

@@ -19,8 +19,8 @@ namespace {
 
 /// One rank's entry on its host's board.
 struct Slot {
-  std::atomic<int64_t> started;    // collectives started
-  std::atomic<int64_t> beatNanos;  // CLOCK_MONOTONIC (one clock per host) at the last beat
+  std::atomic<int64_t> started;   // collectives started
+  std::atomic<int64_t> beatNanos; // CLOCK_MONOTONIC (one clock per host) at the last beat
   std::atomic<int32_t> worldRank;
   std::atomic<int32_t> pid;
 };
@@ -85,7 +85,8 @@ std::string missingRanks() {
   const int rank = watch.worldRank, ranks = watch.worldSize;
   const int hostRanks = int(watch.board.size());
   const std::string what =
-      std::string(watch.kind) + (watch.world ? " over every rank" : " over " + axesText(watch.axes)) +
+      std::string(watch.kind) +
+      (watch.world ? " over every rank" : " over " + axesText(watch.axes)) +
       (watch.elements >= 0 ? " of " + std::to_string(watch.elements) + " elements" : "");
   const std::string where = watch.step ? std::string(watch.phase) + " " + std::to_string(watch.step)
                                        : std::string(watch.phase);

@@ -94,8 +94,8 @@ void checkShape(const ArrayPlan &plan) {
   uint64_t bytes;
   if (__builtin_mul_overflow(elements, uint64_t(elementSize(plan.type)), &bytes) ||
       bytes > INT64_MAX)
-    fail(plan.what, shape + " of " + elementTypeName(plan.type) +
-                        " has too many bytes to count in 63 bits");
+    fail(plan.what,
+         shape + " of " + elementTypeName(plan.type) + " has too many bytes to count in 63 bits");
 }
 
 void checkHeld(const ArrayPlan &plan, uint64_t held) {
@@ -107,8 +107,8 @@ void checkHeld(const ArrayPlan &plan, uint64_t held) {
   if (held < bytes)
     fail(plan.what, "truncated: " + announced);
   const uint64_t extra = held - bytes;
-  fail(plan.what, std::to_string(extra) + (extra == 1 ? " byte" : " bytes") + " too many: " +
-                      announced);
+  fail(plan.what,
+       std::to_string(extra) + (extra == 1 ? " byte" : " bytes") + " too many: " + announced);
 }
 
 void checkUnchanged(const ArrayPlan &opened, const ArrayPlan &now) {
@@ -143,8 +143,8 @@ InputFile::InputFile(const std::string &path) : path_(path) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd_);
-    fail(quoted(path_), S_ISDIR(info.st_mode) ? "it is a folder, not a file"
-                                              : "it is not a regular file");
+    fail(quoted(path_),
+         S_ISDIR(info.st_mode) ? "it is a folder, not a file" : "it is not a regular file");
   }
   size_ = uint64_t(info.st_size);
 }

@@ -83,9 +83,9 @@ void decodeImage(const std::string &path, int64_t height, int64_t width, int64_t
     return;
   }
   if (!stbir_resize(pixels.get(), fileWidth, fileHeight, 0, out, int(width), int(height), 0,
-                    STBIR_TYPE_UINT8, int(channels), STBIR_ALPHA_CHANNEL_NONE, 0,
-                    STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, filterFor(fileWidth, width),
-                    filterFor(fileHeight, height), STBIR_COLORSPACE_LINEAR, nullptr))
+                    STBIR_TYPE_UINT8, int(channels), STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP,
+                    STBIR_EDGE_CLAMP, filterFor(fileWidth, width), filterFor(fileHeight, height),
+                    STBIR_COLORSPACE_LINEAR, nullptr))
     fail(quoted(path), "cannot resize it from " + std::to_string(fileWidth) + "x" +
                            std::to_string(fileHeight) + ": out of memory");
 }
@@ -103,8 +103,7 @@ ImageFolderPlan openImageFolder(const std::string &folder, int64_t height, int64
                                std::to_string(width) + ": each must be in 1.." +
                                std::to_string(kMaxSide));
   if (channels != 1 && channels != 3)
-    fail(plan.images.what, "channels must be 1 (grey) or 3 (RGB), not " +
-                               std::to_string(channels));
+    fail(plan.images.what, "channels must be 1 (grey) or 3 (RGB), not " + std::to_string(channels));
 
   struct Example {
     uint64_t hash;
@@ -128,8 +127,7 @@ ImageFolderPlan openImageFolder(const std::string &folder, int64_t height, int64
       if (!isImage(path))
         fail(quoted(path), "not a PNG or JPEG image (by its first bytes)");
       const std::string exampleName = name + "/" + file;
-      examples.push_back({fnv1a64(exampleName.c_str()), exampleName,
-                          int32_t(plan.classes.size())});
+      examples.push_back({fnv1a64(exampleName.c_str()), exampleName, int32_t(plan.classes.size())});
     }
     plan.classes.push_back(name);
   }

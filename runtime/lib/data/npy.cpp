@@ -205,7 +205,8 @@ void readDict(ArrayPlan &plan, const std::string &text) {
     if (index == 0) {
       if (parser.peek('['))
         fail(plan.what, "a structured dtype (descr is a list of fields) is not supported; "
-                        "accepted: " + acceptedDescrs());
+                        "accepted: " +
+                            acceptedDescrs());
       plan.type = readDescr(plan.what, parser.string());
     } else if (index == 1) {
       if (parser.boolean())
@@ -220,8 +221,8 @@ void readDict(ArrayPlan &plan, const std::string &text) {
   parser.end();
   for (int i = 0; i < 3; ++i)
     if (!seen[i])
-      fail(plan.what, std::string("malformed .npy header: no '") + keys[i] + "' in " +
-                          quoteHeader(text));
+      fail(plan.what,
+           std::string("malformed .npy header: no '") + keys[i] + "' in " + quoteHeader(text));
 }
 
 } // namespace
@@ -235,8 +236,8 @@ uint64_t readNpyHeader(ArrayPlan &plan, const ReadNext &read) {
     fail(plan.what, "truncated: it ends inside its .npy header");
   const int major = prelude[6], minor = prelude[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    fail(plan.what, ".npy format version " + std::to_string(major) + "." +
-                        std::to_string(minor) + " is not supported (1.0, 2.0 and 3.0 are)");
+    fail(plan.what, ".npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                        " is not supported (1.0, 2.0 and 3.0 are)");
   const uint64_t lengthBytes = major == 1 ? 2 : 4;
   if (read(prelude + 8, lengthBytes) < lengthBytes)
     fail(plan.what, "truncated: it ends inside its .npy header");
@@ -248,8 +249,8 @@ uint64_t readNpyHeader(ArrayPlan &plan, const ReadNext &read) {
                         std::to_string(kMaxHeaderBytes) + " bytes a header may have");
   std::string text(length, '\0');
   if (read(text.data(), length) < length)
-    fail(plan.what, "truncated: it ends inside its .npy header of " + std::to_string(length) +
-                        " bytes");
+    fail(plan.what,
+         "truncated: it ends inside its .npy header of " + std::to_string(length) + " bytes");
   readDict(plan, text);
   checkShape(plan);
   return 8 + lengthBytes + length;

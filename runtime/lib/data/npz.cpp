@@ -89,8 +89,8 @@ private:
 
 /// The index of `member`'s entry, NAME.npy as numpy.savez names it or NAME as given, or
 /// `fail` listing the members there are. Sets `name` to the entry's name.
-zip_uint64_t findMember(const Archive &archive, const std::string &path,
-                        const std::string &member, std::string &name) {
+zip_uint64_t findMember(const Archive &archive, const std::string &path, const std::string &member,
+                        std::string &name) {
   for (const std::string &candidate : {member + kSuffix, member}) {
     const zip_int64_t index = zip_name_locate(archive.get(), candidate.c_str(), 0);
     if (index >= 0) {
@@ -110,8 +110,8 @@ zip_uint64_t findMember(const Archive &archive, const std::string &path,
       entry.resize(entry.size() - kSuffixBytes);
     members += (members.empty() ? "'" : ", '") + entry + "'";
   }
-  fail(quoted(path), "no member '" + member + "'; it holds " +
-                         (members.empty() ? std::string("none") : members));
+  fail(quoted(path),
+       "no member '" + member + "'; it holds " + (members.empty() ? std::string("none") : members));
 }
 
 } // namespace

@@ -38,8 +38,8 @@ uint64_t readCount(const std::string &what, const std::string &where, const json
   // The parser keeps non-negative integers as unsigned; negative ones, fractions and
   // integers beyond 64 bits are other types.
   if (!value.is_number_unsigned() || value.get<uint64_t>() > limit)
-    fail(what, where + " " + value.dump() + " is not an integer in [0, " +
-                   std::to_string(limit) + "]");
+    fail(what,
+         where + " " + value.dump() + " is not an integer in [0, " + std::to_string(limit) + "]");
   return value.get<uint64_t>();
 }
 
@@ -114,11 +114,13 @@ uint64_t readEntry(ArrayPlan &plan, const json &entry, uint64_t dataBytes) {
   const uint64_t begin = readCount(plan.what, "data offset", offsets[0], UINT64_MAX);
   const uint64_t end = readCount(plan.what, "data offset", offsets[1], UINT64_MAX);
   if (end > dataBytes)
-    fail(plan.what, "truncated: data_offsets " + offsets.dump() + " end past the data section, "
-                    "which holds " + std::to_string(dataBytes) + " bytes");
+    fail(plan.what, "truncated: data_offsets " + offsets.dump() +
+                        " end past the data section, "
+                        "which holds " +
+                        std::to_string(dataBytes) + " bytes");
   if (end < begin || end - begin != plan.bytes())
-    fail(plan.what, "data_offsets " + offsets.dump() + " do not hold the " +
-                        elementsText(plan) + " of shape " + shapeText(plan.shape));
+    fail(plan.what, "data_offsets " + offsets.dump() + " do not hold the " + elementsText(plan) +
+                        " of shape " + shapeText(plan.shape));
   return begin;
 }
 
@@ -136,8 +138,8 @@ ArrayPlan openSafetensors(const std::string &path, const std::string &tensor) {
     for (const auto &item : header.items())
       if (item.key() != kMetadataKey)
         names += (names.empty() ? "'" : ", '") + item.key() + "'";
-    fail(quoted(path), "no tensor '" + tensor + "'; it holds " +
-                           (names.empty() ? std::string("none") : names));
+    fail(quoted(path),
+         "no tensor '" + tensor + "'; it holds " + (names.empty() ? std::string("none") : names));
   }
   plan.offset = dataStart + readEntry(plan, header[tensor], file.size() - dataStart);
   return plan;

@@ -10,8 +10,8 @@ ArrayPlan openTokens(const std::string &path, ElementType type) {
   plan.path = path;
   plan.type = type;
   if (type != ElementType::U8 && type != ElementType::U16 && type != ElementType::U32)
-    fail(plan.what, std::string("tokens are uint8, uint16 or uint32, not ") +
-                        elementTypeName(type));
+    fail(plan.what,
+         std::string("tokens are uint8, uint16 or uint32, not ") + elementTypeName(type));
   const InputFile file(path);
   const uint64_t size = elementSize(type);
   if (file.size() == 0)

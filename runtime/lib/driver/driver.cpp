@@ -11,15 +11,15 @@
 //  4. The mode runs: training (the default), --forward or --check-gradients
 //     (driver_modes.h); each allocates this rank's blocks once and fills them by global
 //     element index, so every mesh starts from the same numbers.
+#include "collectives/watchdog.h"
 #include "driver_bindings.h"
 #include "driver_checkpoint.h"
 #include "driver_flags.h"
 #include "driver_layout.h"
 #include "driver_manifest.h"
 #include "driver_modes.h"
-#include "driver_page.h"
 #include "driver_output.h"
-#include "collectives/watchdog.h"
+#include "driver_page.h"
 #include "host/cpu_features.h"
 #include "host/host.h"
 #include "kernels/dnnl_matmul.h"
@@ -91,8 +91,8 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
   if (options.mode != Mode::Train && (checkpoints || !options.resume.empty()))
     return {2, "--checkpoint-dir and --resume go with training, not --forward or "
                "--check-gradients"};
-  if (!checkpoints && (options.checkpointEvery || options.checkpointSeconds > 0 ||
-                       !options.bestMetric.empty()))
+  if (!checkpoints &&
+      (options.checkpointEvery || options.checkpointSeconds > 0 || !options.bestMetric.empty()))
     return {2, "--checkpoint-every, --checkpoint-seconds and --best-metric need --checkpoint-dir"};
   if (!options.bestMetric.empty()) {
     Refusal refusal = checkBestMetric(manifest, options);
@@ -135,10 +135,10 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
   });
   if (firstShort != rank)
     return firstShort == INT_MAX;
-  const std::string limit = offer.addressSpaceLeft < 0
-                                ? ""
-                                : "; the address-space limit (ulimit -v) leaves it " +
-                                      bytesText(offer.addressSpaceLeft);
+  const std::string limit =
+      offer.addressSpaceLeft < 0
+          ? ""
+          : "; the address-space limit (ulimit -v) leaves it " + bytesText(offer.addressSpaceLeft);
   if (!blasReady)
     std::fprintf(stderr,
                  "shardrt: error: rank %d cannot allocate OpenBLAS's work buffer of %s (%s of "
@@ -157,7 +157,8 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
                  "inputs, the larger of the train and eval steps' planned arenas, the runtime's "
                  "scratch buffer, oneDNN's convolution buffers and code, and the process "
                  "itself, as shardc's --report counts them), and rank %d's host offers it %s "
-                 "(%s of memory shared by %d ranks%s): give it a smaller batch or more ranks (--skip-memory-check starts "
+                 "(%s of memory shared by %d ranks%s): give it a smaller batch or more ranks "
+                 "(--skip-memory-check starts "
                  "anyway)\n",
                  manifest.model.c_str(), bytesText(need).c_str(), rank,
                  bytesText(offer.bytes()).c_str(), bytesText(offer.physical).c_str(), localRanks,
@@ -211,7 +212,8 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   if (options.mode == Mode::Page) {
     if (options.reportPage.empty()) {
       if (rank == 0)
-        std::fprintf(stderr, "shardrt: error: --from-metrics makes the page --report-page FILE names\n");
+        std::fprintf(stderr,
+                     "shardrt: error: --from-metrics makes the page --report-page FILE names\n");
       return 2;
     }
     return rank == 0 ? writeReportPageFromMetrics(options.reportPage, manifest, options.fromMetrics)
@@ -274,16 +276,11 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     return 1;
   }
 
-  const Program program{manifest,
-                        options,
-                        data,
-                        entries.train,
-                        entries.eval,
-                        entries.grad,
-                        rank,
-                        {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
-                        out,
-                        residentMemory().peak};
+  const Program program{manifest,     options,
+                        data,         entries.train,
+                        entries.eval, entries.grad,
+                        rank,         {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
+                        out,          residentMemory().peak};
   int status = options.mode == Mode::Evaluate         ? runEvaluation(program)
                : options.mode == Mode::Forward        ? runForward(program)
                : options.mode == Mode::CheckGradients ? runGradientCheck(program)

@@ -64,8 +64,7 @@ void applySlice(const std::string &slice, int64_t total, int64_t &first, int64_t
                        " (write it as TFDS does: \"[:90%]\", \"[90%:]\", \"[100:2000]\")");
   };
   const size_t colon = slice.find(':');
-  if (slice.size() < 3 || slice.front() != '[' || slice.back() != ']' ||
-      colon == std::string::npos)
+  if (slice.size() < 3 || slice.front() != '[' || slice.back() != ']' || colon == std::string::npos)
     fail("is not [START:END]");
   auto bound = [&](std::string text, int64_t fallback) -> int64_t {
     if (text.empty())
@@ -132,8 +131,8 @@ public:
         for (const std::string &input : names_)
           known += (known.empty() ? "" : ", ") + input;
         throw BindingError(binding.origin + ": " + manifest_.model + " has no input '" + name +
-                           "' to bind" + didYouMean(name, names_) + "; its inputs: " +
-                           (known.empty() ? "none" : known));
+                           "' to bind" + didYouMean(name, names_) +
+                           "; its inputs: " + (known.empty() ? "none" : known));
       }
   }
 
@@ -166,8 +165,8 @@ private:
     const bool tokens = format == "tokens" || format == "text";
     const bool needsField = format == "npz" || format == "safetensors";
     if (needsField && binding.field.empty())
-      throw BindingError(bound.what + ": '" + binding.path + "' holds several arrays; name one as " +
-                         binding.path + "#NAME");
+      throw BindingError(bound.what + ": '" + binding.path +
+                         "' holds several arrays; name one as " + binding.path + "#NAME");
     if ((format == "npy" || format == "idx") && !binding.field.empty())
       throw BindingError(bound.what + ": a " + format + " file holds one array, so '#" +
                          binding.field + "' names nothing");
@@ -176,17 +175,18 @@ private:
                          " file says its own");
 
     if (format == "images") {
-      const std::string field = binding.field.empty()
-                                    ? (input.dtype == DType::I32 ? "label" : "image")
-                                    : binding.field;
+      const std::string field =
+          binding.field.empty() ? (input.dtype == DType::I32 ? "label" : "image") : binding.field;
       if (field != "image" && field != "label")
         throw BindingError(bound.what + ": an image folder has the fields image and label, not '" +
                            field + "'");
       // The images' size comes from the input they feed; labels need none.
       const bool image = field == "image";
       if (image && (input.shape.size() != 4 || (input.shape[3] != 1 && input.shape[3] != 3)))
-        throw BindingError(bound.what + ": images feed an input [batch, height, width, 1 or 3], "
-                                        "not " + typeText(input.dtype, input.shape));
+        throw BindingError(bound.what +
+                           ": images feed an input [batch, height, width, 1 or 3], "
+                           "not " +
+                           typeText(input.dtype, input.shape));
       const std::string size = image ? shapeText(input.shape) : "";
       const data::ImageFolderPlan &folder = imageFolder(binding.path, size, input.shape);
       bound.array = image ? folder.images : folder.labels;
@@ -295,7 +295,8 @@ void countExamples(DataSplit &split, const Manifest &manifest, const char *name)
   for (const BoundInput &bound : split.inputs) {
     if (split.examples && bound.count != split.examples) {
       const BoundInput &first = split.inputs.front();
-      throw BindingError("the " + std::string(name) + " inputs have different numbers of examples: " +
+      throw BindingError("the " + std::string(name) +
+                         " inputs have different numbers of examples: " +
                          manifest.inputs[first.input].name + " " + std::to_string(first.count) +
                          " (" + first.array.what + "), " + manifest.inputs[bound.input].name + " " +
                          std::to_string(bound.count) + " (" + bound.array.what + ")");
@@ -325,9 +326,12 @@ Binding bindingFromJson(const json &value, const std::string &where, const std::
   if (value.is_string())
     return bindingFromText(value.get<std::string>(), where, folder);
   if (!value.is_object())
-    throw UsageError(where + " is a string (\"PATH\", \"PATH#FIELD\", \"synthetic\") or an object "
-                             "of path, format, field, dtype, scale and slice, not " + value.dump());
-  static const std::vector<std::string> keys = {"path", "format", "field", "dtype", "scale", "slice"};
+    throw UsageError(where +
+                     " is a string (\"PATH\", \"PATH#FIELD\", \"synthetic\") or an object "
+                     "of path, format, field, dtype, scale and slice, not " +
+                     value.dump());
+  static const std::vector<std::string> keys = {"path",  "format", "field",
+                                                "dtype", "scale",  "slice"};
   Binding binding;
   binding.origin = where;
   for (const auto &[key, member] : value.items()) {
@@ -419,8 +423,8 @@ DataPlan planData(const Manifest &manifest, const DataBindings &bindings, bool e
     }
     if (found == bindings.train.end())
       throw BindingError("input '" + input.name + "' " + typeText(input.dtype, input.shape) +
-                         " of " + manifest.model + " is bound to no data: " +
-                         howToBind(input.name, "train"));
+                         " of " + manifest.model +
+                         " is bound to no data: " + howToBind(input.name, "train"));
     plan.train.inputs.push_back(planner.bind(i, found->second));
     fromFiles.push_back(i);
   }
@@ -450,9 +454,10 @@ DataPlan planData(const Manifest &manifest, const DataBindings &bindings, bool e
     const TensorSpec &input = manifest.inputs[i];
     auto found = bindings.eval.find(input.name);
     if (found == bindings.eval.end())
-      throw BindingError("input '" + input.name + "' is read from a file for training but has no "
-                         "data for the evaluations: " + howToBind(input.name, "eval") +
-                         ", or give --no-eval");
+      throw BindingError("input '" + input.name +
+                         "' is read from a file for training but has no "
+                         "data for the evaluations: " +
+                         howToBind(input.name, "eval") + ", or give --no-eval");
     if (found->second.synthetic)
       throw BindingError(found->second.origin + ": input '" + input.name +
                          "' is read from a file for training; evaluating it on synthetic numbers "
@@ -467,9 +472,13 @@ DataPlan planData(const Manifest &manifest, const DataBindings &bindings, bool e
   countExamples(plan.eval, manifest, "eval");
   for (const TensorSpec &result : manifest.evalResults)
     if (result.perExample && result.shape[0] != plan.batch)
-      throw BindingError("eval result '" + result.name + "' has one value per example of a batch of " +
-                         std::to_string(result.shape[0]) + ", but the inputs read from files have "
-                         "a batch of " + std::to_string(plan.batch) + ", so it cannot be averaged "
+      throw BindingError("eval result '" + result.name +
+                         "' has one value per example of a batch of " +
+                         std::to_string(result.shape[0]) +
+                         ", but the inputs read from files have "
+                         "a batch of " +
+                         std::to_string(plan.batch) +
+                         ", so it cannot be averaged "
                          "over the evaluation's examples (give --no-eval)");
   return plan;
 }

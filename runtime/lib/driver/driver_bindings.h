@@ -19,9 +19,9 @@
 #ifndef SHARDRT_LIB_DRIVER_BINDINGS_H
 #define SHARDRT_LIB_DRIVER_BINDINGS_H
 
+#include "data/array_file.h"
 #include "driver_flags.h"
 #include "driver_manifest.h"
-#include "data/array_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -73,9 +73,9 @@ struct DataSplit {
 };
 
 struct DataPlan {
-  bool readsData = false; // some input is read from a file; else no epochs
-  int64_t batch = 0;      // the file inputs' dimension 0
-  DataSplit train, eval;  // eval is empty without evaluations
+  bool readsData = false;        // some input is read from a file; else no epochs
+  int64_t batch = 0;             // the file inputs' dimension 0
+  DataSplit train, eval;         // eval is empty without evaluations
   std::vector<size_t> synthetic; // inputs with synthetic numbers (dropout's included)
 };
 

@@ -6,15 +6,15 @@
 // file that split the same tensors some other way.
 #include "driver_checkpoint.h"
 #include "checkpoint_file.h"
+#include "collectives/watchdog.h"
 #include "driver_json.h"
 #include "driver_output.h"
-#include "collectives/watchdog.h"
 #include "host/host.h"
 #include "mesh/mesh.h"
 #include "random/prng.h"
 
-#include <mpi.h>
 #include <fcntl.h>
+#include <mpi.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,16 +163,18 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
     names.insert(tensor.name);
   for (const StoredTensor &stored : reader.tensors())
     if (!names.count(stored.name))
-      throw mismatch(reader, "it holds '" + stored.name + "', which " + manifest.model +
-                                 " does not have");
+      throw mismatch(reader,
+                     "it holds '" + stored.name + "', which " + manifest.model + " does not have");
   if (meta.at("batch") != std::to_string(manifest.batch))
-    throw mismatch(reader, "written with a global batch of " + meta.at("batch") + ", this program's is " +
-                               std::to_string(manifest.batch));
+    throw mismatch(reader, "written with a global batch of " + meta.at("batch") +
+                               ", this program's is " + std::to_string(manifest.batch));
   if (options.seedGiven && meta.at("seed") != std::to_string(options.seed))
-    throw mismatch(reader, "written by a run with --seed " + meta.at("seed") + ", not " +
-                               std::to_string(options.seed) +
-                               " (a resumed run keeps its seed: leave --seed and the configuration's \"seed\" "
-                               "out, or give " + meta.at("seed") + ")");
+    throw mismatch(
+        reader, "written by a run with --seed " + meta.at("seed") + ", not " +
+                    std::to_string(options.seed) +
+                    " (a resumed run keeps its seed: leave --seed and the configuration's \"seed\" "
+                    "out, or give " +
+                    meta.at("seed") + ")");
   for (const StoredTensor &stored : reader.tensors())
     reader.read(stored); // every checksum, before anything is overwritten
 }
@@ -190,8 +192,7 @@ void broadcast(std::string &text) {
 }
 
 double secondsNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string checkpointPath(const std::string &folder, const std::string &prefix, int64_t step) {
@@ -287,8 +288,8 @@ bool lockFolder(const std::string &folder, int &fd) {
                    "run a folder of its own\n",
                    folder.c_str(), holder[0] ? holder : "its lock file names no process");
     else
-      std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot lock '%s': %s\n",
-                   path.c_str(), std::strerror(error));
+      std::fprintf(stderr, "shardrt: error: --checkpoint-dir: cannot lock '%s': %s\n", path.c_str(),
+                   std::strerror(error));
     ::close(fd);
     fd = -1;
     return false;
@@ -304,7 +305,8 @@ bool lockFolder(const std::string &folder, int &fd) {
 
 Checkpointer::Checkpointer(const Program &program, int64_t stepsPerEpoch)
     : program_(program), stepsPerEpoch_(stepsPerEpoch), tensors_(savedTensors(program.manifest)),
-      layouts_(layoutsOf(program.manifest, tensors_)), layoutFingerprint_(layoutFingerprint(layouts_)),
+      layouts_(layoutsOf(program.manifest, tensors_)),
+      layoutFingerprint_(layoutFingerprint(layouts_)),
       modelFingerprint_(modelFingerprint(program.manifest, tensors_)) {}
 
 bool Checkpointer::prepare() {
@@ -434,7 +436,6 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
   }
 }
 
-
 bool Checkpointer::afterStep(const RunPosition &position, bool lastStep,
                              const std::vector<Block> &params, const std::vector<Block> &state,
                              const Evaluation *evaluation) {
@@ -508,11 +509,12 @@ bool Checkpointer::save(const std::string &prefix, const RunPosition &position,
                  "synthetic inputs and dropout (seed, step, path, index)"},
     };
     if (best_.valid)
-      metadata["best"] = nlohmann::json{{"metric", options.bestMetric},
-                                        {"direction", options.bestHigher ? "max" : "min"},
-                                        {"value", best_.value},
-                                        {"step", best_.step}}
-                             .dump();
+      metadata["best"] = nlohmann::json{
+          {"metric", options.bestMetric},
+          {"direction", options.bestHigher ? "max" : "min"},
+          {"value", best_.value},
+          {"step",
+           best_.step}}.dump();
     try {
       const std::string path = checkpointPath(options.checkpointDir, prefix, position.step);
       writeCheckpointFile(path, toWrite, metadata);

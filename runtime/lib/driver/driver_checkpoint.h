@@ -27,8 +27,8 @@ namespace shardrt {
 /// Where a run stands after `step` (1-based, 0 before the first).
 struct RunPosition {
   int64_t step = 0;
-  int64_t epoch = 0;            // of that step; 0 without a dataset
-  int64_t examplesInEpoch = 0;  // of the epoch's order consumed by then
+  int64_t epoch = 0;           // of that step; 0 without a dataset
+  int64_t examplesInEpoch = 0; // of the epoch's order consumed by then
 };
 
 /// The best-metric series' record so far.
@@ -67,8 +67,8 @@ public:
   bool prepare();
 
   /// Restores `params` and `state` (state kind-major, as the train entry takes it;
-  /// empty: the parameters alone) from the checkpoint file `path`, prints the reshard plan on rank 0 and returns
-  /// its position: the one to continue after when `resuming`, else the one evaluated.
+  /// empty: the parameters alone) from the checkpoint file `path`, prints the reshard plan on rank
+  /// 0 and returns its position: the one to continue after when `resuming`, else the one evaluated.
   /// checkResume (or findCheckpointToEvaluate) has passed; a file that changed since
   /// stops the job. Collective.
   RunPosition restore(const std::string &path, const std::vector<Block> &params,

@@ -289,8 +289,7 @@ template <typename T> void toFloats(const uint8_t *source, float *out, int64_t n
     out[j] = float(double(elementAt<T>(source, j)) * scale);
 }
 
-void convertRun(const BoundInput &bound, DType dtype, const uint8_t *source, void *out,
-                int64_t n) {
+void convertRun(const BoundInput &bound, DType dtype, const uint8_t *source, void *out, int64_t n) {
   const ElementType type = bound.array.type;
   if (dtype == DType::I32) {
     int32_t *ints = static_cast<int32_t *>(out);
@@ -341,10 +340,11 @@ void fillBatch(const std::vector<Block> &blocks, const DataSplit &split, const D
                    const int64_t n = std::min(length - done, exampleSize - within);
                    uint8_t *out = static_cast<uint8_t *>(block.data()) + (localStart + done) * 4;
                    if (row < real)
-                     convertRun(bound, spec.dtype,
-                                base + size_t(exampleStart(bound, exampleSize, examples[row]) +
-                                              within) * elementSize,
-                                out, n);
+                     convertRun(
+                         bound, spec.dtype,
+                         base + size_t(exampleStart(bound, exampleSize, examples[row]) + within) *
+                                    elementSize,
+                         out, n);
                    else
                      std::memset(out, 0, size_t(n) * 4);
                    done += n;

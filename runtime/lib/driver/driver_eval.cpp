@@ -5,8 +5,8 @@
 // divided by the number of eval examples: the padding of the last batch, which the
 // entry sees as examples, never reaches them.
 #include "driver_eval.h"
-#include "driver_data.h"
 #include "collectives/watchdog.h"
+#include "driver_data.h"
 
 #include <mpi.h>
 

@@ -61,7 +61,8 @@ int runEvaluation(const Program &program) {
     if (!polls || evaluatedStep >= lastStep || (signal = stopSignal()))
       break;
     // In slices, so that a stop signal is seen within a moment.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.poll);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options.poll);
     while (!stopReceived() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -72,7 +72,8 @@ double parseReal(const char *flag, const std::string &value, bool positive) {
 /// Whether `value`, one of a flag's two words, is the second (`first` is the default).
 bool isSecondOf(const char *flag, const std::string &value, const char *first, const char *second) {
   if (value != first && value != second)
-    throw UsageError(std::string(flag) + " is " + first + " or " + second + ", not '" + value + "'");
+    throw UsageError(std::string(flag) + " is " + first + " or " + second + ", not '" + value +
+                     "'");
   return value == second;
 }
 
@@ -104,7 +105,8 @@ void parseBestMetric(DriverOptions &options, const char *flag, const std::string
   } else {
     const std::string direction = value.substr(colon + 1);
     if (direction != "max" && direction != "min")
-      throw UsageError(std::string(flag) + ": the direction is max or min, not '" + direction + "'");
+      throw UsageError(std::string(flag) + ": the direction is max or min, not '" + direction +
+                       "'");
     options.bestHigher = direction == "max";
   }
   options.bestMetric = name;
@@ -134,7 +136,9 @@ const Flag kFlags[] = {
     {"--config", "FILE", Kind::Text, false,
      "read the run configuration (JSON: these settings as keys, and \"data\") from FILE; "
      "flags override it",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.config = parsePath(flag, v); },
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.config = parsePath(flag, v);
+     },
      nullptr},
     {"--data", "NAME=SOURCE", Kind::Bindings, true,
      "train input NAME on SOURCE: PATH[#FIELD] (.npy, .npz, .safetensors, IDX, an image "
@@ -249,7 +253,9 @@ const Flag kFlags[] = {
      [](DriverOptions &o, const char *flag, const std::string &v) {
        o.checkpointEvery = parsePositive(flag, v);
      },
-     [](const DriverOptions &o) { return o.checkpointEvery ? json(o.checkpointEvery) : json(nullptr); }},
+     [](const DriverOptions &o) {
+       return o.checkpointEvery ? json(o.checkpointEvery) : json(nullptr);
+     }},
     {"--checkpoint-seconds", "S", Kind::Real, true,
      "a checkpoint when S seconds have passed since the last one",
      [](DriverOptions &o, const char *flag, const std::string &v) {
@@ -259,7 +265,9 @@ const Flag kFlags[] = {
        return o.checkpointSeconds > 0 ? json(o.checkpointSeconds) : json(nullptr);
      }},
     {"--keep", "N", Kind::Integer, true, "checkpoints kept in each series, the newest (default 5)",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.keep = parsePositive(flag, v); },
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.keep = parsePositive(flag, v);
+     },
      [](const DriverOptions &o) { return json(o.keep); }},
     {"--best-metric", "NAME[:max|min]", Kind::Text, true,
      "also keep the checkpoints that improve eval result NAME (default max; min for *loss)",
@@ -270,7 +278,9 @@ const Flag kFlags[] = {
      }},
     {"--resume", "PATH", Kind::Text, true,
      "continue from a checkpoint file, or the newest in a folder",
-     [](DriverOptions &o, const char *flag, const std::string &v) { o.resume = parsePath(flag, v); },
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.resume = parsePath(flag, v);
+     },
      [](const DriverOptions &o) { return optionalText(o.resume); }},
     {"--on-nonfinite", "stop|skip", Kind::Text, true,
      "a step whose loss or gradients are not finite: stop (exit 3, the default) or skip its update",

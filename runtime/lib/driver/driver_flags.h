@@ -28,10 +28,10 @@ enum class Mode { Train, Evaluate, Forward, CheckGradients, Page };
 /// resolves it against the program's inputs).
 struct Binding {
   bool synthetic = false;
-  std::string path;        // absolute, or relative to the current folder
-  std::string format;      // npy, npz, safetensors, idx, images, tokens, text; empty: from the path
-  std::string field;       // npz member, safetensors tensor, images image|label, tokens inputs|targets
-  std::string elementType; // tokens: uint8, uint16 (default), uint32
+  std::string path;   // absolute, or relative to the current folder
+  std::string format; // npy, npz, safetensors, idx, images, tokens, text; empty: from the path
+  std::string field;  // npz member, safetensors tensor, images image|label, tokens inputs|targets
+  std::string elementType;     // tokens: uint8, uint16 (default), uint32
   std::optional<double> scale; // into f32; default 1/255 from uint8, else 1
   std::string slice;           // TFDS-style "[:90%]", "[100:]"; empty: every example
   std::string origin;          // where it was given, for messages
@@ -52,8 +52,8 @@ struct DriverOptions {
   DataBindings data;
   bool prefetch = true; // load the next batch while a step runs
   int64_t epochs = 1;
-  int64_t steps = 0;   // 0: `epochs` epochs
-  std::string metrics; // JSON lines; empty for none
+  int64_t steps = 0;       // 0: `epochs` epochs
+  std::string metrics;     // JSON lines; empty for none
   std::string reportPage;  // the run's HTML report page (driver_page.h); empty for none
   std::string fromMetrics; // --from-metrics: make the page from this metrics file instead
   int64_t logEvery = 1;
@@ -65,22 +65,22 @@ struct DriverOptions {
   int64_t evalEvery = 0; // also evaluate every N steps; 0: after each epoch only
 
   // Checkpoints (driver_checkpoint.h).
-  std::string checkpointDir;        // empty: no checkpoints
-  int64_t checkpointEvery = 0;      // steps; 0: after each epoch (without a dataset: at the end)
-  double checkpointSeconds = 0;     // 0: no interval in seconds
-  int64_t keep = 5;                 // checkpoints of each series kept
-  std::string bestMetric;           // an eval result; empty: no best series
-  bool bestHigher = true;           // its direction
-  std::string resume;               // a checkpoint file, or a folder (its newest)
-  bool seedGiven = false;           // --seed was given (it must agree with --resume)
+  std::string checkpointDir;    // empty: no checkpoints
+  int64_t checkpointEvery = 0;  // steps; 0: after each epoch (without a dataset: at the end)
+  double checkpointSeconds = 0; // 0: no interval in seconds
+  int64_t keep = 5;             // checkpoints of each series kept
+  std::string bestMetric;       // an eval result; empty: no best series
+  bool bestHigher = true;       // its direction
+  std::string resume;           // a checkpoint file, or a folder (its newest)
+  bool seedGiven = false;       // --seed was given (it must agree with --resume)
   // A step whose loss or new state is not finite (driver_health.h).
-  bool skipNonFinite = false;       // false: stop at the first (exit 3)
-  int64_t maxSkips = 10;            // skip: consecutive skipped steps before stopping
-  bool checkMemory = true;          // refuse to start when a rank needs more than the host offers
-  double collectiveTimeout = 600;   // seconds a collective may wait (watchdog.h); 0: for ever
-  bool matmulBf16 = false;          // matrix products in bfloat16 (dnnl_matmul.h)
-  bool gradientsBf16 = false;       // gradients reduced in bfloat16 (shardrt.h)
-  bool overlapGradients = false;    // gradients' reductions in flight (shardrt.h)
+  bool skipNonFinite = false;     // false: stop at the first (exit 3)
+  int64_t maxSkips = 10;          // skip: consecutive skipped steps before stopping
+  bool checkMemory = true;        // refuse to start when a rank needs more than the host offers
+  double collectiveTimeout = 600; // seconds a collective may wait (watchdog.h); 0: for ever
+  bool matmulBf16 = false;        // matrix products in bfloat16 (dnnl_matmul.h)
+  bool gradientsBf16 = false;     // gradients reduced in bfloat16 (shardrt.h)
+  bool overlapGradients = false;  // gradients' reductions in flight (shardrt.h)
   shardrt_prefetch prefetchWeights = SHARDRT_PREFETCH_ACROSS_HOSTS; // FSDP's gathers in flight
 
   // --evaluate: a checkpoint file, or a folder (its newest, then the new ones every

@@ -1,7 +1,7 @@
 // --forward: the program's forward pass once, on filled parameters and synthetic inputs
-// (never the data they are bound to), its eval results gathered to rank 0 and written as the results JSON. Every
-// mesh starts from the unsplit program's numbers, so the JSON of a sharded run can be
-// compared with the reference build's (compare_outputs.py).
+// (never the data they are bound to), its eval results gathered to rank 0 and written as the
+// results JSON. Every mesh starts from the unsplit program's numbers, so the JSON of a sharded run
+// can be compared with the reference build's (compare_outputs.py).
 #include "driver_modes.h"
 #include "driver_output.h"
 

@@ -21,9 +21,9 @@
 //     Where they disagree at the step but agree at a quarter of it (a kink between
 //     the two distances from x, or a strong curvature), the quarter step's central
 //     difference is the one checked.
+#include "collectives/watchdog.h"
 #include "driver_json.h"
 #include "driver_modes.h"
-#include "collectives/watchdog.h"
 #include "mesh/mesh.h"
 #include "random/prng.h"
 
@@ -178,8 +178,7 @@ int runGradientCheck(const Program &program) {
       Differences checked = atEps;
       if ((options.fdAtol > 0 || options.fdRtol > 0) && atEps.sidesDisagree(options)) {
         const Differences atQuarter = differences(options.fdEps / 4);
-        kink = atQuarter.sidesDisagree(options) &&
-               atQuarter.sidesApart() > atEps.sidesApart() / 2;
+        kink = atQuarter.sidesDisagree(options) && atQuarter.sidesApart() > atEps.sidesApart() / 2;
         if (!atQuarter.sidesDisagree(options))
           checked = atQuarter;
       }

@@ -4,8 +4,8 @@
 // step: a pass over memory the step has just written, much cheaper than the step.
 // Finding the culprit costs a grad run, and only happens when the run stops.
 #include "driver_health.h"
-#include "driver_stop.h"
 #include "collectives/watchdog.h"
+#include "driver_stop.h"
 
 #include <mpi.h>
 

@@ -114,8 +114,8 @@ DType getDType(const json &value, const std::string &where) {
 void readSplit(const json &value, const std::string &where, const Manifest &manifest,
                TensorSpec &spec) {
   if (getArray(value, where).size() != spec.shape.size())
-    fail(where, "expected one entry per dimension of the shape " + shapeText(spec.shape) + ", not " +
-                    std::to_string(value.size()));
+    fail(where, "expected one entry per dimension of the shape " + shapeText(spec.shape) +
+                    ", not " + std::to_string(value.size()));
   const int numAxes = static_cast<int>(manifest.axisSizes.size());
   std::set<int> seen;
   for (size_t d = 0; d < value.size(); ++d) {
@@ -190,8 +190,8 @@ void readInit(const json &value, const std::string &where, TensorSpec &spec) {
       init = &candidate;
   if (!init)
     fail(join(where, kName), "unknown initialiser '" + name +
-                              "'; known: zeros, ones, constant, normal, uniform, xavier_normal, "
-                              "xavier_uniform, lecun_normal, he_normal");
+                                 "'; known: zeros, ones, constant, normal, uniform, xavier_normal, "
+                                 "xavier_uniform, lecun_normal, he_normal");
   spec.init = init->kind;
   spec.initArg = init->defaultArg;
   const std::string argsWhere = join(where, kArgs);
@@ -242,10 +242,12 @@ TensorSpec readParam(const json &value, const std::string &where, const Manifest
   readLayer(value, named, spec);
   if (auto stacked = value.find(kStacked); stacked != value.end()) {
     if (!stacked->is_boolean())
-      fail(keyOf(named, kStacked), std::string("expected true or false, not ") + stacked->type_name());
+      fail(keyOf(named, kStacked),
+           std::string("expected true or false, not ") + stacked->type_name());
     spec.stacked = stacked->get<bool>();
     if (spec.stacked && (spec.layer >= 0 || spec.shape.empty()))
-      fail(keyOf(named, kStacked), "a stack of layers has their dimension 0 and is not one `layer`");
+      fail(keyOf(named, kStacked),
+           "a stack of layers has their dimension 0 and is not one `layer`");
   }
   readInit(member(value, named, kInit), keyOf(named, kInit), spec);
   return spec;
@@ -433,8 +435,8 @@ Manifest parseManifest(const char *text) {
   auto memory = root.find(kMemoryPerRank);
   if (memory != root.end()) {
     requireObject(*memory, kMemoryPerRank);
-    manifest.memoryPerRank = getInt(member(*memory, kMemoryPerRank, kTotal),
-                                    join(kMemoryPerRank, kTotal), 0, INT64_MAX);
+    manifest.memoryPerRank =
+        getInt(member(*memory, kMemoryPerRank, kTotal), join(kMemoryPerRank, kTotal), 0, INT64_MAX);
     if (memory->contains(kScratch))
       manifest.scratchBytes =
           getInt((*memory)[kScratch], join(kMemoryPerRank, kScratch), 0, INT64_MAX);

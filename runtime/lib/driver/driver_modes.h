@@ -19,11 +19,11 @@ namespace shardrt {
 struct Program {
   const Manifest &manifest;
   const DriverOptions &options;
-  const DataPlan &data; // what each input reads; for training only
+  const DataPlan &data;               // what each input reads; for training only
   shardrt_entry_fn train, eval, grad; // checked against the manifest and the mode
   int rank;
   Placement place;
-  std::FILE *out; // where rank 0 writes the final JSON; nullptr on other ranks
+  std::FILE *out;          // where rank 0 writes the final JSON; nullptr on other ranks
   int64_t residentAtStart; // this process's resident bytes before the program's own memory
 };
 

@@ -8,8 +8,8 @@
 #include "driver_json.h"
 #include "mesh/mesh.h"
 
-#include "shardrt/shardrt.h"
 #include "collectives/watchdog.h"
+#include "shardrt/shardrt.h"
 
 #include <cerrno>
 #include <cmath>

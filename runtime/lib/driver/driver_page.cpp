@@ -28,8 +28,11 @@ const char *const kPalette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80
 std::string escape(const std::string &text) {
   std::string out;
   for (char c : text)
-    out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;"
-                                                                               : std::string(1, c);
+    out += c == '<'   ? "&lt;"
+           : c == '>' ? "&gt;"
+           : c == '&' ? "&amp;"
+           : c == '"' ? "&quot;"
+                      : std::string(1, c);
   return out;
 }
 
@@ -47,7 +50,7 @@ std::string cellText(const json &value) {
 struct Series {
   std::string label, color;
   std::vector<std::pair<double, double>> points; // (step, value)
-  bool dots = false;                              // evaluations: points, not a line
+  bool dots = false;                             // evaluations: points, not a line
 };
 
 /// An SVG chart of `series` against the step.
@@ -176,12 +179,12 @@ std::string planSections(const std::string &planText) {
     std::string causes;
     for (const json &cause : c.value("caused_by", json::array()))
       causes += (causes.empty() ? "" : "; ") + cellText(cause);
-    collectives.push_back({cellText(c.value("count", json())), cellText(c.value("kind", json())),
-                           cellText(c.value("mesh_axes", json())), cellText(c.value("shape", json())),
-                           bytesText(c.value("bytes", int64_t(0))), cellText(c.value("source", json())),
-                           what, causes,
-                           c.value("traffic", true) ? bytesText(c.value("sent_bytes", int64_t(0)))
-                                                    : "local: no traffic"});
+    collectives.push_back(
+        {cellText(c.value("count", json())), cellText(c.value("kind", json())),
+         cellText(c.value("mesh_axes", json())), cellText(c.value("shape", json())),
+         bytesText(c.value("bytes", int64_t(0))), cellText(c.value("source", json())), what, causes,
+         c.value("traffic", true) ? bytesText(c.value("sent_bytes", int64_t(0)))
+                                  : "local: no traffic"});
   }
   std::string html = "<h2>Memory per rank</h2>\n" + table("memory", {"what", "bytes"}, memory);
   html += "<h2>Communication plan</h2>\n<p>" + escape(cellText(plan.value("step", json()))) +
@@ -203,8 +206,9 @@ std::string splitText(const TensorSpec &spec, const Manifest &manifest) {
     std::string axes;
     for (int axis : spec.split[d])
       axes += (axes.empty() ? "" : ", ") + manifest.axisNames[axis];
-    text += (d ? ", " : "") + (axes.empty() ? std::string("none")
-                                            : spec.split[d].size() > 1 ? "(" + axes + ")" : axes);
+    text += (d ? ", " : "") + (axes.empty()               ? std::string("none")
+                               : spec.split[d].size() > 1 ? "(" + axes + ")"
+                                                          : axes);
   }
   return text + "]";
 }
@@ -280,8 +284,8 @@ bool writeReportPage(const std::string &path, const Manifest &manifest,
        << "h3 { font-size: 14px; font-weight: normal; font-family: monospace; }\n"
        << "</style></head><body>\n<h1>" << escape(manifest.model) << "</h1>\n<p id=\"mesh\">mesh ("
        << escape(mesh) << ")</p>\n"
-       << summarySection(summary) << "<h2>Curves</h2>\n<div id=\"curves\">\n" << curves(records)
-       << "</div>\n"
+       << summarySection(summary) << "<h2>Curves</h2>\n<div id=\"curves\">\n"
+       << curves(records) << "</div>\n"
        << planSections(manifest.plan)
        << "<h2>Layouts</h2>\n<p>Which rank holds which block of each parameter (ranks "
           "numbered row-major over the mesh axes), as jax.debug.visualize_array_sharding "

@@ -7,12 +7,12 @@
 // time left is the wall time so far, evaluations included, per step, times the steps
 // left.
 #include "driver_report.h"
-#include "driver_page.h"
-#include "driver_stop.h"
-#include "driver_json.h"
-#include "driver_output.h"
 #include "collectives/collectives.h"
 #include "collectives/watchdog.h"
+#include "driver_json.h"
+#include "driver_output.h"
+#include "driver_page.h"
+#include "driver_stop.h"
 #include "host/host.h"
 #include "kernels/dnnl_matmul.h"
 #include "memory/scratch.h"
@@ -57,8 +57,8 @@ TrainingReport::TrainingReport(const Program &program, std::FILE *metrics, int64
     : program_(program), metrics_(metrics), firstStep_(firstStep), totalSteps_(totalSteps),
       stepsPerEpoch_(stepsPerEpoch), batch_(stepsPerEpoch ? program.manifest.batch : 0),
       active_(program.rank == 0), terminal_(active_ && isatty(STDERR_FILENO)),
-      loggedStep_(firstStep), started_(std::chrono::steady_clock::now()),
-      intervalStart_(started_), intervalStep_(firstStep) {}
+      loggedStep_(firstStep), started_(std::chrono::steady_clock::now()), intervalStart_(started_),
+      intervalStep_(firstStep) {}
 
 void TrainingReport::logProgress(int64_t step, int64_t epoch, double trainSeconds) {
   const auto now = std::chrono::steady_clock::now();
@@ -207,12 +207,11 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   summary.add("final_train_loss", jsonNumber(finalLoss));
   summary.add("nonfinite_steps", integer(nonFiniteSteps));
   summary.add("stopped_at_nonfinite_step", stop.nonFinite ? integer(stop.step) : "null");
-  summary.add("stopped_by_signal",
-              stop.signal ? jsonString(stopSignalName(stop.signal)) : "null");
+  summary.add("stopped_by_signal", stop.signal ? jsonString(stopSignalName(stop.signal)) : "null");
   summary.add("checkpoints", integer(checkpointer.written()));
   summary.add("checkpoint_seconds", jsonNumber(checkpointer.seconds()));
-  summary.add("resume_from", checkpointer.newest().empty() ? "null"
-                                                           : jsonString(checkpointer.newest()));
+  summary.add("resume_from",
+              checkpointer.newest().empty() ? "null" : jsonString(checkpointer.newest()));
   summary.add("prefetch_wait_seconds", ifData(jsonNumber(prefetchWait)));
   if (received) {
     JsonObject pipelineWaits;

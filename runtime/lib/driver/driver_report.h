@@ -27,8 +27,8 @@ class TrainingReport {
 public:
   /// Steps firstStep + 1 .. totalSteps run (firstStep > 0: resumed from a checkpoint).
   /// `stepsPerEpoch` is 0 for a model that reads no dataset (no epochs, no batch).
-  TrainingReport(const Program &program, std::FILE *metrics, int64_t firstStep,
-                 int64_t totalSteps, int64_t stepsPerEpoch);
+  TrainingReport(const Program &program, std::FILE *metrics, int64_t firstStep, int64_t totalSteps,
+                 int64_t stepsPerEpoch);
 
   /// After each step: its train results (the replicated scalars) and the seconds spent
   /// in train steps so far. Logs every --log-every steps and the last.
@@ -43,8 +43,7 @@ public:
   /// steps. `prefetchWait`: seconds the steps waited for their batch. Collective: the
   /// resident memory reported is the most of any rank.
   void finish(double trainSeconds, double prefetchWait, float finalLoss,
-              const Checkpointer &checkpointer, int64_t nonFiniteSteps,
-              const EarlyStop &stop = {});
+              const Checkpointer &checkpointer, int64_t nonFiniteSteps, const EarlyStop &stop = {});
 
   /// With --report-page, rank 0 writes the page: the metrics so far, the program's
   /// plan and layouts, and `summary` (a JSON object; may be empty).

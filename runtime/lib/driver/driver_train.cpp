@@ -22,6 +22,7 @@
 //  7. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
+#include "collectives/watchdog.h"
 #include "driver_checkpoint.h"
 #include "driver_data.h"
 #include "driver_eval.h"
@@ -30,7 +31,6 @@
 #include "driver_output.h"
 #include "driver_report.h"
 #include "driver_stop.h"
-#include "collectives/watchdog.h"
 
 #include <mpi.h>
 
@@ -80,15 +80,14 @@ void explainNonFinite(const Program &program, int64_t step, int health,
       : program.options.skipNonFinite
           ? std::to_string(skippedInARow) +
                 (skippedInARow == 1 ? " step was" : " steps in a row were") +
-                " not finite and skipped (--max-skips " +
-                std::to_string(program.options.maxSkips) + ")"
+                " not finite and skipped (--max-skips " + std::to_string(program.options.maxSkips) +
+                ")"
           : "stopping (--on-nonfinite stop; skip drops such a step's update instead)";
-  const std::string kept = overflowed ? "the parameters in memory are not finite"
-                                      : "nothing of this step was kept";
-  const std::string resume =
-      newestCheckpoint.empty()
-          ? "no checkpoint was written"
-          : "resume from " + newestCheckpoint + " (written from finite values)";
+  const std::string kept =
+      overflowed ? "the parameters in memory are not finite" : "nothing of this step was kept";
+  const std::string resume = newestCheckpoint.empty() ? "no checkpoint was written"
+                                                      : "resume from " + newestCheckpoint +
+                                                            " (written from finite values)";
   std::fprintf(stderr, "shardrt: error: step %lld: %s (%s); %s; %s; %s\n", (long long)step,
                what.c_str(), where.c_str(), why.c_str(), kept.c_str(), resume.c_str());
 }
@@ -99,12 +98,11 @@ void explainStop(const Program &program, int signal, int64_t step, int64_t total
   if (program.rank != 0)
     return;
   const std::string &folder = program.options.checkpointDir;
-  const std::string saved =
-      folder.empty() ? "nothing was saved (no --checkpoint-dir)"
-                     : "checkpoint '" + newestCheckpoint + "' written; go on with --resume " +
-                           folder;
-  std::fprintf(stderr, "shardrt: %s: stopped after step %lld of %lld; %s\n",
-               stopSignalName(signal), (long long)step, (long long)totalSteps, saved.c_str());
+  const std::string saved = folder.empty() ? "nothing was saved (no --checkpoint-dir)"
+                                           : "checkpoint '" + newestCheckpoint +
+                                                 "' written; go on with --resume " + folder;
+  std::fprintf(stderr, "shardrt: %s: stopped after step %lld of %lld; %s\n", stopSignalName(signal),
+               (long long)step, (long long)totalSteps, saved.c_str());
 }
 
 } // namespace
@@ -174,9 +172,8 @@ int runTraining(const Program &program) {
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
   // Rank 0's clock starts with everyone's.
-  watchedWorld("barrier before step 1", [](MPI_Request *request) {
-    MPI_Ibarrier(MPI_COMM_WORLD, request);
-  });
+  watchedWorld("barrier before step 1",
+               [](MPI_Request *request) { MPI_Ibarrier(MPI_COMM_WORLD, request); });
   for (int64_t s = resumed.step + 1; s <= totalSteps; ++s) {
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
@@ -208,19 +205,16 @@ int runTraining(const Program &program) {
     }
     const bool epochEnds = inEpoch + 1 == stepsPerEpoch || s == totalSteps;
     Evaluation evaluation;
-    const bool evaluates =
-        readsData && options.eval &&
-        (epochEnds || (options.evalEvery && s % options.evalEvery == 0));
+    const bool evaluates = readsData && options.eval &&
+                           (epochEnds || (options.evalEvery && s % options.evalEvery == 0));
     if (evaluates) {
       setWatchedPhase("evaluation after step", s);
-      evaluation =
-          evaluate(program, evalBuffers.data(), inputs, evalResults, arrays);
+      evaluation = evaluate(program, evalBuffers.data(), inputs, evalResults, arrays);
       report.evaluation(s, epoch, evaluation);
     }
     setWatchedPhase("checkpoint after step", s);
     if (!checkpointer.afterStep({s, epoch, (inEpoch + 1) * batch}, s == totalSteps || signal,
-                                params, state,
-                                evaluates ? &evaluation : nullptr))
+                                params, state, evaluates ? &evaluation : nullptr))
       return 1;
     if (signal && s < totalSteps) {
       report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
@@ -229,8 +223,8 @@ int runTraining(const Program &program) {
       return closeOnRank0(metrics, options.metrics) ? 128 + signal : 1;
     }
   }
-  report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
-                trainResults[0].floats()[0], checkpointer, nonFiniteSteps);
+  report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0, trainResults[0].floats()[0],
+                checkpointer, nonFiniteSteps);
   return closeOnRank0(metrics, options.metrics) ? 0 : 1;
 }
 

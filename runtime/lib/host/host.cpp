@@ -70,8 +70,8 @@ bool claimBlasWorkBuffer() {
   // Large enough for OpenBLAS's ordinary path (small matrices may skip the buffer).
   constexpr int n = 128;
   std::vector<float> a(n * n, 0.0f), c(n * n);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, a.data(),
-              n, 0.0f, c.data(), n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, a.data(), n,
+              0.0f, c.data(), n);
   return true;
 }
 

@@ -55,10 +55,9 @@ struct Convolution {
 };
 
 std::optional<Convolution> makeConvolution(bool accumulate, int64_t n, int64_t h, int64_t w,
-                                           int64_t c, int64_t padTop, int64_t padLeft,
-                                           int64_t kh, int64_t kw, int64_t f, int64_t oh,
-                                           int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-                                           int64_t dw) {
+                                           int64_t c, int64_t padTop, int64_t padLeft, int64_t kh,
+                                           int64_t kw, int64_t f, int64_t oh, int64_t ow,
+                                           int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
   // Padding behind: as far as the last window reaches (oneDNN's sizes must match).
   const int64_t padBottom = std::max<int64_t>(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - padTop);
   const int64_t padRight = std::max<int64_t>(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - padLeft);
@@ -71,10 +70,10 @@ std::optional<Convolution> makeConvolution(bool accumulate, int64_t n, int64_t h
   };
   const memory::desc dst(dstDims, memory::data_type::f32, memory::format_tag::nhwc);
   const dnnl::engine &engine = dnnlContext().engine;
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any(srcDims),
-      any(weightsDims), any(dstDims), {sh, sw}, {dh - 1, dw - 1}, {padTop, padLeft},
-      {padBottom, padRight});
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, any(srcDims),
+                                       any(weightsDims), any(dstDims), {sh, sw}, {dh - 1, dw - 1},
+                                       {padTop, padLeft}, {padBottom, padRight});
   dnnl::convolution_forward::primitive_desc pd(desc, engine);
   if (pd.dst_desc() == dst && accumulate)
     pd = dnnl::convolution_forward::primitive_desc(desc, addingToOutput(true), engine);
@@ -103,13 +102,13 @@ bool dnnlConvolution(bool accumulate, int64_t n, int64_t h, int64_t w, int64_t c
                      int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *x, const float *k,
                      float *y) {
   auto run = [&] {
-    const std::array<int64_t, 16> shape{accumulate, n,  h,  w,  c,  padTop, padLeft, kh,
-                                        kw,         f,  oh, ow, sh, sw,     dh,      dw};
+    const std::array<int64_t, 16> shape{accumulate, n, h,  w,  c,  padTop, padLeft, kh,
+                                        kw,         f, oh, ow, sh, sw,     dh,      dw};
     auto &made = convolutions();
     auto found = made.find(shape);
     if (found == made.end())
-      found = made.emplace(shape, makeConvolution(accumulate, n, h, w, c, padTop, padLeft, kh,
-                                                  kw, f, oh, ow, sh, sw, dh, dw))
+      found = made.emplace(shape, makeConvolution(accumulate, n, h, w, c, padTop, padLeft, kh, kw,
+                                                  f, oh, ow, sh, sw, dh, dw))
                   .first;
     if (!found->second)
       return false;

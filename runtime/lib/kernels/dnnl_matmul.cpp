@@ -21,9 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <utility>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace shardrt {
 namespace {
@@ -54,9 +54,8 @@ Dnnl &dnnlState() {
 
 /// [rows, cols] matrices of `type` with strides `inner` (the row's, the column's),
 /// one per product of `batch`, `outer` apart; a plain matrix when the batch is single.
-dnnl::memory::desc matrices(const Batch &batch, const int64_t outer[2], int64_t rows,
-                            int64_t cols, dnnl::memory::dims inner,
-                            dnnl::memory::data_type type) {
+dnnl::memory::desc matrices(const Batch &batch, const int64_t outer[2], int64_t rows, int64_t cols,
+                            dnnl::memory::dims inner, dnnl::memory::data_type type) {
   if (batch.single())
     return dnnl::memory::desc({rows, cols}, type, inner);
   return dnnl::memory::desc({batch.sizes[0], batch.sizes[1], rows, cols}, type,
@@ -75,7 +74,8 @@ void denseStrides(const Batch &batch, int64_t rows, int64_t cols, int64_t out[2]
 /// batch and head). Such an operand converts as one flat run and keeps its strides.
 bool fillsItsSpan(const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
                   int64_t ld) {
-  std::array<std::pair<int64_t, int64_t>, 4> dims = { // (stride, size)
+  std::array<std::pair<int64_t, int64_t>, 4> dims = {
+      // (stride, size)
       {{1, cols}, {ld, rows}, {strides[1], batch.sizes[1]}, {strides[0], batch.sizes[0]}}};
   std::sort(dims.begin(), dims.end());
   int64_t dense = 1;
@@ -100,8 +100,8 @@ void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const fl
   denseStrides(batch, rows, cols, dense);
   memory::desc from = matrices(batch, strides, rows, cols, {ld, 1}, memory::data_type::f32);
   memory::desc to = matrices(batch, dense, rows, cols, {cols, 1}, memory::data_type::bf16);
-  const Dnnl::Conversion shape{rows,    cols, ld, batch.sizes[0], batch.sizes[1],
-                               strides[0], strides[1]};
+  const Dnnl::Conversion shape{rows,           cols,       ld,        batch.sizes[0],
+                               batch.sizes[1], strides[0], strides[1]};
   auto found = state.conversions.find(shape);
   if (found == state.conversions.end())
     found = state.conversions
@@ -115,10 +115,9 @@ void convert(Dnnl &state, const Batch &batch, const int64_t strides[2], const fl
 
 /// One oneDNN matmul of `precision` (its operands' type; f32 accumulation into an f32
 /// c) for the whole batch, made once per shape and layout.
-void product(memory_type precision, bool accumulate, bool transA, bool transB, int64_t m,
-             int64_t n, int64_t k, const void *a, int64_t lda, const int64_t aOuter[2],
-             const void *b, int64_t ldb, const int64_t bOuter[2], float *c, int64_t ldc,
-             const Batch &batch) {
+void product(memory_type precision, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+             int64_t k, const void *a, int64_t lda, const int64_t aOuter[2], const void *b,
+             int64_t ldb, const int64_t bOuter[2], float *c, int64_t ldc, const Batch &batch) {
   using dnnl::memory;
   Dnnl &state = dnnlState();
   // A row's and a column's strides of an operand stored with leading dimension `ld`.
@@ -128,9 +127,24 @@ void product(memory_type precision, bool accumulate, bool transA, bool transB, i
   memory::desc aDesc = matrices(batch, aOuter, m, k, inner(transA, lda), precision);
   memory::desc bDesc = matrices(batch, bOuter, k, n, inner(transB, ldb), precision);
   memory::desc cDesc = matrices(batch, batch.c, m, n, {ldc, 1}, memory::data_type::f32);
-  const Dnnl::Product shape{int64_t(precision), m, n, k, transA, transB, accumulate,
-                            batch.sizes[0], batch.sizes[1], lda, aOuter[0], aOuter[1],
-                            ldb, bOuter[0], bOuter[1], ldc, batch.c[0], batch.c[1]};
+  const Dnnl::Product shape{int64_t(precision),
+                            m,
+                            n,
+                            k,
+                            transA,
+                            transB,
+                            accumulate,
+                            batch.sizes[0],
+                            batch.sizes[1],
+                            lda,
+                            aOuter[0],
+                            aOuter[1],
+                            ldb,
+                            bOuter[0],
+                            bOuter[1],
+                            ldc,
+                            batch.c[0],
+                            batch.c[1]};
   auto found = state.products.find(shape);
   const dnnl::engine &engine = state.context.engine;
   if (found == state.products.end()) {
@@ -156,8 +170,8 @@ struct OperandCopy {
 /// densely: as one flat run where the operand fills its span (it then keeps its
 /// layout), matrix by matrix otherwise.
 template <typename Copy>
-OperandCopy copyOperand(const Batch &batch, const int64_t strides[2], int64_t rows,
-                        int64_t cols, int64_t ld, Copy copy) {
+OperandCopy copyOperand(const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
+                        int64_t ld, Copy copy) {
   if (fillsItsSpan(batch, strides, rows, cols, ld)) {
     const int64_t none[2] = {0, 0}, count = batch.sizes[0] * batch.sizes[1] * rows * cols;
     copy(Batch{}, none, 1, count, count);
@@ -177,8 +191,7 @@ std::pair<std::byte *, std::byte *> operandBuffers(Dnnl &state, size_t aBytes, s
   if (!a || !b)
     fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
           "for their operands",
-          (long long)(batch.sizes[0] * batch.sizes[1]), (long long)m, (long long)n,
-          (long long)k);
+          (long long)(batch.sizes[0] * batch.sizes[1]), (long long)m, (long long)n, (long long)k);
   return {a, b};
 }
 
@@ -206,10 +219,8 @@ inline float widened(uint16_t half) {
 
 /// The emulation's copy (copyOperand's `copy`): each element of `in` through
 /// `element`, densely into the f32 matrices at `out`.
-template <typename In, typename Element>
-auto copyingTo(float *out, const In *in, Element element) {
-  return [=](const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
-             int64_t ld) {
+template <typename In, typename Element> auto copyingTo(float *out, const In *in, Element element) {
+  return [=](const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols, int64_t ld) {
     float *to = out;
     for (int64_t i = 0; i < batch.sizes[0]; ++i)
       for (int64_t j = 0; j < batch.sizes[1]; ++j)
@@ -225,9 +236,9 @@ auto copyingTo(float *out, const In *in, Element element) {
 /// The products of bfloat16 operands (`In` f32 elements rounded by `element`, or
 /// bfloat16 ones widened) emulated: the operands copied as f32, then an f32 product.
 template <typename In, typename Element>
-void emulatedProduct(bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
-                     int64_t k, const In *a, int64_t lda, const In *b, int64_t ldb, float *c,
-                     int64_t ldc, const Batch &batch, Element element) {
+void emulatedProduct(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                     const In *a, int64_t lda, const In *b, int64_t ldb, float *c, int64_t ldc,
+                     const Batch &batch, Element element) {
   Dnnl &state = dnnlState();
   // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
   const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
@@ -239,8 +250,8 @@ void emulatedProduct(bool accumulate, bool transA, bool transB, int64_t m, int64
   float *a32 = reinterpret_cast<float *>(aBuffer), *b32 = reinterpret_cast<float *>(bBuffer);
   OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, copyingTo(a32, a, element));
   OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, copyingTo(b32, b, element));
-  product(memory_type::f32, accumulate, transA, transB, m, n, k, a32, aCopy.ld, aCopy.strides,
-          b32, bCopy.ld, bCopy.strides, c, ldc, batch);
+  product(memory_type::f32, accumulate, transA, transB, m, n, k, a32, aCopy.ld, aCopy.strides, b32,
+          bCopy.ld, bCopy.strides, c, ldc, batch);
 }
 
 /// The product in bfloat16 on oneDNN's kernels: each operand converted into a buffer
@@ -255,15 +266,14 @@ void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n
   auto [a16, b16] = operandBuffers(state, products * size_t(aRows * aCols) * 2,
                                    products * size_t(bRows * bCols) * 2, m, n, k, batch);
   auto convertingTo = [&](const float *in, std::byte *out) {
-    return [&state, in, out](const Batch &batch, const int64_t strides[2], int64_t rows,
-                             int64_t cols, int64_t ld) {
-      convert(state, batch, strides, in, rows, cols, ld, out);
-    };
+    return
+        [&state, in, out](const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
+                          int64_t ld) { convert(state, batch, strides, in, rows, cols, ld, out); };
   };
   OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, convertingTo(a, a16));
   OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, convertingTo(b, b16));
-  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aCopy.ld, aCopy.strides,
-          b16, bCopy.ld, bCopy.strides, c, ldc, batch);
+  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aCopy.ld, aCopy.strides, b16,
+          bCopy.ld, bCopy.strides, c, ldc, batch);
 }
 
 /// Whether this CPU has bfloat16 kernels in oneDNN: AVX512-BF16 or AMX, in the ISA
@@ -301,9 +311,9 @@ Bf16Products bf16Products() {
 
 /// What a failure names: the batch of products and their shape.
 std::string products(const char *precision, int64_t m, int64_t n, int64_t k, const Batch &batch) {
-  return std::to_string(batch.sizes[0]) + " x " + std::to_string(batch.sizes[1]) + " " +
-         precision + " matrix products of " + std::to_string(m) + " x " + std::to_string(n) +
-         " x " + std::to_string(k);
+  return std::to_string(batch.sizes[0]) + " x " + std::to_string(batch.sizes[1]) + " " + precision +
+         " matrix products of " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+         std::to_string(k);
 }
 
 } // namespace
@@ -324,8 +334,8 @@ void bf16Gemm(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, i
   reportingFailures(
       [&] {
         if (bf16Products() == Bf16Products::Emulated)
-          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
-                                 batch, roundedToBf16);
+          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch,
+                                 roundedToBf16);
         bf16Product(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch);
       },
       [&] { return products("bfloat16", m, n, k, batch); });
@@ -337,8 +347,8 @@ void bf16OperandsGemm(bool accumulate, bool transA, bool transB, int64_t m, int6
   reportingFailures(
       [&] {
         if (bf16Products() == Bf16Products::Emulated)
-          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
-                                 batch, widened);
+          return emulatedProduct(accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch,
+                                 widened);
         product(memory_type::bf16, accumulate, transA, transB, m, n, k, a, lda, batch.a, b, ldb,
                 batch.b, c, ldc, batch);
       },

@@ -15,9 +15,9 @@
 // it back from cache rather than memory; the matrices live in the runtime's scratch
 // buffer, which collectives use too: no collective runs inside a kernel and the
 // runtime is single-threaded, so the two never hold it at the same time.
+#include "collectives/collectives.h"
 #include "dnnl_conv.h"
 #include "dnnl_matmul.h"
-#include "collectives/collectives.h"
 #include "memory/scratch.h"
 #include "mesh/mesh.h"
 
@@ -42,16 +42,16 @@ constexpr int64_t kThinSide = 16;
 /// One f32 product of sgemm's (below) with k > 0. Thin products (a side of at most
 /// 16: W1's at batch 8, their weight gradients) on oneDNN's sgemm, which is faster than
 /// OpenBLAS there (bench/kernels); the others on OpenBLAS.
-void f32Product(const char *caller, bool accumulate, bool transA, bool transB, int64_t m,
-                int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
-                float *c, int64_t ldc) {
+void f32Product(const char *caller, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+                int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                int64_t ldc) {
   const float beta = accumulate ? 1.0f : 0.0f;
   if (std::min(m, k) > kThinSide)
     return cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                        transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                        ldc);
-  const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f,
-                                          a, lda, b, ldb, beta, c, ldc);
+  const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
+                                          lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success)
     fatal("%s: oneDNN's sgemm failed on %lld x %lld x %lld (status %d)", caller, (long long)m,
           (long long)n, (long long)k, int(status));
@@ -134,8 +134,8 @@ struct ConvEntry {
 };
 
 /// A convolution's sgemm on dense matrices.
-void im2colProduct(ConvEntry entry, bool accumulate, bool transA, bool transB, int64_t m,
-                   int64_t n, int64_t k, const float *a, const float *b, float *c) {
+void im2colProduct(ConvEntry entry, bool accumulate, bool transA, bool transB, int64_t m, int64_t n,
+                   int64_t k, const float *a, const float *b, float *c) {
   sgemm(entry.name, /*im2col=*/true, entry.productsInBf16, accumulate, transA, transB, m, n, k, a,
         transA ? m : k, b, transB ? k : n, c, n);
 }
@@ -235,8 +235,8 @@ void conv2d(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, int64_t w
       forwardIm2col(h, w, c, pad_h, pad_w, kh, kw, oh, ow, sh, sw, dh, dw);
   const Windows &g = product.g;
   Im2colChunks(product, n).forEach(x, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct(entry, accumulate, false, false, images * g.rowsPerImage(), f,
-                  g.rowLength(), cols, k, y + first * g.rowsPerImage() * f);
+    im2colProduct(entry, accumulate, false, false, images * g.rowsPerImage(), f, g.rowLength(),
+                  cols, k, y + first * g.rowsPerImage() * f);
   });
 }
 
@@ -273,8 +273,8 @@ void conv2dInputGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, 
     auto [region] = scratch().regions<1>({flippedFiltersBytes(kh, kw, f, c)});
     float *flipped = reinterpret_cast<float *>(region);
     flip(flipped);
-    if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1,
-                        dy, flipped, dx))
+    if (dnnlConvolution(accumulate, n, dy_h, dy_w, f, pad_h, pad_w, kh, kw, c, h, w, 1, 1, 1, 1, dy,
+                        flipped, dx))
       return;
   }
   const Im2colProduct product = inputGradIm2col(h, w, c, kh, kw, f, dy_h, dy_w, pad_h, pad_w);
@@ -283,9 +283,8 @@ void conv2dInputGrad(ConvEntry entry, int32_t accumulate, int64_t n, int64_t h, 
   float *flipped = chunks.extra;
   flip(flipped);
   chunks.forEach(dy, [&](int64_t first, int64_t images, const float *cols) {
-    im2colProduct(entry, accumulate, false, false,
-                  images * g.rowsPerImage(), c, g.rowLength(), cols, flipped,
-                  dx + first * g.rowsPerImage() * c);
+    im2colProduct(entry, accumulate, false, false, images * g.rowsPerImage(), c, g.rowLength(),
+                  cols, flipped, dx + first * g.rowsPerImage() * c);
   });
 }
 
@@ -309,17 +308,15 @@ void shardrt_batched_matmul_f32(int32_t accumulate, int32_t trans_a, int32_t tra
                                 int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
                                 int64_t c_stride0, int64_t c_stride1, const float *a,
                                 const float *b, float *c) {
-  const Batch batch{{batch0, batch1},
-                    {a_stride0, a_stride1},
-                    {b_stride0, b_stride1},
-                    {c_stride0, c_stride1}};
+  const Batch batch{
+      {batch0, batch1}, {a_stride0, a_stride1}, {b_stride0, b_stride1}, {c_stride0, c_stride1}};
   sgemm("shardrt_batched_matmul_f32", /*im2col=*/false, /*inBf16=*/false, accumulate, trans_a,
         trans_b, m, n, k, a, lda, b, ldb, c, ldc, batch);
 }
 
-void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m,
-                         int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                         const uint16_t *a, const uint16_t *b, float *c) {
+void shardrt_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, const uint16_t *a,
+                         const uint16_t *b, float *c) {
   bf16Products("shardrt_matmul_bf16", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
                ldc);
 }
@@ -330,36 +327,33 @@ void shardrt_batched_matmul_bf16(int32_t accumulate, int32_t trans_a, int32_t tr
                                  int64_t a_stride1, int64_t b_stride0, int64_t b_stride1,
                                  int64_t c_stride0, int64_t c_stride1, const uint16_t *a,
                                  const uint16_t *b, float *c) {
-  const Batch batch{{batch0, batch1},
-                    {a_stride0, a_stride1},
-                    {b_stride0, b_stride1},
-                    {c_stride0, c_stride1}};
-  bf16Products("shardrt_batched_matmul_bf16", accumulate, trans_a, trans_b, m, n, k, a, lda, b,
-               ldb, c, ldc, batch);
+  const Batch batch{
+      {batch0, batch1}, {a_stride0, a_stride1}, {b_stride0, b_stride1}, {c_stride0, c_stride1}};
+  bf16Products("shardrt_batched_matmul_bf16", accumulate, trans_a, trans_b, m, n, k, a, lda, b, ldb,
+               c, ldc, batch);
 }
 
-#define SHARDRT_CONV2D_ENTRIES(PRECISION, IN_BF16)                                            \
-  void shardrt_conv2d_##PRECISION(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, \
-                                  int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw,          \
-                                  int64_t f, int64_t oh, int64_t ow, int64_t sh, int64_t sw,     \
-                                  int64_t dh, int64_t dw, const float *x, const float *k,        \
-                                  float *y) {                                                    \
-    conv2d({"shardrt_conv2d_" #PRECISION, IN_BF16}, accumulate, n, h, w, c, pad_h, pad_w, kh,    \
-           kw, f, oh, ow, sh, sw, dh, dw, x, k, y);                                              \
-  }                                                                                              \
-  void shardrt_conv2d_filter_grad_##PRECISION(                                                   \
-      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pad_h,             \
-      int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,      \
-      int64_t sw, const float *x, const float *dy, float *dw) {                                  \
-    conv2dFilterGrad({"shardrt_conv2d_filter_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w,  \
-                     c, pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, x, dy, dw);                     \
-  }                                                                                              \
-  void shardrt_conv2d_input_grad_##PRECISION(                                                    \
-      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,    \
-      int64_t f, int64_t dy_h, int64_t dy_w, int64_t pad_h, int64_t pad_w, const float *dy,      \
-      const float *k, float *dx) {                                                               \
-    conv2dInputGrad({"shardrt_conv2d_input_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w, c,  \
-                    kh, kw, f, dy_h, dy_w, pad_h, pad_w, dy, k, dx);                             \
+#define SHARDRT_CONV2D_ENTRIES(PRECISION, IN_BF16)                                                 \
+  void shardrt_conv2d_##PRECISION(int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c,  \
+                                  int64_t pad_h, int64_t pad_w, int64_t kh, int64_t kw, int64_t f, \
+                                  int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,      \
+                                  int64_t dw, const float *x, const float *k, float *y) {          \
+    conv2d({"shardrt_conv2d_" #PRECISION, IN_BF16}, accumulate, n, h, w, c, pad_h, pad_w, kh, kw,  \
+           f, oh, ow, sh, sw, dh, dw, x, k, y);                                                    \
+  }                                                                                                \
+  void shardrt_conv2d_filter_grad_##PRECISION(                                                     \
+      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pad_h,               \
+      int64_t pad_w, int64_t kh, int64_t kw, int64_t f, int64_t oh, int64_t ow, int64_t sh,        \
+      int64_t sw, const float *x, const float *dy, float *dw) {                                    \
+    conv2dFilterGrad({"shardrt_conv2d_filter_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w, c,  \
+                     pad_h, pad_w, kh, kw, f, oh, ow, sh, sw, x, dy, dw);                          \
+  }                                                                                                \
+  void shardrt_conv2d_input_grad_##PRECISION(                                                      \
+      int32_t accumulate, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,      \
+      int64_t f, int64_t dy_h, int64_t dy_w, int64_t pad_h, int64_t pad_w, const float *dy,        \
+      const float *k, float *dx) {                                                                 \
+    conv2dInputGrad({"shardrt_conv2d_input_grad_" #PRECISION, IN_BF16}, accumulate, n, h, w, c,    \
+                    kh, kw, f, dy_h, dy_w, pad_h, pad_w, dy, k, dx);                               \
   }
 
 SHARDRT_CONV2D_ENTRIES(f32, false)

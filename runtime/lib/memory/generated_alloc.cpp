@@ -4,8 +4,8 @@
 // with a segmentation fault; here the job stops with a message instead. And the
 // arena in which a step places its temporaries, which the runtime keeps from step to
 // step.
-#include "scratch.h"
 #include "mesh/mesh.h"
+#include "scratch.h"
 
 #include "shardrt/shardrt.h"
 
@@ -37,7 +37,8 @@ void _mlir_memref_to_llvm_free(void *pointer) { std::free(pointer); }
 
 void *shardrt_step_arena(int64_t bytes) {
   if (bytes < 0)
-    shardrt::fatal("shardrt_step_arena: a step asked for %lld bytes", static_cast<long long>(bytes));
+    shardrt::fatal("shardrt_step_arena: a step asked for %lld bytes",
+                   static_cast<long long>(bytes));
   // The steps ask for two or three sizes: the mapping is the largest in whole huge
   // pages, as shardc --report counts it, not twice a smaller one.
   static shardrt::ScratchBuffer arena(/*doubles=*/false);

@@ -5,8 +5,8 @@
 // (prng.h). So a value depends only on (seed, path, global index): the eight blocks of
 // a parameter split over eight ranks hold exactly the numbers of the unsharded
 // parameter, and a sharded run starts where the single-rank reference does.
-#include "prng.h"
 #include "mesh/mesh.h"
+#include "prng.h"
 
 #include "shardrt/shardrt.h"
 
@@ -66,10 +66,9 @@ void fillNormal(const char *caller, float *out, int ndim, const int64_t *globalS
                 const int64_t *localShape, const int64_t *localOffset, uint64_t seed,
                 const char *path, double stddev) {
   uint64_t key = fnv1a64(requirePath(caller, path));
-  fillShard(caller, out, ndim, globalShape, localShape, localOffset,
-            [&](uint64_t first, int64_t n, float *row) {
-              normalRun(seed, key, first, n, stddev, row);
-            });
+  fillShard(
+      caller, out, ndim, globalShape, localShape, localOffset,
+      [&](uint64_t first, int64_t n, float *row) { normalRun(seed, key, first, n, stddev, row); });
 }
 
 /// U(-limit, limit), computed in double and rounded once.

@@ -14,8 +14,7 @@ using namespace shardrt;
 // its AVX512DQ/VL give the 64-bit products full-width instructions. A step's dropout
 // masks are drawn here (bench/gpt times W4's steps, which have dropout).
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void
-shardrt::maskUniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n,
-                        float *out) {
+shardrt::maskUniformRun(uint64_t seed, uint64_t pathHash, uint64_t first, int64_t n, float *out) {
   // Elements before the first whole block and after the last one, one at a time.
   const int64_t head = std::min<int64_t>(n, int64_t((4 - first % 4) % 4));
   for (int64_t j = 0; j < head; ++j)
@@ -54,8 +53,8 @@ inline double logOfUnit(double x) {
   double m;
   std::memcpy(&m, &mBits, sizeof m);
   const double f = m - 1.0, s = f / (2.0 + f), z = s * s, w = z * z;
-  const double r = z * (kLg1 + w * (kLg3 + w * (kLg5 + w * kLg7))) +
-                   w * (kLg2 + w * (kLg4 + w * kLg6));
+  const double r =
+      z * (kLg1 + w * (kLg3 + w * (kLg5 + w * kLg7))) + w * (kLg2 + w * (kLg4 + w * kLg6));
   const double halfSquare = 0.5 * f * f, dk = double(k);
   return dk * kLn2Hi - ((halfSquare - (s * (halfSquare + r) + dk * kLn2Lo)) - f);
 }

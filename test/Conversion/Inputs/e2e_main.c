@@ -30,8 +30,7 @@ typedef struct {
 /* Calls `visit` on every element offset (in elements, from `aligned`) in row-major
  * order of the shape. */
 static void for_each_element(int64_t rank, const Descriptor *d,
-                             void (*visit)(void *ctx, int64_t linear, int64_t offset),
-                             void *ctx) {
+                             void (*visit)(void *ctx, int64_t linear, int64_t offset), void *ctx) {
   const int64_t *sizes = d->sizes_and_strides;
   const int64_t *strides = d->sizes_and_strides + rank;
   int64_t count = 1;
@@ -55,12 +54,8 @@ static void fill_i32_at(void *ctx, int64_t linear, int64_t offset) {
   ((int32_t *)ctx)[offset] = (int32_t)(100 * shardrt_rank() + linear);
 }
 
-void fill_f32(int64_t rank, Descriptor *d) {
-  for_each_element(rank, d, fill_f32_at, d->aligned);
-}
-void fill_i32(int64_t rank, Descriptor *d) {
-  for_each_element(rank, d, fill_i32_at, d->aligned);
-}
+void fill_f32(int64_t rank, Descriptor *d) { for_each_element(rank, d, fill_f32_at, d->aligned); }
+void fill_i32(int64_t rank, Descriptor *d) { for_each_element(rank, d, fill_i32_at, d->aligned); }
 
 typedef struct {
   const void *data;

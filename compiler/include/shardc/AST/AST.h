@@ -80,7 +80,8 @@ struct BoolExpr : Expr {
 };
 /// `[a, b = 2]` used as a value: axis lists and target shapes of builtins.
 struct ShapeExpr : Expr {
-  ShapeExpr(SMRange r, std::vector<DimAST> dims) : Expr(ExprKind::Shape, r), dims(std::move(dims)) {}
+  ShapeExpr(SMRange r, std::vector<DimAST> dims)
+      : Expr(ExprKind::Shape, r), dims(std::move(dims)) {}
   static bool classof(const Expr *expr) { return expr->kind == ExprKind::Shape; }
   std::vector<DimAST> dims;
 };
@@ -157,7 +158,7 @@ struct BlockAST {
   SMRange range;
   std::vector<ConfigParamAST> config;
   std::vector<ParamDeclAST> params;
-  std::vector<LetAST> lets; // sub-block instances
+  std::vector<LetAST> lets;         // sub-block instances
   std::vector<ForwardAST> forwards; // sema checks there is exactly one
 };
 

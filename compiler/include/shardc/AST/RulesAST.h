@@ -36,7 +36,7 @@ std::string formatMeshAxes(const std::vector<std::string> &axes);
 
 struct RuleAST {
   std::string logicalAxis;
-  SMRange range;    // the whole rule
+  SMRange range; // the whole rule
   SMRange axisRange;
   MeshTargetAST target;
 };

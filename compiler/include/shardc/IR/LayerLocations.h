@@ -3,7 +3,8 @@
 // MLIRGen names the location of every op a scanned layer's node makes:
 // `loc("layer 3 forward"(<source>))`, `backward` for its gradient and remat
 // copies, `check` and `update` for what the optimizer does with its
-// parameters' gradients (TypedProgram.h's LayerStage). Partitioning keeps locations on what it makes of an op (and
+// parameters' gradients (TypedProgram.h's LayerStage). Partitioning keeps locations on what it
+// makes of an op (and
 // --locations prints them), so shardc-outline-layers finds each layer's ops
 // after partitioning without a side table.
 //
@@ -36,8 +37,8 @@ struct LayerPart {
 inline constexpr const char *kLayerStageNames[] = {"forward", "backward", "check", "update"};
 
 inline mlir::Location layerLoc(mlir::Location source, LayerPart part) {
-  std::string name = "layer " + std::to_string(part.layer) + " " +
-                     kLayerStageNames[static_cast<int>(part.stage)];
+  std::string name =
+      "layer " + std::to_string(part.layer) + " " + kLayerStageNames[static_cast<int>(part.stage)];
   return mlir::NameLoc::get(mlir::StringAttr::get(source->getContext(), name), source);
 }
 

@@ -19,8 +19,8 @@
 
 #include "shardc/IR/Attributes.h"
 #include "shardc/Sema/TypedProgram.h"
-#include "shardc/Train/StepFunctions.h"
 #include "shardc/Support/Diagnostics.h"
+#include "shardc/Train/StepFunctions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

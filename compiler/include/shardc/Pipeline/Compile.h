@@ -22,20 +22,20 @@ struct CompileOptions {
   enum class ReportFormat { None, Text, JSON };
 
   std::string modelFile;
-  std::string rulesFile;            // --rules; empty: none
-  std::optional<Emit> emit;         // --emit, when given
-  std::string outputFile = "-";     // -o; "-": standard output
-  bool reference = false;           // --reference
-  bool unrollScans = false;         // --unroll-scans
-  bool printLocations = false;      // --locations
+  std::string rulesFile;                    // --rules; empty: none
+  std::optional<Emit> emit;                 // --emit, when given
+  std::string outputFile = "-";             // -o; "-": standard output
+  bool reference = false;                   // --reference
+  bool unrollScans = false;                 // --unroll-scans
+  bool printLocations = false;              // --locations
   ReportFormat report = ReportFormat::None; // --report[=text|json]
-  bool strict = false;              // --strict
-  std::string runtimeDir;           // --runtime-dir: the folder of libshardrt.so
-  std::string maxMemoryPerRank;     // --max-memory-per-rank
-  std::string targetCpu = "native"; // --target-cpu
-  std::string targetFeatures;       // --target-features
-  std::vector<std::string> importDirs; // -I
-  std::vector<std::string> configSets; // --set NAME=VALUE
+  bool strict = false;                      // --strict
+  std::string runtimeDir;                   // --runtime-dir: the folder of libshardrt.so
+  std::string maxMemoryPerRank;             // --max-memory-per-rank
+  std::string targetCpu = "native";         // --target-cpu
+  std::string targetFeatures;               // --target-features
+  std::vector<std::string> importDirs;      // -I
+  std::vector<std::string> configSets;      // --set NAME=VALUE
 };
 
 /// Runs shardc on `options`: prints the stage asked for (or the plan, or the

@@ -63,7 +63,6 @@ private:
   std::string stage; // empty outside `run`
   bool internalReported = false;
   std::set<std::pair<const char *, std::string>> reported; // where, what
-
 };
 
 /// Every dialect, interface and sharding model the pipeline needs, the

@@ -30,8 +30,7 @@ namespace shardc {
 /// shardc-plan-buffers planned for each step function when the module was
 /// lowered (addPlannedMemory), by role: "train", "eval", "grad".
 struct MemoryPerRank {
-  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0,
-          activationsAtPeak = 0;
+  int64_t parameters = 0, optimizerState = 0, inputs = 0, activations = 0, activationsAtPeak = 0;
   llvm::SmallVector<std::pair<std::string, int64_t>, 3> arenas;
   /// The step's floating-point work, the part of it in contractions and
   /// convolutions (GEMM-like: compute-bound, where the rest streams through

@@ -26,7 +26,7 @@ struct SignatureParam {
   std::string name;
   ArgKind kind = ArgKind::Tensor;
   bool hasDefault = false;
-  std::string defaultText; // source text of the default, e.g. `1`, `"SAME"`, `[]`
+  std::string defaultText;  // source text of the default, e.g. `1`, `"SAME"`, `[]`
   bool keywordOnly = false; // after a `*` in the signature: passed by name only
 };
 

@@ -69,15 +69,15 @@ bool applyPrecisions(TypedProgram &program, llvm::ArrayRef<PrecisionAST> precisi
 /// The `--set NAME=VALUE` flags as overrides, each located in a buffer of its own
 /// (`<command line>`) so that an error points into the flag; std::nullopt after
 /// reporting one that is not NAME=VALUE.
-std::optional<std::vector<ConfigOverride>>
-parseConfigOverrides(llvm::ArrayRef<std::string> sets, llvm::SourceMgr &sourceMgr,
-                     DiagnosticEngine &diags);
+std::optional<std::vector<ConfigOverride>> parseConfigOverrides(llvm::ArrayRef<std::string> sets,
+                                                                llvm::SourceMgr &sourceMgr,
+                                                                DiagnosticEngine &diags);
 
 /// shardc tune's `--precision NAME=TYPE` flags as a rules file's precision lines,
 /// located like parseConfigOverrides' flags, for applyPrecisions to check.
-std::optional<std::vector<PrecisionAST>>
-parsePrecisionFlags(llvm::ArrayRef<std::string> flags, llvm::SourceMgr &sourceMgr,
-                    DiagnosticEngine &diags);
+std::optional<std::vector<PrecisionAST>> parsePrecisionFlags(llvm::ArrayRef<std::string> flags,
+                                                             llvm::SourceMgr &sourceMgr,
+                                                             DiagnosticEngine &diags);
 
 } // namespace shardc
 

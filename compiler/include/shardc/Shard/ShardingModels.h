@@ -60,14 +60,13 @@ public:
   llvm::LogicalResult addTensor(const mlir::shard::Sharding &sharding);
 
   /// Records that loop `loop` is split on `axes`; an empty `axes` is a no-op.
-  llvm::LogicalResult addLoop(unsigned loop,
-                              llvm::ArrayRef<mlir::shard::GridAxis> axes);
+  llvm::LogicalResult addLoop(unsigned loop, llvm::ArrayRef<mlir::shard::GridAxis> axes);
 
   /// addTensor, then addLoop for each of the tensor's `rank` dimensions with
   /// the loop `loopOf` gives it; a dimension without one is left out.
-  llvm::LogicalResult addTensorDims(
-      const mlir::shard::Sharding &sharding, int64_t rank,
-      llvm::function_ref<std::optional<unsigned>(int64_t dim)> loopOf);
+  llvm::LogicalResult
+  addTensorDims(const mlir::shard::Sharding &sharding, int64_t rank,
+                llvm::function_ref<std::optional<unsigned>(int64_t dim)> loopOf);
 
   /// The option; empty (nothing known yet) when no operand or result had a
   /// sharding. A replicated one counts, as in MLIR 22's default model.
@@ -80,14 +79,13 @@ private:
 
 /// Split axes of dimension `dim` of a sharding (empty when replicated or past
 /// the trailing entries the sharding omits).
-llvm::ArrayRef<mlir::shard::GridAxis>
-splitAxesOfDim(const mlir::shard::Sharding &sharding, int64_t dim);
+llvm::ArrayRef<mlir::shard::GridAxis> splitAxesOfDim(const mlir::shard::Sharding &sharding,
+                                                     int64_t dim);
 
 /// Number of devices the product of `axes` of the grid named by `sharding`
 /// spans, or std::nullopt when the grid cannot be found.
-std::optional<int64_t>
-deviceCountOfAxes(mlir::Operation *op, const mlir::shard::Sharding &sharding,
-                  llvm::ArrayRef<mlir::shard::GridAxis> axes);
+std::optional<int64_t> deviceCountOfAxes(mlir::Operation *op, const mlir::shard::Sharding &sharding,
+                                         llvm::ArrayRef<mlir::shard::GridAxis> axes);
 
 } // namespace shard_detail
 } // namespace shardc

@@ -24,8 +24,8 @@ inline bool isMultiplyAccumulateBody(mlir::Block &body) {
   if (!add)
     return false;
   mlir::Value out = body.getArgument(2);
-  auto mul = (add.getLhs() == out ? add.getRhs() : add.getLhs())
-                 .getDefiningOp<mlir::arith::MulFOp>();
+  auto mul =
+      (add.getLhs() == out ? add.getRhs() : add.getLhs()).getDefiningOp<mlir::arith::MulFOp>();
   if (!mul || (add.getLhs() != out && add.getRhs() != out))
     return false;
   auto widened = [](mlir::Value v) {

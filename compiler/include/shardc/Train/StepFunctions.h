@@ -64,7 +64,12 @@ namespace shardc {
 /// it calls (parameters, then state, inputs, the step), and for apply_step
 /// what the microbatches summed.
 enum class ArgRole {
-  parameter, optimizer_state, input, step, gradient, loss,
+  parameter,
+  optimizer_state,
+  input,
+  step,
+  gradient,
+  loss,
   activation, // a pipeline stage's value sent by an earlier stage
   cotangent,  // the cotangent of one it sent, sent back by the later stage
   residual    // a forward value of the stage that its backward pass reads
@@ -72,12 +77,12 @@ enum class ArgRole {
 
 /// An argument or a result of a step function: a node of the flat graph.
 struct FunctionValue {
-  std::string name;  // parameter path, input name, `mu/conv1.w`, `step`, `loss`
+  std::string name; // parameter path, input name, `mu/conv1.w`, `step`, `loss`
   unsigned node = 0;
-  int64_t layer = -1; // a scanned parameter's layer (and its state's, its gradient's),
-                      // or a scanned dropout input's
+  int64_t layer = -1;   // a scanned parameter's layer (and its state's, its gradient's),
+                        // or a scanned dropout input's
   bool stacked = false; // every layer of a scanned parameter, along dim 0 (pipelines)
-  Sharding sharding;  // no dims: left to propagation (scalars)
+  Sharding sharding;    // no dims: left to propagation (scalars)
   SMRange loc;
   /// A loss or metric that is the mean over the batch, returned unreduced
   /// by eval_step so that the runtime can leave out a padded batch's rows.
@@ -233,15 +238,12 @@ struct UpdateNodes {
 /// `step` (an f32 scalar node), applied only where `loss` and every gradient are
 /// finite (else each parameter and state keeps its value).
 UpdateNodes appendOptimizerUpdate(Graph &graph, const Optimizer &optimizer, unsigned loss,
-                                  const std::vector<unsigned> &params,
-                                  std::vector<unsigned> grads,
-                                  const std::vector<std::vector<unsigned>> &state,
-                                  unsigned step);
+                                  const std::vector<unsigned> &params, std::vector<unsigned> grads,
+                                  const std::vector<std::vector<unsigned>> &state, unsigned step);
 
 /// Appends a node of `op` on `operands`; returns its id.
-unsigned appendNode(Graph &graph, OpKind op, std::vector<unsigned> operands,
-                    const TensorType &type, SMRange loc,
-                    std::map<std::string, Attribute> attrs = {});
+unsigned appendNode(Graph &graph, OpKind op, std::vector<unsigned> operands, const TensorType &type,
+                    SMRange loc, std::map<std::string, Attribute> attrs = {});
 
 } // namespace shardc
 

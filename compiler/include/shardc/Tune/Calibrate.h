@@ -20,8 +20,7 @@ namespace shardc {
 /// parseCalibration. The GEMM and streaming rates and the ranks' own link are
 /// measured as the timed runs start them (all N ranks); with --hosts, a host's link
 /// with its N/H ranks over shared memory. `argv0` finds shardrt-calibrate.
-llvm::Expected<Calibration> loadOrMeasureCalibration(const TuneOptions &options,
-                                                     const char *argv0);
+llvm::Expected<Calibration> loadOrMeasureCalibration(const TuneOptions &options, const char *argv0);
 
 } // namespace shardc
 

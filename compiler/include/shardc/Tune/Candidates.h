@@ -45,10 +45,10 @@ ModelAxes analyzeAxes(const TypedProgram &program);
 
 /// One layout: a mesh of `data` and `model` and the rules, in order.
 struct Candidate {
-  std::string name;  // "megatron", "tp(hidden)", "dp", ...
+  std::string name; // "megatron", "tp(hidden)", "dp", ...
   Mesh mesh;
   std::vector<std::pair<std::string, std::string>> rules; // logical axis -> mesh axis
-  std::string summary; // "batch over data, hidden over model"
+  std::string summary;                                    // "batch over data, hidden over model"
   /// The precision policy every candidate shares (shardc tune --precision):
   /// matmul -> bf16, ...
   std::vector<std::pair<std::string, std::string>> precisions;

@@ -35,9 +35,9 @@ struct Calibration {
   int64_t ranks = 0, hosts = 1;
   double gemmFlopsPerRank = 0;
   double gemmBf16FlopsPerRank = 0; // products in bfloat16; 0: not measured
-  bool bf16Emulated = false; // those on the f32 path: the CPU has no bf16 kernels
-  double elementwisePerRank = 0; // loop iterations per second of a streaming op
-  LinkCost local;                 // inside a host
+  bool bf16Emulated = false;       // those on the f32 path: the CPU has no bf16 kernels
+  double elementwisePerRank = 0;   // loop iterations per second of a streaming op
+  LinkCost local;                  // inside a host
   std::optional<LinkCost> network; // between hosts (hosts > 1)
   llvm::json::Value toJSON() const;
 };

@@ -25,19 +25,19 @@ namespace shardc {
 /// shardc tune's options, as its --help describes them.
 struct TuneOptions {
   std::string modelFile;
-  int64_t ranks = 0;               // --ranks
-  int64_t hosts = 1;               // --hosts
-  unsigned top = 3;                // --top
-  unsigned steps = 8;              // --steps
-  std::string outputFile;          // -o; empty: MODEL.tuned.rules
-  std::string workDir;             // --work-dir; empty: MODEL.tune
-  std::string calibrationFile;     // --calibration; empty: measure one
-  std::string launcherText;        // --launcher; empty: mpirun
-  std::string maxMemoryPerRank;    // --max-memory-per-rank; empty: this host's over its ranks
-  unsigned timeout = 600;          // --timeout, seconds
-  bool asJSON = false;             // --json
-  std::vector<std::string> importDirs;     // -I
-  std::vector<std::string> configSets;     // --set NAME=VALUE
+  int64_t ranks = 0;                   // --ranks
+  int64_t hosts = 1;                   // --hosts
+  unsigned top = 3;                    // --top
+  unsigned steps = 8;                  // --steps
+  std::string outputFile;              // -o; empty: MODEL.tuned.rules
+  std::string workDir;                 // --work-dir; empty: MODEL.tune
+  std::string calibrationFile;         // --calibration; empty: measure one
+  std::string launcherText;            // --launcher; empty: mpirun
+  std::string maxMemoryPerRank;        // --max-memory-per-rank; empty: this host's over its ranks
+  unsigned timeout = 600;              // --timeout, seconds
+  bool asJSON = false;                 // --json
+  std::vector<std::string> importDirs; // -I
+  std::vector<std::string> configSets; // --set NAME=VALUE
   std::vector<std::string> precisionFlags; // --precision NAME=TYPE
   std::vector<std::string> runArgs;        // --run-arg
 };
