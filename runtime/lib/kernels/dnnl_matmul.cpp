@@ -183,18 +183,6 @@ OperandCopy copyOperand(const Batch &batch, const int64_t strides[2], int64_t ro
   return dense;
 }
 
-/// The operands' buffers: `bytes` for a, then for b.
-std::pair<std::byte *, std::byte *> operandBuffers(Dnnl &state, size_t aBytes, size_t bBytes,
-                                                   int64_t m, int64_t n, int64_t k,
-                                                   const Batch &batch) {
-  std::byte *a = state.a.tryReserve(aBytes), *b = state.b.tryReserve(bBytes);
-  if (!a || !b)
-    fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
-          "for their operands",
-          (long long)(batch.sizes[0] * batch.sizes[1]), (long long)m, (long long)n, (long long)k);
-  return {a, b};
-}
-
 /// `x` rounded to bfloat16 (to nearest, ties to even, as oneDNN's conversion), kept
 /// in f32. A NaN stays a NaN.
 inline float roundedToBf16(float x) {
@@ -233,25 +221,40 @@ template <typename In, typename Element> auto copyingTo(float *out, const In *in
   };
 }
 
+/// The products of `batch` on copies of both operands, each made by the copy
+/// `copier(operand, buffer)` returns (copyOperand's `copy`) into a buffer of its own at
+/// `bytes` per element, then oneDNN's matmul of `type` on the copies.
+template <typename In, typename Copier>
+void productOfCopies(memory_type type, size_t bytes, bool accumulate, bool transA, bool transB,
+                     int64_t m, int64_t n, int64_t k, const In *a, int64_t lda, const In *b,
+                     int64_t ldb, float *c, int64_t ldc, const Batch &batch, Copier copier) {
+  Dnnl &state = dnnlState();
+  // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
+  const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+  const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+  const size_t products = size_t(batch.sizes[0] * batch.sizes[1]);
+  std::byte *aCopy = state.a.tryReserve(products * size_t(aRows * aCols) * bytes);
+  std::byte *bCopy = state.b.tryReserve(products * size_t(bRows * bCols) * bytes);
+  if (!aCopy || !bCopy)
+    fatal("out of memory: %lld bfloat16 matrix products of %lld x %lld x %lld have no room "
+          "for their operands",
+          (long long)products, (long long)m, (long long)n, (long long)k);
+  OperandCopy aLayout = copyOperand(batch, batch.a, aRows, aCols, lda, copier(a, aCopy));
+  OperandCopy bLayout = copyOperand(batch, batch.b, bRows, bCols, ldb, copier(b, bCopy));
+  product(type, accumulate, transA, transB, m, n, k, aCopy, aLayout.ld, aLayout.strides, bCopy,
+          bLayout.ld, bLayout.strides, c, ldc, batch);
+}
+
 /// The products of bfloat16 operands (`In` f32 elements rounded by `element`, or
 /// bfloat16 ones widened) emulated: the operands copied as f32, then an f32 product.
 template <typename In, typename Element>
 void emulatedProduct(bool accumulate, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                      const In *a, int64_t lda, const In *b, int64_t ldb, float *c, int64_t ldc,
                      const Batch &batch, Element element) {
-  Dnnl &state = dnnlState();
-  // Stored as they are: a is [m, k] or [k, m], b [k, n] or [n, k].
-  const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-  const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-  const size_t products = size_t(batch.sizes[0] * batch.sizes[1]);
-  auto [aBuffer, bBuffer] =
-      operandBuffers(state, products * size_t(aRows * aCols) * sizeof(float),
-                     products * size_t(bRows * bCols) * sizeof(float), m, n, k, batch);
-  float *a32 = reinterpret_cast<float *>(aBuffer), *b32 = reinterpret_cast<float *>(bBuffer);
-  OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, copyingTo(a32, a, element));
-  OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, copyingTo(b32, b, element));
-  product(memory_type::f32, accumulate, transA, transB, m, n, k, a32, aCopy.ld, aCopy.strides, b32,
-          bCopy.ld, bCopy.strides, c, ldc, batch);
+  productOfCopies(memory_type::f32, sizeof(float), accumulate, transA, transB, m, n, k, a, lda, b,
+                  ldb, c, ldc, batch, [&](const In *in, std::byte *out) {
+                    return copyingTo(reinterpret_cast<float *>(out), in, element);
+                  });
 }
 
 /// The product in bfloat16 on oneDNN's kernels: each operand converted into a buffer
@@ -260,20 +263,13 @@ void bf16Product(bool accumulate, bool transA, bool transB, int64_t m, int64_t n
                  const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                  const Batch &batch) {
   Dnnl &state = dnnlState();
-  const int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-  const int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-  const size_t products = size_t(batch.sizes[0] * batch.sizes[1]);
-  auto [a16, b16] = operandBuffers(state, products * size_t(aRows * aCols) * 2,
-                                   products * size_t(bRows * bCols) * 2, m, n, k, batch);
-  auto convertingTo = [&](const float *in, std::byte *out) {
-    return
-        [&state, in, out](const Batch &batch, const int64_t strides[2], int64_t rows, int64_t cols,
-                          int64_t ld) { convert(state, batch, strides, in, rows, cols, ld, out); };
-  };
-  OperandCopy aCopy = copyOperand(batch, batch.a, aRows, aCols, lda, convertingTo(a, a16));
-  OperandCopy bCopy = copyOperand(batch, batch.b, bRows, bCols, ldb, convertingTo(b, b16));
-  product(memory_type::bf16, accumulate, transA, transB, m, n, k, a16, aCopy.ld, aCopy.strides, b16,
-          bCopy.ld, bCopy.strides, c, ldc, batch);
+  productOfCopies(memory_type::bf16, 2, accumulate, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
+                  batch, [&state](const float *in, std::byte *out) {
+                    return [&state, in, out](const Batch &batch, const int64_t strides[2],
+                                             int64_t rows, int64_t cols, int64_t ld) {
+                      convert(state, batch, strides, in, rows, cols, ld, out);
+                    };
+                  });
 }
 
 /// Whether this CPU has bfloat16 kernels in oneDNN: AVX512-BF16 or AMX, in the ISA
