@@ -261,23 +261,36 @@ Value MLIRGenImpl::reduce(ValueRange inputs, ArrayRef<bool> reduced, TypedAttr i
                  AffineMap::get(rank, 0, kept, b.getContext()), iterators, at, combine);
 }
 
-Value MLIRGenImpl::reduceLast(ValueRange inputs, TypedAttr init, Location at, BodyBuilder combine) {
-  unsigned rank = cast<RankedTensorType>(inputs.front().getType()).getRank();
-  SmallVector<bool> reduced(rank, false);
+/// The mask of x's last dim.
+SmallVector<bool> MLIRGenImpl::lastAxis(Value x) {
+  SmallVector<bool> reduced(cast<RankedTensorType>(x.getType()).getRank(), false);
   reduced.back() = true;
-  return reduce(inputs, reduced, init, at, combine);
+  return reduced;
 }
 
-/// body(full...[..., i], reducedValue[...]) over the shape of `full`.
-Value MLIRGenImpl::broadcastLast(ValueRange full, Value reducedValue, Location at,
-                                 BodyBuilder body) {
+/// The mask of `type`'s dims named in `over`.
+SmallVector<bool> MLIRGenImpl::axesNamed(const shardc::TensorType &type,
+                                         const std::vector<std::string> &over) {
+  SmallVector<bool> reduced;
+  for (const Dim &d : type.dims)
+    reduced.push_back(llvm::is_contained(over, d.axis));
+  return reduced;
+}
+
+/// body(full...[i...], reducedValue[i... without the reduced dims]) over the shape of `full`.
+Value MLIRGenImpl::broadcastReduced(ValueRange full, Value reducedValue, ArrayRef<bool> reduced,
+                                    Location at, BodyBuilder body) {
   auto type = cast<RankedTensorType>(full.front().getType());
   unsigned rank = type.getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineExpr> kept;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!reduced[d])
+      kept.push_back(b.getAffineDimExpr(d));
   SmallVector<Value> inputs(full);
   inputs.push_back(reducedValue);
   SmallVector<AffineMap> maps(full.size(), identity);
-  maps.push_back(identity.dropResult(rank - 1));
+  maps.push_back(AffineMap::get(rank, 0, kept, b.getContext()));
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   return generic(inputs, maps, empty(type.getShape(), type.getElementType(), at), identity,
                  iterators, at, body);
@@ -298,11 +311,25 @@ Value MLIRGenImpl::broadcastTo(Value x, ArrayRef<bool> missing, RankedTensorType
                  iterators, at, body);
 }
 
-Value MLIRGenImpl::sumLast(Value x, Location at) {
-  return reduceLast(x, b.getF32FloatAttr(0), at,
-                    [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                      return arith::AddFOp::create(n, l, a[0], a[1]);
-                    });
+Value MLIRGenImpl::sumOver(ValueRange inputs, ArrayRef<bool> reduced, Location at) {
+  return reduce(inputs, reduced, b.getF32FloatAttr(0), at,
+                [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                  Value term = a[0];
+                  for (Value factor : a.drop_front().drop_back())
+                    term = arith::MulFOp::create(n, l, term, factor);
+                  return arith::AddFOp::create(n, l, a.back(), term);
+                });
+}
+
+Value MLIRGenImpl::extremum(Value x, ArrayRef<bool> reduced, bool largest, Location at) {
+  float init =
+      largest ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  return reduce(x, reduced, b.getF32FloatAttr(init), at,
+                [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                  if (largest)
+                    return arith::MaximumFOp::create(n, l, a[0], a[1]);
+                  return arith::MinimumFOp::create(n, l, a[0], a[1]);
+                });
 }
 
 Value MLIRGenImpl::geluTanhArgument(OpBuilder &n, Location at, Value x) {
@@ -371,7 +398,13 @@ Value MLIRGenImpl::oneHot(Value ids, int64_t classes, Location at) {
                  iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
                    Value index = linalg::IndexOp::create(n, l, rank - 1);
                    Value asI32 = arith::IndexCastOp::create(n, l, n.getI32Type(), index);
-                   Value hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
+                   Value hit;
+                   if (isa<FloatType>(a[0].getType()))
+                     hit = arith::CmpFOp::create(
+                         n, l, arith::CmpFPredicate::OEQ, a[0],
+                         arith::SIToFPOp::create(n, l, a[0].getType(), asI32));
+                   else
+                     hit = arith::CmpIOp::create(n, l, arith::CmpIPredicate::eq, a[0], asI32);
                    return arith::UIToFPOp::create(n, l, n.getF32Type(), hit);
                  });
 }
@@ -413,16 +446,14 @@ Value MLIRGenImpl::contractByName(Value lhs, Value rhs, const shardc::TensorType
 /// Just above ln(FLT_MIN): exp's smallest normal result.
 constexpr float kSmallestNormalExp = -87.33f;
 
-/// log_softmax (or softmax) over the last dim, stabilised by the maximum.
-Value MLIRGenImpl::logSoftmax(Value x, Location at, bool softmax) {
+/// log_softmax (or softmax) over the `reduced` dims, stabilised by the maximum.
+Value MLIRGenImpl::logSoftmax(Value x, ArrayRef<bool> reduced, Location at, bool softmax) {
   Type f32 = b.getF32Type();
-  Value max = reduceLast(x, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()), at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           return arith::MaximumFOp::create(n, l, a[0], a[1]);
-                         });
-  Value shifted = broadcastLast(x, max, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
-    return arith::SubFOp::create(n, l, a[0], a[1]);
-  });
+  Value max = extremum(x, reduced, /*largest=*/true, at);
+  Value shifted =
+      broadcastReduced(x, max, reduced, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+        return arith::SubFOp::create(n, l, a[0], a[1]);
+      });
   // exp of what lies more than ln(FLT_MIN) below the maximum (a causal mask's
   // -inf) is 0, not taken: glibc's vector expf computes such lanes one by one
   // in scalar code (half of every attention row; 3 % of W4's step).
@@ -433,26 +464,22 @@ Value MLIRGenImpl::logSoftmax(Value x, Location at, bool softmax) {
     Value exp = math::ExpOp::create(n, l, arith::MaximumFOp::create(n, l, a[0], smallest));
     return arith::SelectOp::create(n, l, underflows, constant(0.0f), exp);
   });
-  Value total = reduceLast(exps, b.getF32FloatAttr(0), at,
-                           [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                             return arith::AddFOp::create(n, l, a[0], a[1]);
-                           });
+  Value total = sumOver(exps, reduced, at);
   if (softmax)
-    return broadcastLast(exps, total, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
-      return arith::DivFOp::create(n, l, a[0], a[1]);
-    });
-  return broadcastLast(shifted, total, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
-    return arith::SubFOp::create(n, l, a[0], math::LogOp::create(n, l, a[1]));
-  });
+    return broadcastReduced(exps, total, reduced, at,
+                            [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                              return arith::DivFOp::create(n, l, a[0], a[1]);
+                            });
+  return broadcastReduced(
+      shifted, total, reduced, at, [](OpBuilder &n, Location l, ValueRange a) -> Value {
+        return arith::SubFOp::create(n, l, a[0], math::LogOp::create(n, l, a[1]));
+      });
 }
 
 /// The index of the first maximum along the last dim: max, then the least
 /// index holding it (both are reductions upstream knows how to split).
 Value MLIRGenImpl::argmax(Value x, Location at) {
-  Value max = reduceLast(x, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()), at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           return arith::MaximumFOp::create(n, l, a[0], a[1]);
-                         });
+  Value max = extremum(x, lastAxis(x), /*largest=*/true, at);
   auto type = cast<RankedTensorType>(x.getType());
   unsigned rank = type.getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
@@ -471,6 +498,109 @@ Value MLIRGenImpl::argmax(Value x, Location at) {
                        n, l, n.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
                    Value candidate = arith::SelectOp::create(n, l, isMax, asI32, none);
                    return arith::MinSIOp::create(n, l, a[2], candidate);
+                 });
+}
+
+/// The running sum along `over`: loops are x's dims, then j along `over`, summed
+/// where j is at or before the result's position (after, for `reverse`; strictly,
+/// for `exclusive`).
+Value MLIRGenImpl::cumsum(Value x, const Node &node, Location at) {
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  unsigned over = node.type.axisIndex(attr<std::string>(node, "over"));
+  bool exclusive = attr<int64_t>(node, "exclusive"), reverse = attr<int64_t>(node, "reverse");
+  SmallVector<unsigned> xDims = llvm::to_vector(llvm::seq<unsigned>(0, rank));
+  xDims[over] = rank;
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  using arith::CmpIPredicate;
+  CmpIPredicate summed = reverse ? (exclusive ? CmpIPredicate::ugt : CmpIPredicate::uge)
+                                 : (exclusive ? CmpIPredicate::ult : CmpIPredicate::ule);
+  return generic({x}, {loopMap(xDims, rank + 1)},
+                 filled(type.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at),
+                 loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), rank + 1), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value j = linalg::IndexOp::create(n, l, rank);
+                   Value i = linalg::IndexOp::create(n, l, over);
+                   Value keep = arith::CmpIOp::create(n, l, summed, j, i);
+                   Value term =
+                       arith::SelectOp::create(n, l, keep, a[0], scalar(n.getF32Type(), 0, l));
+                   return arith::AddFOp::create(n, l, a[1], term);
+                 });
+}
+
+/// f32 [x's dims, into]: 1 where x's element is the c-th largest along `over` (c the
+/// index along `into`; ties: the lower index first), else 0. Each element's place is
+/// the count of elements along `over` that come before it: larger, or equal at a lower
+/// index (a reduction over a second loop along `over`, small for a router's experts).
+Value MLIRGenImpl::topKMask(Value x, const Node &node, Location at) {
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  const Node &input = steps.graph.nodes[node.operands[0]];
+  unsigned over = input.type.axisIndex(attr<std::string>(node, "over"));
+  int64_t k = attr<int64_t>(node, "k");
+  SmallVector<unsigned> own = llvm::to_vector(llvm::seq<unsigned>(0, rank)), other = own;
+  other[over] = rank;
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Value place = generic(
+      {x, x}, {loopMap(own, rank + 1), loopMap(other, rank + 1)},
+      filled(type.getShape(), b.getF32Type(), b.getF32FloatAttr(0), at), loopMap(own, rank + 1),
+      iterators, at, [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+        using arith::CmpFPredicate;
+        Value larger = arith::CmpFOp::create(n, l, CmpFPredicate::OGT, a[1], a[0]);
+        Value equal = arith::CmpFOp::create(n, l, CmpFPredicate::OEQ, a[1], a[0]);
+        Value lower = arith::CmpIOp::create(n, l, arith::CmpIPredicate::ult,
+                                            linalg::IndexOp::create(n, l, rank),
+                                            linalg::IndexOp::create(n, l, over));
+        Value before =
+            arith::OrIOp::create(n, l, larger, arith::AndIOp::create(n, l, equal, lower));
+        return arith::AddFOp::create(n, l, a[2],
+                                     arith::UIToFPOp::create(n, l, n.getF32Type(), before));
+      });
+  SmallVector<int64_t> shape(type.getShape());
+  shape.push_back(k);
+  SmallVector<utils::IteratorType> parallel(rank + 1, utils::IteratorType::parallel);
+  return generic({place}, {loopMap(own, rank + 1)}, empty(shape, b.getF32Type(), at),
+                 b.getMultiDimIdentityMap(rank + 1), parallel, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value c = arith::IndexCastOp::create(n, l, n.getI32Type(),
+                                                        linalg::IndexOp::create(n, l, rank));
+                   Value chosen =
+                       arith::CmpFOp::create(n, l, arith::CmpFPredicate::OEQ, a[0],
+                                             arith::SIToFPOp::create(n, l, n.getF32Type(), c));
+                   return arith::UIToFPOp::create(n, l, n.getF32Type(), chosen);
+                 });
+}
+
+/// top_k's values (a contraction of x with its mask over `over`) or top_k_indices'
+/// indices (the mask's index along `over` where it is 1).
+Value MLIRGenImpl::topK(Value x, const shardc::TensorType &xType, const Node &node, Location at) {
+  const std::string &over = attr<std::string>(node, "over");
+  shardc::TensorType maskType = xType;
+  maskType.dims.push_back(Dim{attr<std::string>(node, "into"), attr<int64_t>(node, "k")});
+  Value mask = topKMask(x, node, at);
+  if (node.op == OpKind::top_k)
+    return contractByName(mask, x, maskType, xType, node.type, at);
+  // Loops: the result's axes, then `over`.
+  unsigned rank = node.type.dims.size();
+  SmallVector<unsigned> maskDims;
+  for (const Dim &d : maskType.dims)
+    maskDims.push_back(d.axis == over ? rank : unsigned(node.type.axisIndex(d.axis)));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  RankedTensorType result = tensorType(node.type);
+  return generic({mask}, {loopMap(maskDims, rank + 1)},
+                 filled(result.getShape(), b.getI32Type(), b.getI32IntegerAttr(0), at),
+                 loopMap(llvm::to_vector(llvm::seq<unsigned>(0, rank)), rank + 1), iterators, at,
+                 [&](OpBuilder &n, Location l, ValueRange a) -> Value {
+                   Value index = arith::IndexCastOp::create(n, l, n.getI32Type(),
+                                                            linalg::IndexOp::create(n, l, rank));
+                   Value chosen = arith::CmpFOp::create(n, l, arith::CmpFPredicate::OGT, a[0],
+                                                        scalar(n.getF32Type(), 0.5, l));
+                   Value term =
+                       arith::SelectOp::create(n, l, chosen, index, scalar(n.getI32Type(), 0, l));
+                   return arith::AddIOp::create(n, l, a[1], term);
                  });
 }
 
@@ -694,17 +824,19 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
   }
   case OpKind::log_softmax:
   case OpKind::softmax:
-    return logSoftmax(operand(0), at, node.op == OpKind::softmax);
+    return logSoftmax(operand(0),
+                      axesNamed(node.type, attr<std::vector<std::string>>(node, "over")), at,
+                      node.op == OpKind::softmax);
   case OpKind::softmax_cross_entropy: {
     // -sum(labels * log_softmax(logits)) over the class dim, accumulated by
     // addf of the negated term (exactly `acc - term`): an add is a combiner
     // the partitioner can split over ranks, a sub is not.
-    Value logProbs = logSoftmax(operand(0), at, false);
-    return reduceLast({operand(1), logProbs}, b.getF32FloatAttr(0), at,
-                      [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                        Value term = arith::MulFOp::create(n, l, a[0], a[1]);
-                        return arith::AddFOp::create(n, l, a[2], arith::NegFOp::create(n, l, term));
-                      });
+    Value logProbs = logSoftmax(operand(0), lastAxis(operand(0)), at, false);
+    return reduce({operand(1), logProbs}, lastAxis(logProbs), b.getF32FloatAttr(0), at,
+                  [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                    Value term = arith::MulFOp::create(n, l, a[0], a[1]);
+                    return arith::AddFOp::create(n, l, a[2], arith::NegFOp::create(n, l, term));
+                  });
   }
   case OpKind::one_hot:
     return oneHot(operand(0), node.type.dims.back().size, at);
@@ -737,8 +869,25 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
       return arith::MulFOp::create(n, l, a[0], scalar(n.getF32Type(), scale, l));
     });
   }
+  case OpKind::max:
+  case OpKind::min:
+    return extremum(
+        operand(0),
+        axesNamed(graph.nodes[node.operands[0]].type, attr<std::vector<std::string>>(node, "over")),
+        node.op == OpKind::max, at);
   case OpKind::argmax:
     return argmax(operand(0), at);
+  case OpKind::cumsum:
+    return cumsum(operand(0), node, at);
+  case OpKind::top_k:
+  case OpKind::top_k_indices:
+    return topK(operand(0), graph.nodes[node.operands[0]].type, node, at);
+  case OpKind::where:
+    return each([](OpBuilder &n, Location l, ValueRange a) -> Value {
+      return arith::SelectOp::create(n, l, a[0], a[1], a[2]);
+    });
+  case OpKind::transpose: // elementwise maps its operand's axes by name
+    return each([](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; });
   case OpKind::conv2d:
     return conv2d(operand(0), operand(1), node, at);
   case OpKind::avg_pool:

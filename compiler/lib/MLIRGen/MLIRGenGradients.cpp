@@ -222,28 +222,29 @@ Value MLIRGenImpl::emitGradientNode(const Node &node, std::vector<Value> &values
     return contract(operand(0), operand(1), {loopMap(aDims, loops), loopMap(dyDims, loops)}, type,
                     at);
   }
-  case OpKind::log_softmax_grad: // dy - exp(y) sum(dy)
-    return broadcastLast({operand(0), operand(1)}, sumLast(operand(1), at), at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           Value p = math::ExpOp::create(n, l, a[0]);
-                           return arith::SubFOp::create(n, l, a[1],
-                                                        arith::MulFOp::create(n, l, p, a[2]));
-                         });
-  case OpKind::softmax_grad: { // y (dy - sum(dy y))
-    Value dot = reduceLast({operand(0), operand(1)}, b.getF32FloatAttr(0), at,
-                           [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                             return arith::AddFOp::create(n, l, a[2],
-                                                          arith::MulFOp::create(n, l, a[0], a[1]));
-                           });
-    return broadcastLast({operand(0), operand(1)}, dot, at,
-                         [](OpBuilder &n, Location l, ValueRange a) -> Value {
-                           Value centered = arith::SubFOp::create(n, l, a[1], a[2]);
-                           return arith::MulFOp::create(n, l, a[0], centered);
-                         });
+  case OpKind::log_softmax_grad: { // dy - exp(y) sum(dy)
+    SmallVector<bool> reduced = axesNamed(node.type, attr<std::vector<std::string>>(node, "over"));
+    return broadcastReduced({operand(0), operand(1)}, sumOver(operand(1), reduced, at), reduced, at,
+                            [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                              Value p = math::ExpOp::create(n, l, a[0]);
+                              return arith::SubFOp::create(n, l, a[1],
+                                                           arith::MulFOp::create(n, l, p, a[2]));
+                            });
   }
+  case OpKind::softmax_grad: { // y (dy - sum(dy y))
+    SmallVector<bool> reduced = axesNamed(node.type, attr<std::vector<std::string>>(node, "over"));
+    Value dot = sumOver({operand(0), operand(1)}, reduced, at);
+    return broadcastReduced({operand(0), operand(1)}, dot, reduced, at,
+                            [](OpBuilder &n, Location l, ValueRange a) -> Value {
+                              Value centered = arith::SubFOp::create(n, l, a[1], a[2]);
+                              return arith::MulFOp::create(n, l, a[0], centered);
+                            });
+  }
+  case OpKind::top_k_mask:
+    return topKMask(operand(0), node, at);
   case OpKind::softmax_cross_entropy_grad: { // (softmax(z) sum(labels) - labels) dy
-    Value probs = logSoftmax(operand(0), at, /*softmax=*/true);
-    Value labelMass = sumLast(operand(1), at);
+    Value probs = logSoftmax(operand(0), lastAxis(operand(0)), at, /*softmax=*/true);
+    Value labelMass = sumOver(operand(1), lastAxis(operand(1)), at);
     unsigned rank = type.getRank();
     AffineMap identity = b.getMultiDimIdentityMap(rank), rows = identity.dropResult(rank - 1);
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);

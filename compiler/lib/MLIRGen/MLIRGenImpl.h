@@ -22,6 +22,11 @@
 
 namespace shardc {
 
+/// A node's attribute `name` of kind T.
+template <typename T> const T &attr(const Node &node, const char *name) {
+  return std::get<T>(node.attrs.at(name));
+}
+
 /// Builds the body of a linalg.generic from its block arguments.
 using BodyBuilder =
     llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
@@ -75,13 +80,17 @@ private:
                   BodyBuilder body);
   mlir::Value reduce(mlir::ValueRange inputs, llvm::ArrayRef<bool> reduced, mlir::TypedAttr init,
                      mlir::Location at, BodyBuilder combine);
-  mlir::Value reduceLast(mlir::ValueRange inputs, mlir::TypedAttr init, mlir::Location at,
-                         BodyBuilder combine);
-  mlir::Value broadcastLast(mlir::ValueRange full, mlir::Value reducedValue, mlir::Location at,
-                            BodyBuilder body);
+  llvm::SmallVector<bool> lastAxis(mlir::Value x);
+  llvm::SmallVector<bool> axesNamed(const TensorType &type, const std::vector<std::string> &over);
+  mlir::Value broadcastReduced(mlir::ValueRange full, mlir::Value reducedValue,
+                               llvm::ArrayRef<bool> reduced, mlir::Location at, BodyBuilder body);
   mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<bool> missing, mlir::RankedTensorType to,
                           mlir::Location at, BodyBuilder body);
-  mlir::Value sumLast(mlir::Value x, mlir::Location at);
+  /// The sum over the `reduced` dims of the inputs' product.
+  mlir::Value sumOver(mlir::ValueRange inputs, llvm::ArrayRef<bool> reduced, mlir::Location at);
+  /// The largest (or smallest) element over the `reduced` dims.
+  mlir::Value extremum(mlir::Value x, llvm::ArrayRef<bool> reduced, bool largest,
+                       mlir::Location at);
   /// GPT-2's gelu: 0.5 x (1 + tanh(u)), u = kGeluScale (x + kGeluCubic x^3).
   static constexpr double kGeluScale = llvm::numbers::sqrt2 * llvm::numbers::inv_sqrtpi;
   static constexpr double kGeluCubic = 0.044715;
@@ -100,8 +109,12 @@ private:
   mlir::Value contractByName(mlir::Value lhs, mlir::Value rhs, const TensorType &lhsType,
                              const TensorType &rhsType, const TensorType &resultType,
                              mlir::Location at);
-  mlir::Value logSoftmax(mlir::Value x, mlir::Location at, bool softmax);
+  mlir::Value logSoftmax(mlir::Value x, llvm::ArrayRef<bool> reduced, mlir::Location at,
+                         bool softmax);
   mlir::Value argmax(mlir::Value x, mlir::Location at);
+  mlir::Value cumsum(mlir::Value x, const Node &node, mlir::Location at);
+  mlir::Value topKMask(mlir::Value x, const Node &node, mlir::Location at);
+  mlir::Value topK(mlir::Value x, const TensorType &xType, const Node &node, mlir::Location at);
   mlir::Value conv2d(mlir::Value x, mlir::Value w, const Node &node, mlir::Location at);
   mlir::Value avgPool(mlir::Value x, const Node &node, mlir::Location at);
   /// SAME padding of NHWC height and width for a window of that height and

@@ -29,6 +29,10 @@
 
 #include <set>
 
+namespace shardc {
+struct OpArg;
+} // namespace shardc
+
 namespace shardc::sema {
 
 struct Instance;
@@ -169,6 +173,8 @@ private:
   Value evalBinaryInGraph(const BinaryExpr &bin, Scope &scope, GraphContext &ctx);
   Value scalarToTensor(const Value &v, DType dtype, SMRange range, GraphContext &ctx);
   Value callBuiltin(const Builtin &builtin, const CallExpr &call, Scope &scope, GraphContext &ctx);
+  bool promoteNumberBranches(std::vector<OpArg> &args, std::vector<Value> &values,
+                             GraphContext &ctx);
   /// Reports a tensor of more than kMaxTensorElements elements at `at`.
   bool checkSize(const TensorType &type, SMRange at);
   /// An operation's result: within the size limit, each axis once.

@@ -246,25 +246,150 @@ std::optional<TypedOp> causalMask(Checker &c, llvm::ArrayRef<OpArg> a) {
                   {"fill", -std::numeric_limits<double>::infinity()}}};
 }
 
-std::optional<TypedOp> reduce(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
-  const OpArg &x = a[0], &over = a[1];
-  TypedOp r;
-  r.type.dtype = op == OpKind::mean || x.tensor.dtype == DType::Bool ? DType::F32 : x.tensor.dtype;
+/// The axes of `over`, each an axis of x; nullopt after an error.
+std::optional<std::vector<std::string>> axesOf(Checker &c, const OpArg &x, const OpArg &over) {
   std::vector<std::string> axes;
   for (const Dim &d : over.shape) {
-    if (!llvm::any_of(x.tensor.dims, [&](const Dim &xd) { return xd.axis == d.axis; })) {
+    if (x.tensor.axisIndex(d.axis) < 0) {
       c.fail(over.range, "axis '" + d.axis + "' is not an axis of " + x.tensor.str());
       return std::nullopt;
     }
     axes.push_back(d.axis);
   }
+  return axes;
+}
+
+/// An axis argument that must name an axis of x.
+bool isAxisOf(Checker &c, const OpArg &x, const OpArg &axis) {
+  return x.tensor.axisIndex(axis.stringValue) >= 0 ||
+         c.fail(axis.range, "axis '" + axis.stringValue + "' is not an axis of " + x.tensor.str());
+}
+
+/// sum, mean, max and min over `over` (every axis when it is empty).
+std::optional<TypedOp> reduce(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &over = a[1];
+  bool extremum = op == OpKind::max || op == OpKind::min;
+  if (extremum && !c.isFloat(x, "the argument"))
+    return std::nullopt;
+  auto axes = axesOf(c, x, over);
+  if (!axes)
+    return std::nullopt;
+  TypedOp r;
+  r.type.dtype = op == OpKind::mean || x.tensor.dtype == DType::Bool ? DType::F32 : x.tensor.dtype;
   for (const Dim &d : x.tensor.dims)
-    if (!axes.empty() && !llvm::is_contained(axes, d.axis))
+    if (!axes->empty() && !llvm::is_contained(*axes, d.axis))
       r.type.dims.push_back(d);
-  if (axes.empty())
+  if (axes->empty())
     for (const Dim &d : x.tensor.dims)
-      axes.push_back(d.axis);
-  r.attrs["over"] = axes;
+      axes->push_back(d.axis);
+  r.attrs["over"] = *axes;
+  return r;
+}
+
+/// softmax and log_softmax over `over` (the last axis when it is empty).
+std::optional<TypedOp> normalize(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &over = a[1];
+  if (!c.hasMinRank(x, "the argument", 1) || !c.isFloat(x, "the argument"))
+    return std::nullopt;
+  auto axes = axesOf(c, x, over);
+  if (!axes)
+    return std::nullopt;
+  if (axes->empty())
+    axes->push_back(x.tensor.dims.back().axis);
+  return TypedOp{x.tensor, {{"over", *axes}}};
+}
+
+std::optional<TypedOp> cumsum(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &over = a[1], &exclusive = a[2], &reverse = a[3];
+  if (!c.isFloat(x, "the argument") || !isAxisOf(c, x, over))
+    return std::nullopt;
+  return TypedOp{x.tensor,
+                 {{"over", over.stringValue},
+                  {"exclusive", int64_t(exclusive.boolValue)},
+                  {"reverse", int64_t(reverse.boolValue)}}};
+}
+
+/// top_k and top_k_indices: x with `over` replaced by `into` of size k.
+std::optional<TypedOp> topK(Checker &c, OpKind op, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &k = a[1], &over = a[2], &into = a[3];
+  if (!c.isFloat(x, "the argument") || !isAxisOf(c, x, over) || !c.positive(k, "k"))
+    return std::nullopt;
+  int index = x.tensor.axisIndex(over.stringValue);
+  if (k.intValue > x.tensor.dims[index].size) {
+    c.fail(k.range, "k = " + std::to_string(k.intValue) + " is more than the " +
+                        std::to_string(x.tensor.dims[index].size) + " elements along '" +
+                        over.stringValue + "' in " + x.tensor.str());
+    return std::nullopt;
+  }
+  if (x.tensor.axisIndex(into.stringValue) >= 0) {
+    c.fail(into.range, "the new axis needs a name of its own: '" + into.stringValue +
+                           "' is already an axis of " + x.tensor.str());
+    return std::nullopt;
+  }
+  TypedOp r{x.tensor, {{"k", k.intValue}, {"over", over.stringValue}, {"into", into.stringValue}}};
+  r.type.dims[index] = Dim{into.stringValue, k.intValue};
+  if (op == OpKind::top_k_indices)
+    r.type.dtype = DType::I32;
+  return r;
+}
+
+/// Broadcasting by axis name: the smaller type's axes are axes of the larger one, in
+/// the same order and of the same sizes (a [batch, seq] mean against [batch, seq,
+/// embed]; a bias [out] against [batch, out]).
+bool broadcastsTo(const TensorType &small, const TensorType &big) {
+  auto next = big.dims.begin();
+  for (const Dim &d : small.dims) {
+    next = std::find_if(next, big.dims.end(), [&](const Dim &b) { return b.axis == d.axis; });
+    if (next == big.dims.end() || !(*next == d))
+      return false;
+    ++next;
+  }
+  return true;
+}
+
+std::optional<TypedOp> where(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &cond = a[0], &x = a[1], &y = a[2];
+  if (cond.tensor.dtype != DType::Bool) {
+    c.fail(cond.range, "the condition must be bool, got " + cond.tensor.str());
+    return std::nullopt;
+  }
+  if (x.tensor.dtype != y.tensor.dtype) {
+    c.fail(y.range,
+           "both branches need one element type, got " + x.tensor.str() + " and " + y.tensor.str());
+    return std::nullopt;
+  }
+  const OpArg *big = &cond;
+  for (const OpArg *arg : {&x, &y})
+    if (arg->tensor.dims.size() > big->tensor.dims.size())
+      big = arg;
+  for (const OpArg *arg : {&cond, &x, &y})
+    if (!broadcastsTo(arg->tensor, big->tensor)) {
+      c.fail(arg->range, "shape mismatch: " + arg->tensor.str() + " against " + big->tensor.str() +
+                             "; each operand's axes must be axes of the largest, in the same "
+                             "order and of the same sizes");
+      return std::nullopt;
+    }
+  TypedOp r{big->tensor, {}};
+  r.type.dtype = x.tensor.dtype;
+  return r;
+}
+
+std::optional<TypedOp> transpose(Checker &c, llvm::ArrayRef<OpArg> a) {
+  const OpArg &x = a[0], &to = a[1];
+  TypedOp r{x.tensor, {}};
+  r.type.dims.clear();
+  for (const Dim &d : to.shape) {
+    int index = x.tensor.axisIndex(d.axis);
+    if (index < 0 || (d.size >= 0 && d.size != x.tensor.dims[index].size)) {
+      c.fail(to.range, "[" + d.axis + "] is not an axis of " + x.tensor.str());
+      return std::nullopt;
+    }
+    r.type.dims.push_back(x.tensor.dims[index]);
+  }
+  if (r.type.dims.size() != x.tensor.dims.size()) {
+    c.fail(to.range, "expects every axis of " + x.tensor.str() + " once, in the new order");
+    return std::nullopt;
+  }
   return r;
 }
 
@@ -290,9 +415,16 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call, llvm::Arra
     return plain(elementwise(c, args[0]));
   case OpKind::log_softmax:
   case OpKind::softmax:
-    if (!c.hasMinRank(args[0], "the argument", 1))
-      return std::nullopt;
-    return plain(elementwise(c, args[0]));
+    return normalize(c, args);
+  case OpKind::cumsum:
+    return cumsum(c, args);
+  case OpKind::top_k:
+  case OpKind::top_k_indices:
+    return topK(c, op, args);
+  case OpKind::where:
+    return where(c, args);
+  case OpKind::transpose:
+    return transpose(c, args);
   case OpKind::matmul:
     return plain(typeBinaryOp(BinaryOp::MatMul, call, args[0].tensor, args[1].tensor, diags));
   case OpKind::contract:
@@ -313,6 +445,8 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call, llvm::Arra
     return reshape(c, args);
   case OpKind::sum:
   case OpKind::mean:
+  case OpKind::max:
+  case OpKind::min:
     return reduce(c, op, args);
   case OpKind::argmax: {
     if (!c.hasMinRank(args[0], "the argument", 1))
@@ -352,8 +486,10 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call, llvm::Arra
   }
   case OpKind::one_hot: {
     const OpArg &labels = args[0], &classes = args[1];
-    if (labels.tensor.dtype != DType::I32) {
-      c.fail(labels.range, "labels must be i32, got " + labels.tensor.str());
+    // f32 labels as jax.nn.one_hot: a row is 1 where a class equals the label
+    // (a MoE token's place in its expert's buffer; none past the last class).
+    if (labels.tensor.dtype == DType::Bool) {
+      c.fail(labels.range, "labels must be i32 or f32, got " + labels.tensor.str());
       return std::nullopt;
     }
     if (classes.shape.size() != 1) {
@@ -414,21 +550,13 @@ std::optional<TensorType> shardc::typeBinaryOp(BinaryOp op, SMRange where, const
                            lhs.str() + " and " + rhs.str());
     return std::nullopt;
   }
-  // Broadcasting by axis name: the smaller operand's axes are axes of the larger one,
-  // in the same order and of the same sizes (a [batch, seq] mean against
-  // [batch, seq, embed]; a bias [out] against [batch, out]).
   const TensorType &big = lhs.dims.size() >= rhs.dims.size() ? lhs : rhs;
   const TensorType &small = &big == &lhs ? rhs : lhs;
-  auto next = big.dims.begin();
-  for (const Dim &d : small.dims) {
-    next = std::find_if(next, big.dims.end(), [&](const Dim &b) { return b.axis == d.axis; });
-    if (next == big.dims.end() || !(*next == d)) {
-      diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " + rhs.str() +
-                             "; shapes must be equal, or the axes of one axes of the other, "
-                             "in the same order and of the same sizes");
-      return std::nullopt;
-    }
-    ++next;
+  if (!broadcastsTo(small, big)) {
+    diags.error(where, "shape mismatch: '" + spelled + "' of " + lhs.str() + " and " + rhs.str() +
+                           "; shapes must be equal, or the axes of one axes of the other, "
+                           "in the same order and of the same sizes");
+    return std::nullopt;
   }
   TensorType result = big;
   if (compare)

@@ -23,8 +23,9 @@ struct OpArg {
   TensorType tensor;
   int64_t intValue = 0;
   double floatValue = 0;
-  std::string stringValue;
-  std::vector<Dim> shape; // size -1: not given
+  bool boolValue = false;
+  std::string stringValue; // also an axis name
+  std::vector<Dim> shape;  // size -1: not given
 };
 
 struct TypedOp {

@@ -122,8 +122,12 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
     return {};
   std::vector<OpArg> args;
   std::vector<Value> values;
+  // where(c, x, 0): a branch may be a number, a constant of the other branch's type.
+  bool numberBranches = builtin.op == OpKind::where;
   for (auto &[param, expr] : *bound) {
-    Value v = evalArgument(*param, expr, scope, graphEvaluator(ctx), call.range);
+    Value v = numberBranches && param->name != "cond"
+                  ? evalInGraph(*expr, scope, ctx)
+                  : evalArgument(*param, expr, scope, graphEvaluator(ctx), call.range);
     if (!v.ok())
       return {};
     OpArg arg;
@@ -132,6 +136,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
       arg.tensor = typeOf(ctx, v.node);
     arg.intValue = v.intValue;
     arg.floatValue = v.floatValue;
+    arg.boolValue = v.boolValue;
     arg.stringValue = v.text;
     arg.shape = v.shape;
     args.push_back(arg);
@@ -140,6 +145,8 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
 
   if (builtin.op == OpKind::scan)
     return scanInstance(call, *values[0].instance, values[1].intValue);
+  if (numberBranches && !promoteNumberBranches(args, values, ctx))
+    return {};
 
   auto typed = typeBuiltinOp(*builtin.op, call.range, args, diags);
   if (!typed || !checkResult(typed->type, call.range, builtin.name))
@@ -155,6 +162,28 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
   if (node.op == OpKind::dropout)
     node.operands.push_back(makeDropoutUniforms(ctx, typed->type, call.range));
   return Value::tensor(ctx.graph->add(node));
+}
+
+/// where's branches (arguments 1 and 2): a number becomes a scalar constant of the
+/// other branch's element type; one of them must be a tensor.
+bool Elaborator::promoteNumberBranches(std::vector<OpArg> &args, std::vector<Value> &values,
+                                       GraphContext &ctx) {
+  for (unsigned i : {1u, 2u}) {
+    Value &branch = values[i], &other = values[3 - i];
+    if (branch.kind == Value::Tensor)
+      continue;
+    if (!branch.isNumber() || other.kind != Value::Tensor) {
+      diags.error(args[i].range, "where: the branches must be tensors (one of them may be a "
+                                 "number), got " +
+                                     describeKind(branch));
+      return false;
+    }
+    branch = scalarToTensor(branch, typeOf(ctx, other.node).dtype, args[i].range, ctx);
+    if (!branch.ok())
+      return false;
+    args[i].tensor = typeOf(ctx, branch.node);
+  }
+  return true;
 }
 
 bool Elaborator::checkSize(const TensorType &type, SMRange at) {

@@ -13,8 +13,10 @@
 //   embedding_grad(ids, dy)         dy's rows added into the table rows ids pick
 //   matmul_grad_lhs(dy, b)          dy @ b^T over b's free dims
 //   matmul_grad_rhs(a, dy)          a^T @ dy over a's free dims
-//   log_softmax_grad(y, dy)         dy - exp(y) * sum(dy)
+//   log_softmax_grad(y, dy)         dy - exp(y) * sum(dy)        (sums over `over`)
 //   softmax_grad(y, dy)             y * (dy - sum(dy * y))
+//   top_k_mask(x)                   1 where an element is the c-th largest along
+//                                   `over`, on a new last axis `into` (c)
 //   softmax_cross_entropy_grad(z, labels, dy)
 //   conv2d_input_grad(dy, w)        conv2d_filter_grad(x, dy)
 //   avg_pool_grad(dy)
@@ -286,10 +288,46 @@ private:
       return true;
     }
     case OpKind::log_softmax:
-      accumulate(x(0), make(OpKind::log_softmax_grad, {node.id, dy}, type, at));
+    case OpKind::softmax: {
+      OpKind grad = node.op == OpKind::softmax ? OpKind::softmax_grad : OpKind::log_softmax_grad;
+      accumulate(x(0), make(grad, {node.id, dy}, type, at, {{"over", node.attrs.at("over")}}));
       return true;
-    case OpKind::softmax:
-      accumulate(x(0), make(OpKind::softmax_grad, {node.id, dy}, type, at));
+    }
+    case OpKind::max:
+    case OpKind::min: { // dy shared equally among the elements equal to the result
+      const TensorType &in = typeOf(x(0));
+      TensorType flags = in;
+      flags.dtype = DType::Bool;
+      unsigned hits = make(OpKind::to_f32, {make(OpKind::eq, {x(0), node.id}, flags, at)}, in, at);
+      unsigned count = make(OpKind::sum, {hits}, type, at, {{"over", node.attrs.at("over")}});
+      accumulate(x(0), make(OpKind::mul, {hits, make(OpKind::div, {dy, count}, type, at)}, in, at));
+      return true;
+    }
+    case OpKind::cumsum: { // the running sum of dy the other way
+      std::map<std::string, Attribute> attrs = node.attrs;
+      attrs["reverse"] = int64_t(!std::get<int64_t>(attrs.at("reverse")));
+      accumulate(x(0), make(OpKind::cumsum, {dy}, type, at, attrs));
+      return true;
+    }
+    case OpKind::top_k: { // dy back to the elements chosen: a contraction with their mask
+      const TensorType &in = typeOf(x(0));
+      TensorType maskType = in;
+      maskType.dims.push_back(
+          Dim{std::get<std::string>(node.attrs.at("into")), std::get<int64_t>(node.attrs.at("k"))});
+      unsigned mask = make(OpKind::top_k_mask, {x(0)}, maskType, at, node.attrs);
+      accumulate(x(0), contractTo(dy, mask, in, at));
+      return true;
+    }
+    case OpKind::where: {
+      unsigned zero = constant(0.0, at);
+      if (active[x(1)])
+        accumulateUnbroadcast(x(1), make(OpKind::where, {x(0), dy, zero}, type, at), at);
+      if (active[x(2)])
+        accumulateUnbroadcast(x(2), make(OpKind::where, {x(0), zero, dy}, type, at), at);
+      return true;
+    }
+    case OpKind::transpose:
+      accumulate(x(0), make(OpKind::transpose, {dy}, typeOf(x(0)), at));
       return true;
     case OpKind::softmax_cross_entropy: {
       const TensorType &logits = typeOf(x(0));
@@ -331,6 +369,7 @@ private:
     // in gradients and updates.
     case OpKind::one_hot:
     case OpKind::argmax:
+    case OpKind::top_k_indices:
     case OpKind::eq:
     case OpKind::ne:
     case OpKind::lt:

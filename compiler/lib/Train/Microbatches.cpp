@@ -17,7 +17,9 @@ bool StepProgramBuilder::mixesExamples(const Graph &graph, const Node &node, llv
     return false;
   case OpKind::softmax:
   case OpKind::log_softmax:
-    return !node.type.dims.empty() && node.type.dims.back().axis == axis;
+    return llvm::is_contained(std::get<std::vector<std::string>>(node.attrs.at("over")), axis);
+  case OpKind::cumsum:
+    return std::get<std::string>(node.attrs.at("over")) == axis;
   case OpKind::causal_mask:
     return std::get<std::string>(node.attrs.at("query")) == axis ||
            std::get<std::string>(node.attrs.at("key")) == axis;

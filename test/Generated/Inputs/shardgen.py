@@ -15,6 +15,8 @@ rename, causal_mask before a softmax, conv2d with square and rectangular kernels
 strides 1-3 under SAME/VALID,
 avg_pool with any window/stride/padding, flatten, reshape, log_softmax, softmax,
 softmax_cross_entropy on one_hot labels, sum/mean over axes, argmax, comparisons,
+the named-axis builtins (softmax/log_softmax/max/min over axes, cumsum, top_k,
+top_k_indices, where, transpose),
 dropout, values through 0-d tensors: vector @ vector, one_hot of an argmax, scalar
 parameters, reductions of scalars); blocks defined in the file or in an imported module, with int/float/string/
 axis config parameters (defaults, given, inferred axes, size arithmetic), parameters of
@@ -61,6 +63,9 @@ class Program:
         self.r = random.Random(seed)
         # The flags draw from their own stream: the programs stay those of each seed.
         self.flag_r = random.Random(f"flags {seed}")
+        # So do the named-axis builtins (op_named_axes), and their names are their own.
+        self.named_r = random.Random(f"named {seed}")
+        self.named_counter = 0
         self.all_layouts = all_layouts
         self.sizes = {}          # logical axis -> size, one size per name everywhere
         # The layer axis scan adds cannot be split (a located error), nor kernels.
@@ -437,6 +442,65 @@ class Program:
             return None
         return self.let(f"mean({v.name} > 0.0, over = [{v.dims[1][0]}])", [v.dims[0]])
 
+    def op_named_axes(self, last):
+        """The named-axis builtins on `last` [batch, f] viewed as [batch, g, h]: softmax /
+        log_softmax over axes, max / min, cumsum (exclusive, reversed), top_k and
+        top_k_indices (through one_hot and contract, as a router's gate), where (a number
+        for a branch), transpose; summed back into a value of last's shape. It draws
+        from its own stream and names, and g and h are not in the rules (replicated), so
+        the rest of the program and its rules are those of the seed without it."""
+        r = self.named_r
+        if last.dtype != "f32" or len(last.dims) != 2 or last.dims[1][1] % 2 or r.random() < 0.4:
+            return None
+        f, n = last.dims[1]
+
+        def name(prefix):
+            self.named_counter += 1
+            return f"{prefix}{self.named_counter}"
+
+        def let(expr):
+            v = name("nv")
+            self.lets.append(f"  let {v} = {expr}")
+            return v
+
+        g, h, pick = name("ng"), name("nh"), name("nk")
+        # Apart by at least 0.1 along h, so that no two elements tie (a relu's zeros would)
+        # and a finite difference does not cross from one top element to another.
+        t = let(f"reshape({last.name}, [batch, {g} = 2, {h} = {n // 2}])")
+        t = let(f"{t} + cumsum({t} * 0.0 + 0.1, over = {h})")
+        terms = []
+        choices = ["softmax", "log_softmax", "extremum", "cumsum", "top_k", "gate", "where",
+                   "transpose"]
+        for op in r.sample(choices, r.randrange(2, 5)):
+            if op in ("softmax", "log_softmax"):
+                over = r.choice([[g], [h], [g, h]])
+                terms.append(let(f"{op}({t}, over = [{', '.join(over)}])"))
+            elif op == "extremum":
+                over = r.choice([h, f"{g}, {h}"])
+                terms.append(let(f"{r.choice(['max', 'min'])}({t}, over = [{over}])"))
+            elif op == "cumsum":
+                flags = r.choice(["", ", exclusive = true", ", reverse = true",
+                                  ", exclusive = true, reverse = true"])
+                terms.append(let(f"cumsum(tanh({t}), over = {r.choice([g, h])}{flags})"))
+            elif op == "top_k":
+                k = r.randrange(1, n // 2 + 1)
+                best = let(f"top_k({t}, {k}, over = {h}, into = {pick})")
+                terms.append(let(f"sum({best}, over = [{pick}])"))
+            elif op == "gate":
+                chosen = let(f"one_hot(top_k_indices({t}, 1, over = {h}, into = {pick}), "
+                             f"[{h} = {n // 2}])")
+                gates = let(f"contract({chosen}, softmax({t}, over = [{h}]), over = [{h}])")
+                terms.append(let(f"sum({gates}, over = [{pick}])"))
+            elif op == "where":
+                terms.append(let(f"where({t} > 0.0, {t}, {r.choice(['0.5', '-1.0'])})"))
+            else:
+                flipped = let(f"transpose({t}, to = [batch, {h}, {g}])")
+                terms.append(let(f"sum({flipped}, over = [{g}])"))
+        total = let(" + ".join([t] + terms))
+        out = Value(let(f"reshape({total}, [batch, {f} = {n}])"), "f32", last.dims)
+        self.values.append(out)
+        return out
+
     # ---- the whole program
     def build(self):
         r = self.r
@@ -467,6 +531,7 @@ class Program:
             for _attempt in range(5):
                 if r.choice(ops)() is not None:
                     break
+        self.op_named_axes(self.values[-1])
         # Everything ends in one 2-D value: flatten images, dense the rest.
         last = self.values[-1]
         if len(last.dims) > 2:
