@@ -16,10 +16,15 @@ configList : '(' (configParam (',' configParam)*)? ')' ;
 configParam : IDENT ':' scalarKind ('=' expr)? ;
 scalarKind : 'int' | 'float' | 'bool' | 'string' | 'axis' ;
 
-blockMember : paramDecl | letStmt | forwardDecl ;
+// A termDecl outside a forward function parses so that sema can say where it belongs.
+blockMember : paramDecl | letStmt | forwardDecl | termDecl ;
 paramDecl   : 'param' IDENT ':' tensorType ('init' expr)? ;
 forwardDecl : 'forward' '(' (argDecl (',' argDecl)*)? ')' '->' tensorType
-              '{' letStmt* returnStmt '}' ;
+              '{' forwardStmt* returnStmt '}' ;
+forwardStmt : letStmt | termDecl ;
+// A block's auxiliary loss term or metric (Flax's sow): one per instance, each
+// loss added to the model's loss, all reported under the instance's path.
+termDecl    : kind=('loss' | 'metric') IDENT '=' expr ;
 argDecl     : IDENT ':' tensorType ;
 returnStmt  : 'return' expr ;
 
@@ -27,7 +32,7 @@ returnStmt  : 'return' expr ;
 modelDecl   : 'model' IDENT configList? '{' modelMember* '}' ;
 modelMember : inputDecl | letStmt | lossDecl | metricDecl | optimizerDecl ;
 inputDecl     : 'input' IDENT ':' tensorType ;
-lossDecl      : 'loss' expr ;
+lossDecl      : 'loss' (IDENT '=')? expr ;  // a name: sema says it is a block's
 metricDecl    : 'metric' IDENT '=' expr ;
 optimizerDecl : 'optimizer' IDENT callArgs ;
 

@@ -62,8 +62,15 @@ public:
         for (const auto &a : f.args)
           sig += (sig.empty() ? "" : ", ") + a.name + ": " + type(a.type);
         line(2, f.range, "forward(" + sig + ") -> " + type(f.result));
-        for (const auto &l : f.lets)
-          let(3, l);
+        auto terms = f.terms.begin();
+        for (size_t i = 0; i <= f.lets.size(); ++i) {
+          for (; terms != f.terms.end() && terms->afterLets == i; ++terms)
+            line(3, terms->range,
+                 (terms->isLoss ? "loss " : "metric ") + terms->name + " = " +
+                     printExpr(*terms->value));
+          if (i < f.lets.size())
+            let(3, f.lets[i]);
+        }
         line(3, f.returnRange, "return " + printExpr(*f.resultValue));
       }
     }

@@ -549,6 +549,9 @@ std::vector<Symbol> DocumentAnalysis::symbols(const std::string &path) const {
       if (!f)
         continue;
       lets(f, fwd.lets);
+      for (const BlockTermAST &term : fwd.terms)
+        push(f->children,
+             symbol(term.name, term.isLoss ? "loss" : "metric", Symbol::Variable, term.range));
       b->children.push_back(std::move(*f));
     }
     out.push_back(std::move(*b));

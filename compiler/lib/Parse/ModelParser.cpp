@@ -56,6 +56,8 @@ private:
         block.params.push_back(std::move(param));
       } else if (auto *let = member->letStmt()) {
         block.lets.push_back(buildLet(let));
+      } else if (auto *term = member->termDecl()) {
+        block.misplacedTerms.push_back(buildTerm(term, 0));
       } else {
         block.forwards.push_back(buildForward(member->forwardDecl()));
       }
@@ -70,11 +72,25 @@ private:
       fwd.args.push_back(
           {a->IDENT()->getText(), source.range(a->IDENT()), buildTensorType(a->tensorType())});
     fwd.result = buildTensorType(ctx->tensorType());
-    for (auto *let : ctx->letStmt())
-      fwd.lets.push_back(buildLet(let));
+    for (auto *stmt : ctx->forwardStmt()) {
+      if (auto *let = stmt->letStmt())
+        fwd.lets.push_back(buildLet(let));
+      else
+        fwd.terms.push_back(buildTerm(stmt->termDecl(), fwd.lets.size()));
+    }
     fwd.resultValue = buildExpr(ctx->returnStmt()->expr());
     fwd.returnRange = source.range(ctx->returnStmt());
     return fwd;
+  }
+
+  BlockTermAST buildTerm(P::TermDeclContext *ctx, size_t afterLets) {
+    BlockTermAST term;
+    term.isLoss = ctx->kind->getText() == "loss";
+    term.name = ctx->IDENT()->getText();
+    term.range = source.range(ctx->IDENT());
+    term.value = buildExpr(ctx->expr());
+    term.afterLets = afterLets;
+    return term;
   }
 
   ModelAST buildModel(P::ModelDeclContext *ctx) {
@@ -88,10 +104,12 @@ private:
             {in->IDENT()->getText(), source.range(in->IDENT()), buildTensorType(in->tensorType())});
       else if (auto *let = member->letStmt())
         model.lets.push_back(buildLet(let));
-      else if (auto *loss = member->lossDecl())
+      else if (auto *loss = member->lossDecl()) {
+        if (loss->IDENT())
+          model.namedLosses.push_back(source.range(loss->IDENT()));
         model.losses.emplace_back(source.range(loss->getStart(), loss->getStart()),
                                   buildExpr(loss->expr()));
-      else if (auto *metric = member->metricDecl())
+      } else if (auto *metric = member->metricDecl())
         model.metrics.push_back(
             {metric->IDENT()->getText(), source.range(metric->IDENT()), buildExpr(metric->expr())});
       else {

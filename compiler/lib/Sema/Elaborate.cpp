@@ -165,6 +165,9 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     return v.node;
   };
 
+  for (SMRange named : model.namedLosses)
+    diags.error(named, "a named loss is a block's loss term, declared in its forward function; "
+                       "the model's loss is `loss <expr>`, without a name");
   if (model.losses.empty())
     diags.error(model.range, "model '" + model.name + "' has no loss: add `loss <expr>`");
   for (size_t i = 0; i < model.losses.size(); ++i) {

@@ -202,6 +202,10 @@ private:
                                         GraphContext &ctx, SMRange call);
   std::optional<unsigned> inlineForwardBody(Instance &inst, const std::vector<unsigned> &args,
                                             GraphContext &ctx, SMRange call);
+  /// A forward function's `loss NAME = e` or `metric NAME = e`: an f32[] node
+  /// recorded in ctx's graph under the instance's path.
+  void addBlockTerm(const Instance &inst, const BlockTermAST &term, Scope &scope,
+                    GraphContext &ctx);
   bool bindForwardArgs(Instance &inst, const std::vector<TensorType> &types,
                        const std::vector<Argument> &args);
   void createMembers(Instance &inst, GraphContext &ctx);

@@ -457,7 +457,14 @@ std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
   Scope scope = instanceScope(inst);
   for (size_t i = 0; i < args.size(); ++i)
     scope.names[fwd.args[i].name] = Value::tensor(args[i]);
-  for (const LetAST &l : fwd.lets) {
+  // The terms in source order among the lets: each sees the lets before it.
+  auto term = fwd.terms.begin();
+  auto addTermsAfter = [&](size_t lets) {
+    for (; term != fwd.terms.end() && term->afterLets == lets; ++term)
+      addBlockTerm(inst, *term, scope, ctx);
+  };
+  for (const auto &[i, l] : llvm::enumerate(fwd.lets)) {
+    addTermsAfter(i);
     if (scope.names.count(l.name)) {
       diags.error(l.range,
                   "duplicate definition of '" + l.name + "' in block '" + inst.block->name + "'");
@@ -465,6 +472,7 @@ std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
     }
     let(l, scope, ctx, inst.path);
   }
+  addTermsAfter(fwd.lets.size());
   Value result = evalInGraph(*fwd.resultValue, scope, ctx);
   if (!result.ok())
     return std::nullopt;
@@ -495,6 +503,27 @@ std::optional<unsigned> Elaborator::inlineForwardBody(Instance &inst,
   }
   return result.node;
 }
+
+void Elaborator::addBlockTerm(const Instance &inst, const BlockTermAST &term, Scope &scope,
+                              GraphContext &ctx) {
+  const std::string what = std::string(term.isLoss ? "loss" : "metric") + " '" + term.name + "'";
+  Value v = evalInGraph(*term.value, scope, ctx);
+  if (!v.ok())
+    return;
+  if (v.kind != Value::Tensor) {
+    diags.error(term.value->range, what + " must be a scalar f32, got " + describeKind(v));
+    return;
+  }
+  const TensorType &type = typeOf(ctx, v.node);
+  if (type.dtype != DType::F32 || !type.dims.empty()) {
+    diags.error(term.value->range,
+                what + " must be a scalar f32, got " + type.str() +
+                    (type.dims.empty() ? "" : "; reduce it with sum(...) or mean(...)"));
+    return;
+  }
+  ctx.graph->terms.push_back({inst.path + "." + term.name, term.isLoss, v.node, term.range});
+}
+
 /// First call: sub-instances (block lets) and parameters of an instance.
 void Elaborator::createMembers(Instance &inst, GraphContext &ctx) {
   Scope scope = instanceScope(inst);

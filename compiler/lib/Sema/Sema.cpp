@@ -49,6 +49,15 @@ void Sema::checkBlock(const BlockAST &block) {
   }
   for (const auto &l : block.lets)
     declare(l.name, l.range, "let");
+  // A term's name is a path of each instance's, as a parameter's is.
+  for (const auto &f : block.forwards)
+    for (const auto &t : f.terms)
+      declare(t.name, t.range, t.isLoss ? "loss" : "metric");
+  for (const auto &t : block.misplacedTerms)
+    diags.error(t.range, std::string(t.isLoss ? "loss" : "metric") + " '" + t.name +
+                             "' is outside the forward function of block '" + block.name +
+                             "': a block's losses and metrics are computed by its forward, "
+                             "declared among its lets");
   if (block.forwards.empty())
     diags.error(block.range, "block '" + block.name + "' has no forward function");
   for (size_t i = 1; i < block.forwards.size(); ++i) {

@@ -56,6 +56,7 @@ public:
 
     os << "\ngraph\n";
     printGraph(program.graph, 1);
+    printTerms(program.graph, 1);
     os << "  loss %" << program.loss << "\n";
     for (const auto &[name, node] : program.metrics)
       os << "  metric " << name << " %" << node << "\n";
@@ -99,11 +100,19 @@ private:
       if (n.body) {
         os << " {\n";
         printGraph(*n.body, indent + 1);
+        printTerms(*n.body, indent + 1);
         os.indent((indent + 1) * 2) << "yield %" << n.body->result << "\n";
         os.indent(indent * 2) << "}";
       }
       os << "\n";
     }
+  }
+
+  /// A block's terms: `loss` ones are added to the model's loss.
+  void printTerms(const Graph &graph, unsigned indent) {
+    for (const BlockTerm &term : graph.terms)
+      os.indent(indent * 2) << (term.isLoss ? "block loss " : "block metric ") << term.path << " %"
+                            << term.node << "\n";
   }
 
   void printAttrs(const Node &n) {

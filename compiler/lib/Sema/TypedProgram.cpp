@@ -126,6 +126,17 @@ const Input *shardc::batchInput(const TypedProgram &program) {
   return input == program.inputs.end() ? nullptr : &*input;
 }
 
+std::vector<const BlockTerm *> shardc::blockTerms(const TypedProgram &program) {
+  std::vector<const BlockTerm *> terms;
+  for (const BlockTerm &term : program.graph.terms)
+    terms.push_back(&term);
+  for (const Node &node : program.graph.nodes)
+    if (node.body)
+      for (const BlockTerm &term : node.body->terms)
+        terms.push_back(&term);
+  return terms;
+}
+
 void shardc::collectOutputs(TypedProgram &program) {
   auto add = [&](const std::string &name, unsigned id) {
     const Node &node = program.graph.nodes[id];

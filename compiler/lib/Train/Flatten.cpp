@@ -12,6 +12,9 @@
 // is the mask times the cotangent), and for evaluation, where it is x. The
 // two share every node that no dropout feeds: without dropout they are one.
 //
+// A block's loss terms and metrics are collected by path as their graphs are
+// copied: a scanned block's once per layer.
+//
 //===----------------------------------------------------------------------===//
 
 #include "shardc/Train/StepFunctions.h"
@@ -25,8 +28,8 @@ namespace {
 class Flattener {
 public:
   Flattener(const TypedProgram &program, Graph &out, std::vector<RematGroup> &remat,
-            DiagnosticEngine &diags)
-      : out(out), remat(remat), diags(diags) {
+            std::vector<FlatTerm> &terms, DiagnosticEngine &diags)
+      : out(out), remat(remat), terms(terms), diags(diags) {
     for (const Node &node : program.graph.nodes)
       if (node.op == OpKind::scan)
         for (size_t i = 1; i < node.operands.size(); ++i)
@@ -62,6 +65,12 @@ public:
         continue;
       }
       ids[node.id] = copyNode(node, ids);
+    }
+    for (const BlockTerm &term : graph.terms) {
+      auto same = llvm::find_if(terms, [&](const FlatTerm &t) { return t.path == term.path; });
+      if (same == terms.end())
+        same = terms.insert(terms.end(), {term.path, term.isLoss, {}, term.loc});
+      same->values.push_back(ids[term.node]);
     }
     return true;
   }
@@ -135,6 +144,7 @@ private:
 
   Graph &out;
   std::vector<RematGroup> &remat;
+  std::vector<FlatTerm> &terms;
   DiagnosticEngine &diags;
   std::set<unsigned> stacked;
 };
@@ -142,7 +152,8 @@ private:
 } // namespace
 
 bool shardc::flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNode> &newIds,
-                             std::vector<RematGroup> &remat, DiagnosticEngine &diags) {
+                             std::vector<RematGroup> &remat, std::vector<FlatTerm> &terms,
+                             DiagnosticEngine &diags) {
   newIds.assign(program.graph.nodes.size(), FlatNode());
-  return Flattener(program, out, remat, diags).copy(program.graph, newIds, /*outer=*/true);
+  return Flattener(program, out, remat, terms, diags).copy(program.graph, newIds, /*outer=*/true);
 }

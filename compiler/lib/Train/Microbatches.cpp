@@ -28,10 +28,28 @@ bool StepProgramBuilder::mixesExamples(const Graph &graph, const Node &node, llv
   }
 }
 
+/// The nodes that only the graph's block terms read, the terms among them: each
+/// microbatch computes its own terms, averaged over them as the loss is (as
+/// MaxText averages its MoE load-balancing loss over accumulation steps).
+static std::vector<bool> termsOnly(const Graph &graph) {
+  std::vector<bool> only(graph.nodes.size(), false), term(graph.nodes.size(), false);
+  std::vector<std::vector<unsigned>> readers(graph.nodes.size());
+  for (const Node &node : graph.nodes)
+    for (unsigned operand : node.operands)
+      readers[operand].push_back(node.id);
+  for (const BlockTerm &t : graph.terms)
+    term[t.node] = true;
+  for (size_t id = graph.nodes.size(); id-- > 0;)
+    only[id] = (term[id] || !readers[id].empty()) &&
+               llvm::all_of(readers[id], [&](unsigned reader) { return only[reader]; });
+  return only;
+}
+
 bool StepProgramBuilder::checkBatchReductions(const TypedProgram &micro) {
   const std::string &axis = micro.microbatchAxis;
+  const std::vector<bool> forTermsOnly = termsOnly(micro.graph);
   for (const Node &node : micro.graph.nodes) {
-    if (node.id == micro.loss ||
+    if (node.id == micro.loss || forTermsOnly[node.id] ||
         llvm::any_of(micro.metrics, [&](const auto &m) { return m.second == node.id; }) ||
         !mixesExamples(micro.graph, node, axis))
       continue;
@@ -80,9 +98,15 @@ std::vector<FunctionValue> StepProgramBuilder::microbatchInputs(const Forward &f
 std::optional<std::vector<FunctionValue>>
 StepProgramBuilder::scaledLossAndMetrics(const Forward &forward, const TypedProgram &micro) {
   std::vector<FunctionValue> results;
+  const size_t metrics = micro.metrics.size();
   for (auto [i, value] : llvm::enumerate(forward.lossAndMetrics)) {
-    unsigned root = i ? micro.metrics[i - 1].second : micro.loss;
-    auto scale = microbatchScale(micro, root, i ? "metric '" + value.name + "'" : "the loss");
+    // A block term is averaged over the microbatches; the loss is scaled as the
+    // model's own loss is (flatten weighted its block terms to match).
+    std::optional<double> scale = 1.0 / double(program.microbatches.count);
+    if (i <= metrics) {
+      unsigned root = i ? micro.metrics[i - 1].second : micro.loss;
+      scale = microbatchScale(micro, root, i ? "metric '" + value.name + "'" : "the loss");
+    }
     if (!scale)
       return std::nullopt;
     results.push_back(value);
@@ -139,7 +163,13 @@ StepFunction StepProgramBuilder::buildApply(const std::vector<FunctionValue> &pa
 bool StepProgramBuilder::buildMicrobatches(const TypedProgram &micro) {
   if (!checkMicrobatchProgram(micro))
     return false;
-  std::optional<Forward> forward = differentiate(micro);
+  // The step's loss sums the microbatches' losses times the model's loss's scale
+  // (1/N for a mean), and its block loss terms are averaged over them.
+  std::optional<double> lossScale = microbatchScale(micro, micro.loss, "the loss");
+  if (!lossScale)
+    return false;
+  std::optional<Forward> forward =
+      differentiate(micro, 1.0 / double(program.microbatches.count) / *lossScale);
   if (!forward)
     return false;
   auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);

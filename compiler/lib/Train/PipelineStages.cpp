@@ -290,9 +290,15 @@ std::optional<PipelineStage> StepProgramBuilder::buildStage(
 }
 
 bool StepProgramBuilder::buildPipeline(const TypedProgram &micro) {
+  if (std::vector<const BlockTerm *> terms = blockTerms(micro); !terms.empty()) {
+    diags.error(terms.front()->loc,
+                "block losses and metrics are not supported with pipeline stages yet");
+    diags.note(micro.pipeline.loc, "the pipeline is asked for here");
+    return false;
+  }
   if (!checkMicrobatchProgram(micro))
     return false;
-  std::optional<Forward> forward = flatten(micro);
+  std::optional<Forward> forward = flatten(micro, /*auxLossWeight=*/1);
   if (!forward)
     return false;
   auto lossAndMetrics = scaledLossAndMetrics(*forward, micro);

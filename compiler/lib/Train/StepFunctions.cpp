@@ -20,8 +20,15 @@ std::optional<StepProgram> StepProgramBuilder::run(const TypedProgram *microbatc
 
   sp.eval.name = "eval_step";
   sp.eval.args = sp.grad.args;
-  for (const Output &o : program.outputs)
-    sp.eval.results.push_back(evalResult(o, forward->ids[o.node].eval));
+  for (const Output &o : program.outputs) {
+    FunctionValue result = evalResult(o, forward->ids[o.node].eval);
+    if (o.path == "loss" && forward->auxLoss) // per example where the model's loss is
+      result.node = appendNode(sp.graph, OpKind::add, {result.node, forward->auxLoss->eval},
+                               sp.graph.nodes[result.node].type, o.loc);
+    sp.eval.results.push_back(result);
+  }
+  for (const auto &[path, mean] : forward->termMeans)
+    sp.eval.results.push_back(termEvalResult(path, mean.eval));
 
   if (program.optimizer)
     buildTrain(*program.optimizer, forward->inputs, forward->grads, forward->lossAndMetrics);
@@ -35,9 +42,9 @@ std::optional<StepProgram> StepProgramBuilder::run(const TypedProgram *microbatc
   return std::move(sp);
 }
 
-std::optional<StepProgramBuilder::Forward>
-StepProgramBuilder::differentiate(const TypedProgram &p) {
-  std::optional<Forward> forward = flatten(p);
+std::optional<StepProgramBuilder::Forward> StepProgramBuilder::differentiate(const TypedProgram &p,
+                                                                             double auxLossWeight) {
+  std::optional<Forward> forward = flatten(p, auxLossWeight);
   if (!forward)
     return std::nullopt;
   auto grads = appendGradient(sp.graph, forward->lossAndMetrics.front().node,
@@ -48,10 +55,12 @@ StepProgramBuilder::differentiate(const TypedProgram &p) {
   return forward;
 }
 
-std::optional<StepProgramBuilder::Forward> StepProgramBuilder::flatten(const TypedProgram &p) {
+std::optional<StepProgramBuilder::Forward> StepProgramBuilder::flatten(const TypedProgram &p,
+                                                                       double auxLossWeight) {
   Forward forward;
   const unsigned begin = sp.graph.nodes.size();
-  if (!flattenForwards(p, sp.graph, forward.ids, forward.remat, diags))
+  std::vector<FlatTerm> terms;
+  if (!flattenForwards(p, sp.graph, forward.ids, forward.remat, terms, diags))
     return std::nullopt;
   for (const Parameter &param : p.params)
     llvm::append_range(forward.params, layersOf(param, OpKind::param, begin));
@@ -60,8 +69,11 @@ std::optional<StepProgramBuilder::Forward> StepProgramBuilder::flatten(const Typ
   if (diags.hasErrors())
     return std::nullopt;
 
-  unsigned loss = forward.ids[p.loss].train;
-  forward.lossAndMetrics.push_back(scalarResult("loss", loss));
+  addBlockTerms(forward, terms, auxLossWeight);
+  FlatNode loss = forward.ids[p.loss];
+  if (forward.auxLoss)
+    loss = scalarOp(OpKind::add, loss, *forward.auxLoss, sp.graph.nodes[loss.train].loc);
+  forward.lossAndMetrics.push_back(scalarResult("loss", loss.train));
   for (const auto &[name, id] : p.metrics) {
     // The runtime's train results are f32 (driver.h): an i32 metric is converted.
     unsigned metric = forward.ids[id].train;
@@ -70,7 +82,44 @@ std::optional<StepProgramBuilder::Forward> StepProgramBuilder::flatten(const Typ
       metric = appendNode(sp.graph, OpKind::to_f32, {metric}, TensorType{DType::F32, {}}, node.loc);
     forward.lossAndMetrics.push_back(scalarResult(name, metric));
   }
+  for (const auto &[path, mean] : forward.termMeans)
+    forward.lossAndMetrics.push_back(scalarResult(path, mean.train));
   return forward;
+}
+
+FlatNode StepProgramBuilder::scalarOp(OpKind op, FlatNode lhs, FlatNode rhs, SMRange loc) {
+  const TensorType scalar{DType::F32, {}};
+  unsigned train = appendNode(sp.graph, op, {lhs.train, rhs.train}, scalar, loc);
+  bool shared = lhs.train == lhs.eval && rhs.train == rhs.eval;
+  return {train, shared ? train : appendNode(sp.graph, op, {lhs.eval, rhs.eval}, scalar, loc)};
+}
+
+FlatNode StepProgramBuilder::scalarConstant(double value, SMRange loc) {
+  unsigned id = appendNode(sp.graph, OpKind::constant, {}, TensorType{DType::F32, {}}, loc,
+                           {{"value", value}});
+  return {id, id};
+}
+
+void StepProgramBuilder::addBlockTerms(Forward &forward, const std::vector<FlatTerm> &terms,
+                                       double auxLossWeight) {
+  for (const FlatTerm &term : terms) {
+    FlatNode sum = term.values.front();
+    for (const FlatNode &value : llvm::drop_begin(term.values))
+      sum = scalarOp(OpKind::add, sum, value, term.loc);
+    if (term.isLoss)
+      forward.auxLoss =
+          forward.auxLoss ? scalarOp(OpKind::add, *forward.auxLoss, sum, term.loc) : sum;
+    const double count = double(term.values.size());
+    forward.termMeans.emplace_back(
+        term.path, count == 1
+                       ? sum
+                       : scalarOp(OpKind::mul, sum, scalarConstant(1 / count, term.loc), term.loc));
+  }
+  if (forward.auxLoss && auxLossWeight != 1) {
+    SMRange at = sp.graph.nodes[forward.auxLoss->train].loc;
+    forward.auxLoss =
+        scalarOp(OpKind::mul, *forward.auxLoss, scalarConstant(auxLossWeight, at), at);
+  }
 }
 
 unsigned StepProgramBuilder::addNode(OpKind op, const std::string &name, const TensorType &type,
@@ -174,6 +223,19 @@ FunctionValue StepProgramBuilder::evalResult(const Output &o, unsigned node) {
     v.node = appendNode(sp.graph, OpKind::to_f32, {values->id},
                         TensorType{DType::F32, values->type.dims}, values->loc);
   v.sharding = shardingOfAxis(values->type.dims.front().axis);
+  v.perExample = true;
+  return v;
+}
+
+FunctionValue StepProgramBuilder::termEvalResult(const std::string &path, unsigned node) {
+  FunctionValue v = scalarResult(path, node);
+  const Input *batched = batchInput(program);
+  if (!batched)
+    return v;
+  const Dim &batch = batched->type.dims.front();
+  v.node = appendNode(sp.graph, OpKind::broadcast_over, {node}, TensorType{DType::F32, {batch}},
+                      v.loc, {{"over", std::vector<std::string>{batch.axis}}, {"scale", 1.0}});
+  v.sharding = shardingOfAxis(batch.axis);
   v.perExample = true;
   return v;
 }

@@ -37,15 +37,31 @@ private:
     std::vector<FlatNode> ids;
     std::vector<FunctionValue> params, inputs;
     std::vector<unsigned> grads;
-    std::vector<FunctionValue> lossAndMetrics; // the loss, then the metrics
+    /// The loss (the model's and its blocks' loss terms), then the model's
+    /// metrics, then the block terms' (each the mean of its values).
+    std::vector<FunctionValue> lossAndMetrics;
     std::vector<RematGroup> remat;
+    /// The sum of the block loss terms (weighted: flatten's `auxLossWeight`).
+    std::optional<FlatNode> auxLoss;
+    /// Each block term's path and the mean of its values.
+    std::vector<std::pair<std::string, FlatNode>> termMeans;
   };
 
   /// Appends `p`'s forwards and the gradient of its loss to the flat graph.
-  std::optional<Forward> differentiate(const TypedProgram &p);
+  std::optional<Forward> differentiate(const TypedProgram &p, double auxLossWeight = 1);
 
-  /// Appends `p`'s forwards to the flat graph (no gradient yet).
-  std::optional<Forward> flatten(const TypedProgram &p);
+  /// Appends `p`'s forwards to the flat graph (no gradient yet); its loss is the
+  /// model's plus `auxLossWeight` times the sum of its blocks' loss terms.
+  std::optional<Forward> flatten(const TypedProgram &p, double auxLossWeight);
+
+  /// `op` on two scalars of both forwards: one node where they are one.
+  FlatNode scalarOp(OpKind op, FlatNode lhs, FlatNode rhs, SMRange loc);
+
+  /// An f32[] constant of both forwards.
+  FlatNode scalarConstant(double value, SMRange loc);
+
+  /// The block terms: their sums and means; the loss terms' weighted sum.
+  void addBlockTerms(Forward &forward, const std::vector<FlatTerm> &terms, double auxLossWeight);
 
   /// A node without operands: an argument of the step functions.
   unsigned addNode(OpKind op, const std::string &name, const TensorType &type, SMRange loc);
@@ -69,6 +85,11 @@ private:
   /// A loss or metric that is the mean of one value per example (the first
   /// dim of an input) is returned per example, as f32.
   FunctionValue evalResult(const Output &o, unsigned node);
+
+  /// A block term's eval result: its value repeated for every example of the
+  /// batch, so that evaluation averages it over the split as it averages the
+  /// loss (a scalar where no input has a batch).
+  FunctionValue termEvalResult(const std::string &path, unsigned node);
 
   /// Optimizer state arguments shaped like `params`, appended to `args`: the
   /// state nodes, kind major.

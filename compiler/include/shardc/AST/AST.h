@@ -144,11 +144,22 @@ struct ArgDeclAST {
   TensorTypeAST type;
 };
 
+/// `loss NAME = e` or `metric NAME = e` in a block's forward function: an
+/// auxiliary loss term or a metric of each instance (Flax's `sow`).
+struct BlockTermAST {
+  bool isLoss = false;
+  std::string name;
+  SMRange range;
+  ExprPtr value;
+  size_t afterLets = 0; // how many of the forward's lets come before it
+};
+
 struct ForwardAST {
   SMRange range;
   std::vector<ArgDeclAST> args;
   TensorTypeAST result;
   std::vector<LetAST> lets;
+  std::vector<BlockTermAST> terms;
   ExprPtr resultValue;
   SMRange returnRange;
 };
@@ -158,8 +169,9 @@ struct BlockAST {
   SMRange range;
   std::vector<ConfigParamAST> config;
   std::vector<ParamDeclAST> params;
-  std::vector<LetAST> lets;         // sub-block instances
-  std::vector<ForwardAST> forwards; // sema checks there is exactly one
+  std::vector<LetAST> lets;                 // sub-block instances
+  std::vector<ForwardAST> forwards;         // sema checks there is exactly one
+  std::vector<BlockTermAST> misplacedTerms; // outside the forward: sema reports them
 };
 
 struct InputAST {
@@ -188,6 +200,7 @@ struct ModelAST {
   std::vector<InputAST> inputs;
   std::vector<LetAST> lets;
   std::vector<std::pair<SMRange, ExprPtr>> losses; // sema checks exactly one
+  std::vector<SMRange> namedLosses;                // `loss NAME = e`, a block's: sema reports them
   std::vector<MetricAST> metrics;
   std::vector<OptimizerAST> optimizers; // sema checks at most one
 };

@@ -106,12 +106,24 @@ struct Node {
   LayerStage stage = LayerStage::forward;
 };
 
+/// A block's `loss NAME = e` or `metric NAME = e` (Flax's sow), one per inlined
+/// call: an f32[] node of the graph the forward was inlined into (a scan body's
+/// once for every layer). Every loss term is added to the model's loss; each
+/// term is reported under `path` as the mean of its values (layers and calls).
+struct BlockTerm {
+  std::string path; // `blocks.moe.balance`: the instance's path, then the name
+  bool isLoss = false;
+  unsigned node = 0;
+  SMRange loc;
+};
+
 struct Graph {
   /// A deque: appending keeps references to earlier nodes (and their types)
   /// valid, which every builder that adds nodes while reading others needs.
   std::deque<Node> nodes;
   std::vector<unsigned> args; // scan bodies: the carry, then the slices of stacked tensors
   unsigned result = 0;
+  std::vector<BlockTerm> terms;
   unsigned add(Node node);
 };
 
@@ -239,6 +251,9 @@ struct TypedProgram {
 /// The first input with an axis, whose first axis is the batch that microbatches
 /// split; null without one.
 const Input *batchInput(const TypedProgram &program);
+
+/// The block terms of the program's graph and of its scan bodies, in graph order.
+std::vector<const BlockTerm *> blockTerms(const TypedProgram &program);
 
 /// Fills `outputs`: the loss, the metrics, then the model's named values in
 /// graph order.

@@ -201,12 +201,23 @@ struct RematGroup {
   unsigned begin = 0, end = 0;
 };
 
+/// A block's loss term or metric in the flat graph: its value in every instance
+/// (each layer of a scan, each call of the block), in source and layer order.
+struct FlatTerm {
+  std::string path;
+  bool isLoss = false;
+  std::vector<FlatNode> values;
+  SMRange loc;
+};
+
 /// Copies the program's forward into `out` for training and for evaluation,
 /// every scan unrolled: the body once per layer, stacked parameters and
 /// dropout inputs as per-layer `param` and `input` nodes (attribute
-/// `layer`). `newIds` maps the program graph's node ids to `out`'s.
+/// `layer`). `newIds` maps the program graph's node ids to `out`'s; `terms`
+/// gets the block terms' values, one FlatTerm per path.
 bool flattenForwards(const TypedProgram &program, Graph &out, std::vector<FlatNode> &newIds,
-                     std::vector<RematGroup> &remat, DiagnosticEngine &diags);
+                     std::vector<RematGroup> &remat, std::vector<FlatTerm> &terms,
+                     DiagnosticEngine &diags);
 
 /// Appends the reverse-mode gradient of `loss` (a scalar) to `graph`; returns
 /// one gradient node per node of `wrt` (a zero constant where the loss does
