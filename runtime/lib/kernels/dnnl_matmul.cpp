@@ -58,8 +58,15 @@ dnnl::memory::desc matrices(const Batch &batch, const int64_t outer[2], int64_t 
                             dnnl::memory::dims inner, dnnl::memory::data_type type) {
   if (batch.single())
     return dnnl::memory::desc({rows, cols}, type, inner);
+  // A batch dimension of size 1 is never stepped, so its stride (0 from the compiler)
+  // is free: oneDNN picks its kernels by the order of the strides and takes a 0 for the
+  // innermost dimension (its reference matmul, 300x slower: a MoE's [1, experts]
+  // products), so it gets the stride that nests it outside the others.
+  int64_t span = std::max(rows * inner[0], cols * inner[1]);
+  int64_t second = batch.sizes[1] == 1 ? span : outer[1];
+  int64_t first = batch.sizes[0] == 1 ? batch.sizes[1] * second : outer[0];
   return dnnl::memory::desc({batch.sizes[0], batch.sizes[1], rows, cols}, type,
-                            {outer[0], outer[1], inner[0], inner[1]});
+                            {first, second, inner[0], inner[1]});
 }
 
 /// The strides of dense [rows, cols] matrices side by side, one per product.
