@@ -31,6 +31,14 @@ def gpt_test_size(layers):
                                 "warmup=10", "decay_steps=50")])
 config.substitutions.append(("%gpt4_test_size", gpt_test_size(4)))
 config.substitutions.append(("%gpt_test_size", gpt_test_size(2)))
+# W8's MoE GPT (examples/moe/gpt_moe.shard) at the same size: one dense and one MoE
+# block of 8 experts (8 ranks of data hold one each), each of 16 units, top-2, and a
+# capacity of ceil(2 x 16 x 1.25 / 8) = 5 tokens per expert and sequence.
+config.substitutions.append(("%moe_test_size", " ".join(
+    [os.path.join(config.shardc_src_root, "examples", "moe", "gpt_moe.shard")] +
+    [f"--set {s}" for s in ("layers=2", "dim=16", "heads=4", "head_dim=4", "scale=0.5",
+                            "hidden=32", "expert_hidden=16", "capacity=5", "context=16",
+                            "batch_size=8", "warmup=10", "decay_steps=50")])))
 config.substitutions.append(("%stdlib", os.path.join(config.shardc_src_root, "stdlib")))
 config.substitutions.append(("%python", "python3"))
 # Debian's Python, with python3-numpy and python3-pil: test/Data writes its files with them.
