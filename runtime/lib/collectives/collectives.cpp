@@ -13,6 +13,7 @@
 #include "memory/scratch.h"
 #include "mesh/mesh.h"
 #include "ring.h"
+#include "traffic.h"
 #include "watchdog.h"
 
 #include "shardrt/shardrt.h"
@@ -70,6 +71,7 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   MPI_Op mpiReduction = mpiOp(op, caller);
   if (count < 0)
     fatal("%s: negative element count %lld", caller, static_cast<long long>(count));
+  countTraffic(TrafficKind::AllReduce, count * type.bytes, group.size);
   if (group.size == 1 || count == 0)
     return copyUnlessSame(out, in, count * type.bytes);
 
@@ -88,6 +90,7 @@ void allGather(const char *caller, Scalar scalar, uint32_t axes, const void *in,
   ElementType type = elementType(scalar);
   DimView view = viewAround(ndim, localShape, gatherDim, caller, "gather dimension");
   size_t localBytes = view.elements() * type.bytes;
+  countTraffic(TrafficKind::AllGather, localBytes, group.size);
   if (group.size == 1)
     return copyUnlessSame(out, in, localBytes);
 
@@ -112,6 +115,7 @@ void reduceScatter(const char *caller, Scalar scalar, uint32_t axes, const void 
   DimView view = viewAround(ndim, inShape, scatterDim, caller, "scatter dimension");
   requireDivisible(view, group.size, scatterDim, caller);
   size_t inBytes = view.elements() * type.bytes;
+  countTraffic(TrafficKind::ReduceScatter, inBytes, group.size);
   if (group.size == 1)
     return copyUnlessSame(out, in, inBytes);
 
@@ -147,6 +151,7 @@ void allToAll(const char *caller, Scalar scalar, uint32_t axes, const void *in, 
   DimView concat = viewAround(ndim, inShape, concatDim, caller, "concat dimension");
   requireDivisible(split, group.size, splitDim, caller);
   size_t inBytes = split.elements() * type.bytes;
+  countTraffic(TrafficKind::AllToAll, inBytes, group.size);
   if (group.size == 1)
     return copyUnlessSame(out, in, inBytes);
 

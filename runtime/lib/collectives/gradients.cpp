@@ -28,6 +28,7 @@
 #include "element.h"
 #include "memory/scratch.h"
 #include "mesh/mesh.h"
+#include "traffic.h"
 #include "watchdog.h"
 
 #include "shardrt/shardrt.h"
@@ -125,6 +126,7 @@ void allReduceGradient(const Group &group, uint32_t axes, const float *in, float
       {size_t(b.padded) * 2, size_t(b.padded) * 2, size_t(b.block) * sizeof(float)});
   auto *sums = reinterpret_cast<float *>(sum);
   pack(in, count, b.padded, /*bf16=*/true, sent);
+  countTraffic(TrafficKind::AllReduce, count * 2, group.size);
   watchedBlocking("all_reduce", axes, count, [&] {
     sumBlocksInBf16(group, sent, received, b.block, sums, caller);
     pack(sums, b.block, b.block, /*bf16=*/true, sent);
@@ -141,6 +143,7 @@ void reduceScatterGradient(const Group &group, uint32_t axes, const float *in, f
   auto [sent, received] =
       gradientStaging().regions<2>({size_t(view.elements()) * 2, size_t(view.elements()) * 2});
   const int64_t block = packScatterBlocks(in, view, group.size, /*bf16=*/true, sent);
+  countTraffic(TrafficKind::ReduceScatter, view.elements() * 2, group.size);
   watchedBlocking("reduce_scatter", axes, view.elements(),
                   [&] { sumBlocksInBf16(group, sent, received, block, out, caller); });
 }
@@ -322,6 +325,10 @@ int64_t launch(const Group &group, uint32_t axes, const char *kind, float *out, 
   InFlight r = starting(group, axes, kind, out, count, block);
   r.bf16 = bf16;
   r.scatter = scatter;
+  // A reduce-scatter's message is its input, of every rank's block; an all-reduce's its
+  // `count` values, not the padded blocks.
+  countTraffic(scatter ? TrafficKind::ReduceScatter : TrafficKind::AllReduce,
+               (scatter ? block * group.size : count) * int64_t(r.elementBytes()), group.size);
   const size_t bytes = size_t(block) * group.size * r.elementBytes();
   auto [sent, received, sums] =
       r.staging->regions<3>({bytes, bytes, scatter ? 0 : size_t(block) * sizeof(float)});
@@ -341,6 +348,7 @@ int64_t launchGather(const Group &group, uint32_t axes, const float *in, float *
       starting(group, axes, "all_gather", out, view.elements() * group.size, view.elements());
   r.gather = true;
   r.outer = view.outer;
+  countTraffic(TrafficKind::AllGather, view.elements() * int64_t(sizeof(float)), group.size);
   const size_t bytes = size_t(r.block) * sizeof(float);
   auto [sent] = r.staging->regions<1>({bytes});
   std::memcpy(sent, in, bytes);

@@ -4,6 +4,7 @@
 // Receives wait in the watchdog, as collectives do.
 #include "collectives.h"
 #include "mesh/mesh.h"
+#include "traffic.h"
 #include "watchdog.h"
 
 #include "shardrt/shardrt.h"
@@ -51,6 +52,7 @@ void checkMessage(const char *caller, int64_t bytes, int64_t peer, const Group &
 void shardrt_send(uint32_t axes, const void *data, int64_t bytes, int64_t peer, int tag) {
   Group group = groupOver(axes, "shardrt_send");
   checkMessage("shardrt_send", bytes, peer, group);
+  countTraffic(TrafficKind::Send, bytes, group.size);
   Send send{MPI_REQUEST_NULL, stagingOf(bytes), bytes};
   std::memcpy(send.staging.get(), data, bytes);
   MPI_Isend(send.staging.get(), static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer), tag,

@@ -8,6 +8,7 @@
 // left.
 #include "driver_report.h"
 #include "collectives/collectives.h"
+#include "collectives/traffic.h"
 #include "collectives/watchdog.h"
 #include "driver_json.h"
 #include "driver_output.h"
@@ -48,6 +49,26 @@ std::string durationText(double seconds) {
   else
     std::snprintf(text, sizeof text, "%lldh %02lldm", s / 3600, s % 3600 / 60);
   return text;
+}
+
+/// Rank 0's collectives in its train steps (traffic.h): the steps counted and, per kind
+/// that moved anything, its calls, bytes and sent bytes over those steps.
+std::string trafficJson() {
+  const TrafficCounts &counts = trafficCounts();
+  JsonObject kinds;
+  for (int k = 0; k < kTrafficKinds; ++k) {
+    const Traffic &t = counts.kinds[k];
+    if (!t.calls)
+      continue;
+    JsonObject traffic;
+    traffic.add("calls", integer(t.calls))
+        .add("bytes", integer(t.bytes))
+        .add("sent_bytes", integer(t.sentBytes));
+    kinds.add(trafficKindName(TrafficKind(k)), traffic.str());
+  }
+  JsonObject json;
+  json.add("steps", integer(counts.steps)).add("by_kind", kinds.str());
+  return json.str();
 }
 
 } // namespace
@@ -226,6 +247,7 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
       .add("at_start", integer(memory[4]))
       .add("scratch", integer(memory[5]));
   summary.add("resident_bytes_per_rank", resident.str());
+  summary.add("collectives", trafficJson());
   summary.add("config", program_.options.effective.dump());
   const char *bf16Products = bf16ProductsUsed();
   summary.add("bf16_products", bf16Products ? jsonString(bf16Products) : "null");

@@ -22,6 +22,7 @@
 //  7. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
+#include "collectives/traffic.h"
 #include "collectives/watchdog.h"
 #include "driver_checkpoint.h"
 #include "driver_data.h"
@@ -183,7 +184,9 @@ int runTraining(const Program &program) {
     fillInputs(inputs, stepSeed(options.seed, s), program.data.synthetic);
     step[0].floats()[0] = float(s);
     setWatchedPhase("train step", s);
+    startCountingTraffic();
     program.train(trainBuffers.data());
+    stopCountingTraffic();
     int signal = 0;
     const int health = stepHealth(trainResults[0].floats()[0], params, state, signal);
     if (health == kFinite) {
