@@ -17,6 +17,10 @@ packages=(
   fortunes                 # W4's corpus (examples/gpt/make_corpus.py)
   python3 python3-numpy python3-pil
   chromium-headless-shell  # the report page is checked in a real browser (test/Runtime/report-page.test)
+  # A one-node Slurm cluster for test/Cluster/slurm.test (examples/slurm). The test
+  # starts its own daemons with its own key, socket and slurm.conf; the packages'
+  # slurmctld and slurmd services stay off without /etc/slurm/slurm.conf.
+  munge slurmctld slurmd slurm-client
 )
 
 missing=()

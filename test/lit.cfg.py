@@ -55,6 +55,14 @@ if shutil.which("ip") and subprocess.run(["unshare", "--net", "--uts", "--mount"
                                          capture_output=True).returncode == 0:
     config.available_features.add("netns")
 
+# test/Cluster/slurm.test starts a one-node Slurm cluster from Debian's munge,
+# slurmctld, slurmd and slurm-client packages (scripts/setup.sh installs them); its
+# daemons run as root, as CI does.
+if os.geteuid() == 0 and all(
+        shutil.which(tool, path=os.environ["PATH"] + ":/usr/sbin:/sbin")
+        for tool in ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol")):
+    config.available_features.add("slurm")
+
 # test/Training/target-cpu.test runs a program built for Sapphire Rapids on a CPU
 # without its AMX tiles, which must refuse to start.
 with open("/proc/cpuinfo") as cpuinfo:
