@@ -77,7 +77,15 @@ void allReduce(const char *caller, Scalar scalar, uint32_t axes, const void *in,
 
   // MPI's blocking all-reduce at every size: its nonblocking one and the ring are slower
   // once the heap keeps freed memory (host.cpp); bench/runtime measures it against
-  // MPI_Allreduce.
+  // MPI_Allreduce. But a rank blocked in MPI cannot take part in a stop in the middle of
+  // a step (driver_abandon.h), which sets the nonblocking one then.
+  if (allReducesInAwait()) {
+    arrive("all_reduce", axes, /*world=*/false, count);
+    MPI_Request request;
+    MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
+                   mpiReduction, group.comm, &request);
+    return await(1, &request);
+  }
   watchedBlocking("all_reduce", axes, count, [&] {
     MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, mpiCount(count, caller), type.mpi,
                   mpiReduction, group.comm);

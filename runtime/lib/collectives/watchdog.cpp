@@ -48,6 +48,8 @@ struct Watch {
 };
 
 Watch watch;
+void (*waitHook)() = nullptr;
+bool allReducesWait = false;
 
 int64_t nowNanos() {
   timespec now{};
@@ -206,8 +208,16 @@ void await(int count, MPI_Request *requests) {
       beat();
       std::this_thread::sleep_for(std::chrono::microseconds(waited > 1.0 ? 10000 : 50));
     }
+    if (waitHook)
+      waitHook();
     MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
   }
 }
+
+void setWaitHook(void (*hook)()) { waitHook = hook; }
+
+void setAllReducesInAwait(bool inAwait) { allReducesWait = inAwait; }
+
+bool allReducesInAwait() { return allReducesWait; }
 
 } // namespace shardrt

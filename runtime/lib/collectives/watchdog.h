@@ -42,8 +42,18 @@ void setWatchedPhase(const char *phase, int64_t step);
 /// collectives.
 void arrive(const char *kind, uint32_t axes, bool world = false, int64_t elements = -1);
 
-/// Waits for `requests` as described above.
+/// Waits for `requests` as described above. While it polls, it calls the wait hook.
 void await(int count, MPI_Request *requests);
+
+/// A function await calls on every poll after its first (the driver's stop in the
+/// middle of a step, driver_abandon.h); nullptr: none. It may not return.
+void setWaitHook(void (*hook)());
+
+/// Whether the all-reduces too start a nonblocking MPI operation and wait in await, so
+/// that a rank in one can take part in a stop (default: MPI's blocking all-reduce,
+/// timed by the timekeeper). Every rank sets the same.
+void setAllReducesInAwait(bool inAwait);
+bool allReducesInAwait();
 
 /// Around a blocking MPI collective: a thread of the runtime's keeps its time
 /// meanwhile, beating for the rank and ending the job past the timeout as await does.

@@ -22,7 +22,7 @@ namespace shardrt {
 int runEvaluation(const Program &program) {
   const Manifest &manifest = program.manifest;
   const DriverOptions &options = program.options;
-  catchStopSignals();
+  catchStopSignals(program.options.checkpointSignal);
   bool opened = false;
   std::FILE *metrics = openOnRank0(options.metrics, nullptr, program.rank, opened, "a");
   if (!opened)

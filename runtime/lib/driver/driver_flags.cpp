@@ -10,6 +10,7 @@
 //     reader, defaults included, so it is exactly what the run used.
 #include "driver_flags.h"
 #include "driver_bindings.h"
+#include "driver_stop.h"
 
 #include <algorithm>
 #include <cctype>
@@ -301,6 +302,19 @@ const Flag kFlags[] = {
        o.collectiveTimeout = parseReal(flag, v, false);
      },
      [](const DriverOptions &o) { return json(o.collectiveTimeout); }},
+    {"--checkpoint-signal", "NAME", Kind::Text, true,
+     "the early-warning signal (Slurm's --signal): finish the step in progress, checkpoint, "
+     "stop (default USR1; none: not caught); SIGINT and SIGTERM stop too (driver_stop.h)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       const int signal = checkpointSignalNamed(v);
+       if (signal < 0)
+         throw UsageError(std::string(flag) + " is one of " + checkpointSignalNames() + ", not '" +
+                          v + "'");
+       o.checkpointSignal = signal;
+     },
+     [](const DriverOptions &o) {
+       return o.checkpointSignal ? json(stopSignalName(o.checkpointSignal) + 3) : json("none");
+     }},
     {"--matmul-precision", "f32|bf16", Kind::Text, true,
      "bf16: every matrix product (matmuls, convolutions) rounds its operands to bfloat16 "
      "and accumulates in f32 (oneDNN); f32 (the default): in f32 (OpenBLAS; oneDNN for thin ones)",

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -78,6 +79,7 @@ struct DriverOptions {
   int64_t maxSkips = 10;          // skip: consecutive skipped steps before stopping
   bool checkMemory = true;        // refuse to start when a rank needs more than the host offers
   double collectiveTimeout = 600; // seconds a collective may wait (watchdog.h); 0: for ever
+  int checkpointSignal = SIGUSR1; // --checkpoint-signal; 0: none (driver_stop.h)
   bool matmulBf16 = false;        // matrix products in bfloat16 (dnnl_matmul.h)
   bool gradientsBf16 = false;     // gradients reduced in bfloat16 (shardrt.h)
   bool overlapGradients = false;  // gradients' reductions in flight (shardrt.h)

@@ -16,15 +16,24 @@
 namespace shardrt {
 namespace {
 
-/// Whether every f32 of the block is finite: no exponent of all ones. Branch-free, so
-/// that the loop vectorizes.
-bool finite(const Block &block) {
+/// Whether every f32 of the block is finite: no exponent of all ones; and the sum of
+/// its bits (driver_abandon.h's digest). Branch-free, so that the loop vectorizes.
+bool finite(const Block &block, uint64_t &sum) {
   const uint32_t *bits = static_cast<const uint32_t *>(block.data());
   const int64_t count = block.count();
   uint32_t nonFinite = 0;
-  for (int64_t i = 0; i < count; ++i)
+  uint64_t total = 0;
+  for (int64_t i = 0; i < count; ++i) {
     nonFinite |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+    total += bits[i];
+  }
+  sum = total;
   return !nonFinite;
+}
+
+bool finite(const Block &block) {
+  uint64_t sum = 0;
+  return finite(block, sum);
 }
 
 std::string nameOf(const TensorSpec &spec) {
@@ -34,12 +43,19 @@ std::string nameOf(const TensorSpec &spec) {
 } // namespace
 
 int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state,
-               int &stopSignal) {
+               int &stopSignal, uint64_t &digest) {
   int verdict[2] = {std::isfinite(loss) ? kFinite : kLossNonFinite, stopBits()};
+  // digestOf's sum, from the same pass.
+  uint64_t position = 1;
+  digest = 0;
   for (const std::vector<Block> *blocks : {&params, &state})
-    for (const Block &block : *blocks)
-      if (!(verdict[0] & kStateNonFinite) && !finite(block))
+    for (const Block &block : *blocks) {
+      uint64_t sum = 0;
+      if (!finite(block, sum))
         verdict[0] |= kStateNonFinite;
+      digest += sum * position;
+      position += 2;
+    }
   watchedWorld("all_reduce of the step's health", [&](MPI_Request *request) {
     MPI_Iallreduce(MPI_IN_PLACE, verdict, 2, MPI_INT, MPI_BOR, MPI_COMM_WORLD, request);
   });

@@ -18,10 +18,11 @@ enum StepHealth : int { kFinite = 0, kLossNonFinite = 1, kStateNonFinite = 2 };
 
 /// The verdict on a step from its loss (replicated) and this rank's blocks of the
 /// parameters and state after it, the same on every rank; `stopSignal` gets the SIGINT
-/// or SIGTERM any rank has received, or 0 (driver_stop.h). Collective: one
-/// MPI_Allreduce of two ints, so that a stop costs the steps no collective of its own.
+/// or SIGTERM any rank has received, or 0 (driver_stop.h), and `digest` this rank's
+/// digestOf(params, state) (driver_abandon.h), from the same pass over them. Collective:
+/// one MPI_Allreduce of two ints, so that a stop costs the steps no collective of its own.
 int stepHealth(float loss, const std::vector<Block> &params, const std::vector<Block> &state,
-               int &stopSignal);
+               int &stopSignal, uint64_t &digest);
 
 /// What the gradients of a step were: whether its loss is finite, and the first
 /// parameter, in the program's order, whose gradient is not finite on some rank

@@ -193,11 +193,12 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   endProgressLine();
   const Manifest &manifest = program_.manifest;
   // Where the run ends, and the rates of the steps this process ran.
-  const int64_t lastStep = stop.step ? stop.step : totalSteps_;
+  const int64_t lastStep = stop.signal || stop.nonFinite ? stop.step : totalSteps_;
   const double epochs = double(lastStep) / double(stepsPerEpoch_);
   const double steps = double(lastStep - firstStep_);
-  const double secondsPerEpoch = trainSeconds * double(stepsPerEpoch_) / steps;
-  const double perSecond = double(batch_) * steps / trainSeconds;
+  // A run stopped before its first step has no rates.
+  const double secondsPerEpoch = steps > 0 ? trainSeconds * double(stepsPerEpoch_) / steps : 0;
+  const double perSecond = steps > 0 ? double(batch_) * steps / trainSeconds : 0;
   const std::string resumed =
       firstStep_ ? " (resumed after step " + integer(firstStep_) + ")" : std::string();
   if (stepsPerEpoch_)
@@ -210,7 +211,7 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   else
     std::fprintf(stderr, "%s: %lld steps%s in %.3g s (%.3g s per step); final train loss %.6g\n",
                  manifest.model.c_str(), (long long)lastStep, resumed.c_str(), trainSeconds,
-                 trainSeconds / steps, finalLoss);
+                 steps > 0 ? trainSeconds / steps : 0, finalLoss);
   if (evaluated_)
     std::fprintf(stderr, "last evaluation: %s\n", describe(last_).c_str());
 
@@ -229,6 +230,8 @@ void TrainingReport::finish(double trainSeconds, double prefetchWait, float fina
   summary.add("nonfinite_steps", integer(nonFiniteSteps));
   summary.add("stopped_at_nonfinite_step", stop.nonFinite ? integer(stop.step) : "null");
   summary.add("stopped_by_signal", stop.signal ? jsonString(stopSignalName(stop.signal)) : "null");
+  summary.add("stopped_after_step", stop.signal ? integer(stop.step) : "null");
+  summary.add("abandoned_step", stop.abandoned ? integer(stop.step + 1) : "null");
   summary.add("checkpoints", integer(checkpointer.written()));
   summary.add("checkpoint_seconds", jsonNumber(checkpointer.seconds()));
   summary.add("resume_from",

@@ -17,10 +17,14 @@ namespace shardrt {
 
 /// Where a run that ended before its last step stopped, and why.
 struct EarlyStop {
-  int64_t step = 0;       // 0: the run reached its last step
+  int64_t step = 0;       // the last step completed; 0 with no signal: the run reached its last
   bool nonFinite = false; // a non-finite step stopped it (driver_health.h)
-  int signal = 0;         // or SIGINT or SIGTERM did (driver_stop.h)
+  int signal = 0;         // or a stop signal did (driver_stop.h)
+  bool abandoned = false; // and step + 1 was abandoned (driver_abandon.h)
 };
+
+/// The exit status of a run that abandoned a step (driver_abandon.h).
+constexpr int kExitAbandoned = 5;
 
 /// Every rank may call it; only rank 0 writes.
 class TrainingReport {

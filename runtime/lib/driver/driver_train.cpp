@@ -16,14 +16,17 @@
 //     the checkpoint to resume from; with skip the step changed nothing, until
 //     --max-skips steps in a row were. An update that overflowed from finite gradients
 //     is in the parameters already: the run stops, skip or not.
-//  6. SIGINT or SIGTERM ends the run after the step in progress (the ranks agree on it
-//     in the step's health all-reduce), with a checkpoint of it when checkpoints are
-//     on, and exit 128 + the signal (driver_stop.h).
+//  6. A stop signal (driver_stop.h) ends the run after the step in progress (the ranks
+//     agree on it in the step's health all-reduce), with a checkpoint of it when
+//     checkpoints are on, and exit 128 + the signal. With --checkpoint-dir, SIGINT and
+//     SIGTERM abandon the step in progress instead, at its next collective wait, and
+//     write the checkpoint of the step before it: exit 5 (driver_abandon.h).
 //  7. With --checkpoint-dir, checkpoints after the steps the flags ask for; with
 //     --resume, the run starts from one: its parameters, state and step, and the data
 //     order and random numbers that follow from (seed, step), as if never stopped.
 #include "collectives/traffic.h"
 #include "collectives/watchdog.h"
+#include "driver_abandon.h"
 #include "driver_checkpoint.h"
 #include "driver_data.h"
 #include "driver_eval.h"
@@ -93,18 +96,29 @@ void explainNonFinite(const Program &program, int64_t step, int health,
                what.c_str(), where.c_str(), why.c_str(), kept.c_str(), resume.c_str());
 }
 
-/// Rank 0 says where a stop signal ended the run, and how to go on.
+/// Rank 0 says where a stop signal ended the run (`abandoned`: the step after `step`
+/// was cut short), and how to go on.
 void explainStop(const Program &program, int signal, int64_t step, int64_t totalSteps,
-                 const std::string &newestCheckpoint) {
+                 bool abandoned, const std::string &newestCheckpoint) {
   if (program.rank != 0)
     return;
   const std::string &folder = program.options.checkpointDir;
-  const std::string saved = folder.empty() ? "nothing was saved (no --checkpoint-dir)"
-                                           : "checkpoint '" + newestCheckpoint +
-                                                 "' written; go on with --resume " + folder;
-  std::fprintf(stderr, "shardrt: %s: stopped after step %lld of %lld; %s\n", stopSignalName(signal),
-               (long long)step, (long long)totalSteps, saved.c_str());
+  const std::string saved =
+      folder.empty() ? "nothing was saved (no --checkpoint-dir)"
+      : newestCheckpoint.empty()
+          ? "no step completed, nothing was saved"
+          : "checkpoint '" + newestCheckpoint + "' written; go on with --resume " + folder;
+  const std::string cut =
+      abandoned ? "; step " + std::to_string(step + 1) + " abandoned" : std::string();
+  std::fprintf(stderr, "shardrt: %s: stopped after step %lld of %lld%s; %s\n",
+               stopSignalName(signal), (long long)step, (long long)totalSteps, cut.c_str(),
+               saved.c_str());
 }
+
+/// Disarms the stop in the middle of a step however the run ends.
+struct Disarm {
+  ~Disarm() { disarmAbandon(); }
+};
 
 } // namespace
 
@@ -121,7 +135,7 @@ int runTraining(const Program &program) {
                    (long long)options.epochs);
     return 2;
   }
-  catchStopSignals();
+  catchStopSignals(options.checkpointSignal);
   // The folder's lock first: a second run on it stops before touching any file.
   Checkpointer checkpointer(program, stepsPerEpoch);
   if (!checkpointer.prepare())
@@ -172,10 +186,40 @@ int runTraining(const Program &program) {
   int64_t nonFiniteSteps = 0, skippedInARow = 0;
   double trainSeconds = 0;
   using Clock = std::chrono::steady_clock;
+  int64_t current = resumed.step + 1; // the step in progress
+  // SIGINT or SIGTERM in the middle of a step, every rank in a collective wait of it and
+  // none in its update: the checkpoint of the step before, from the parameters in
+  // memory, and out without going back into the step (driver_abandon.h).
+  auto abandon = [&](int signal) {
+    const int64_t done = current - 1;
+    setWatchedPhase("checkpoint of the step before the abandoned", current);
+    const int64_t inEpoch = readsData && done ? (done - 1) % stepsPerEpoch + 1 : 0;
+    const int64_t epoch = readsData && done ? (done - 1) / stepsPerEpoch + 1 : 0;
+    bool saved = true;
+    if (done > 0)
+      saved = checkpointer.afterStep({done, epoch, inEpoch * batch}, /*lastStep=*/true, params,
+                                     state, nullptr);
+    if (saved) {
+      report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
+                    trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
+                    {done, false, signal, /*abandoned=*/true});
+      explainStop(program, signal, done, totalSteps, /*abandoned=*/true, checkpointer.newest());
+    }
+    const bool closed = closeOnRank0(metrics, options.metrics) &&
+                        (program.rank != 0 || closeOnRank0(program.out, options.output));
+    std::fflush(nullptr);
+    // The step's collectives are left in flight: no MPI_Finalize.
+    std::_Exit(saved && closed ? kExitAbandoned : 1);
+  };
+  Disarm disarm;
+  // With bf16 gradients the step blocks in MPI's all-to-alls, where a rank cannot vote.
+  if (!options.checkpointDir.empty() && !options.gradientsBf16)
+    armAbandon(abandon, params, state);
   // Rank 0's clock starts with everyone's.
   watchedWorld("barrier before step 1",
                [](MPI_Request *request) { MPI_Ibarrier(MPI_COMM_WORLD, request); });
   for (int64_t s = resumed.step + 1; s <= totalSteps; ++s) {
+    current = s;
     const int64_t epoch = readsData ? (s - 1) / stepsPerEpoch + 1 : 0;
     const int64_t inEpoch = readsData ? (s - 1) % stepsPerEpoch : 0;
     const Clock::time_point start = Clock::now();
@@ -185,10 +229,14 @@ int runTraining(const Program &program) {
     step[0].floats()[0] = float(s);
     setWatchedPhase("train step", s);
     startCountingTraffic();
+    enterStep();
     program.train(trainBuffers.data());
+    leaveStep();
     stopCountingTraffic();
     int signal = 0;
-    const int health = stepHealth(trainResults[0].floats()[0], params, state, signal);
+    uint64_t digest = 0;
+    const int health = stepHealth(trainResults[0].floats()[0], params, state, signal, digest);
+    stepCompleted(digest);
     if (health == kFinite) {
       skippedInARow = 0;
     } else {
@@ -222,7 +270,7 @@ int runTraining(const Program &program) {
     if (signal && s < totalSteps) {
       report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
                     trainResults[0].floats()[0], checkpointer, nonFiniteSteps, {s, false, signal});
-      explainStop(program, signal, s, totalSteps, checkpointer.newest());
+      explainStop(program, signal, s, totalSteps, /*abandoned=*/false, checkpointer.newest());
       return closeOnRank0(metrics, options.metrics) ? 128 + signal : 1;
     }
   }
