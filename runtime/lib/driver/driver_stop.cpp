@@ -25,17 +25,27 @@ const struct {
                           {"PROF", SIGPROF}};
 
 std::atomic<int> received{0};         // the first stop signal, 0: none
+std::atomic<pid_t> firstSender{0};    // who sent it (0: the kernel, e.g. a terminal's ^C)
 std::atomic<int> checkpointSignal{0}; // --checkpoint-signal, 0: none
 static_assert(std::atomic<int>::is_always_lock_free, "read in a signal handler");
+static_assert(std::atomic<pid_t>::is_always_lock_free, "read in a signal handler");
 
-extern "C" void recordStop(int signal) {
-  int none = 0;
-  if (!received.compare_exchange_strong(none, signal)) {
-    // Asked twice: the user wants it gone now. The signal is blocked in this thread
-    // while its handler runs, so it arrives, and ends the process, once we return.
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
+extern "C" void recordStop(int signal, siginfo_t *info, void *) {
+  int first = 0; // on failure: the first stop signal
+  const pid_t sender = info ? info->si_pid : 0;
+  if (received.compare_exchange_strong(first, signal)) {
+    firstSender = sender;
+    return;
   }
+  // The same signal from another process is the same request delivered twice: Slurm
+  // signals every process of a job and mpirun forwards its own copy, a terminal's ^C
+  // reaches mpirun and the ranks. Asked again by the same sender, or by another signal:
+  // the user wants it gone now. The signal is blocked in this thread while its handler
+  // runs, so it arrives, and ends the process, once we return.
+  if (signal == first && sender != firstSender)
+    return;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
 }
 
 } // namespace
@@ -68,9 +78,10 @@ void catchStopSignals(int signalNumber) {
   if (signalNumber)
     sigaddset(&set, signalNumber);
   struct sigaction action {};
-  action.sa_handler = recordStop;
-  sigfillset(&action.sa_mask);  // one handler at a time
-  action.sa_flags = SA_RESTART; // system calls in progress (MPI's polls, writes) go on
+  action.sa_sigaction = recordStop;
+  sigfillset(&action.sa_mask); // one handler at a time
+  // SA_RESTART: system calls in progress (MPI's polls, writes) go on.
+  action.sa_flags = SA_RESTART | SA_SIGINFO;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   if (signalNumber)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # two_signals.sh FILE GAP COMMAND...: runs COMMAND; once FILE holds 3 lines sends it
-# SIGTERM, and GAP seconds later a second SIGTERM; prints "exit STATUS" and whether the
-# run wrote its summary (it must not have: the second signal ends it at once).
+# SIGTERM, and GAP seconds later a second SIGTERM, from this shell or, with
+# SECOND_SENDER=other, from another process (as Slurm and mpirun each send one); prints
+# "exit STATUS" and whether the run wrote its summary.
 file=$1 gap=$2
 shift 2
 "$@" > summary.json &
@@ -14,7 +15,11 @@ for _ in $(seq 6000); do
 done
 kill -TERM $pid
 sleep "$gap"
-kill -TERM $pid 2> /dev/null
+if [ "${SECOND_SENDER:-same}" = other ]; then
+  sh -c "kill -TERM $pid" 2> /dev/null
+else
+  kill -TERM $pid 2> /dev/null
+fi
 wait $pid
 echo "exit $?"
 [ -s summary.json ] && echo "summary written" || echo "no summary"
