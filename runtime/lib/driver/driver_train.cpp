@@ -203,6 +203,9 @@ int runTraining(const Program &program) {
       report.finish(trainSeconds, batches ? batches->waitedSeconds() : 0,
                     trainResults[0].floats()[0], checkpointer, nonFiniteSteps,
                     {done, false, signal, /*abandoned=*/true});
+      // Out at once: mpirun's SIGKILL follows its SIGTERM by a second (a loaded rank
+      // was killed with its summary still in the buffer).
+      std::fflush(nullptr);
       explainStop(program, signal, done, totalSteps, /*abandoned=*/true, checkpointer.newest());
     }
     const bool closed = closeOnRank0(metrics, options.metrics) &&

@@ -60,6 +60,9 @@ for i in $(seq 1 "$tries"); do
   n=${newest#ckpt-}
   n=${n%.safetensors}
   how=$(sed -n 's/.*"stopped_after_step": \([0-9]*\), "abandoned_step": \([0-9a-z]*\),.*/after step \1, abandoned \2/p' "s$i.json")
+  # mpirun SIGKILLs a second after its SIGTERM: a rank slowed by the hogs may be killed
+  # after its checkpoint and before its summary is out (the checkpoint is what counts).
+  [ -n "$how" ] || how="summary lost to mpirun's SIGKILL"
   if ! "${mpirun[@]}" "${program[@]}" --steps $((n + 2)) --resume "ck$i" --checkpoint-dir "ck$i" \
       --metrics "r$i.jsonl" --log-every 1 --no-eval > /dev/null 2> "resume-err$i"; then
     echo "FAIL: try $i: the resumed run"; cat "resume-err$i"; exit 1
