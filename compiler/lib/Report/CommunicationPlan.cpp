@@ -13,6 +13,7 @@
 #include "shardc/Support/Bytes.h"
 #include "shardc/Support/Mesh.h"
 #include "shardrt/huge_pages.h"
+#include "shardrt/ring_traffic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -198,17 +199,15 @@ std::vector<std::string> bucketOf(Value value, func::FuncOp fn,
   return names.size() > 1 ? names : std::vector<std::string>{};
 }
 
-/// The bytes each of the n ranks of a collective sends, when it runs as a ring
-/// (as the runtime's large ones do, and MPI's in bandwidth terms): an
-/// all_reduce is a reduce-scatter and an all-gather of its n blocks, 2(n-1)/n
-/// of its bytes; a reduce_scatter or all_to_all sends all blocks but its own,
-/// (n-1)/n; an all_gather forwards its block and n-2 others, (n-1) times its
-/// input.
+/// The bytes each of the n ranks of a collective sends, when it runs as a ring (as
+/// the runtime's large ones do, and MPI's in bandwidth terms): shardrt/ring_traffic.h,
+/// which the runtime's count of a run's traffic shares.
 int64_t sentPerRank(Operation *op, int64_t bytes, int64_t n) {
-  if (isa<shard::AllGatherOp>(op))
-    return mulSaturating(bytes, n - 1);
-  int64_t share = mulSaturating(bytes, n - 1) / n;
-  return isa<shard::AllReduceOp>(op) ? mulSaturating(share, 2) : share;
+  using shardrt::RingCollective;
+  RingCollective kind = isa<shard::AllGatherOp>(op)   ? RingCollective::AllGather
+                        : isa<shard::AllReduceOp>(op) ? RingCollective::AllReduce
+                                                      : RingCollective::ReduceScatter;
+  return shardrt::ringSentBytes(kind, bytes, n);
 }
 
 /// The pipeline stage whose schedule `op` is part of (shardc-pipeline-schedule's

@@ -1,8 +1,15 @@
 // The collectives' traffic, counted (traffic.h).
 #include "traffic.h"
+#include "shardrt/ring_traffic.h"
 
 namespace shardrt {
 namespace {
+
+// A collective's kind is its RingCollective.
+static_assert(int(TrafficKind::AllReduce) == int(RingCollective::AllReduce) &&
+              int(TrafficKind::AllGather) == int(RingCollective::AllGather) &&
+              int(TrafficKind::ReduceScatter) == int(RingCollective::ReduceScatter) &&
+              int(TrafficKind::AllToAll) == int(RingCollective::AllToAll));
 
 bool counting = false;
 TrafficCounts counts;
@@ -35,24 +42,10 @@ void stopCountingTraffic() { counting = false; }
 void countTraffic(TrafficKind kind, int64_t bytes, int groupSize) {
   if (!counting || groupSize <= 1)
     return;
-  // The report's formulas (sentPerRank), integer division included, so that the
-  // figures compare exactly.
-  const int64_t n = groupSize;
-  int64_t sent = bytes;
-  switch (kind) {
-  case TrafficKind::AllReduce:
-    sent = bytes * (n - 1) / n * 2;
-    break;
-  case TrafficKind::AllGather:
-    sent = bytes * (n - 1);
-    break;
-  case TrafficKind::ReduceScatter:
-  case TrafficKind::AllToAll:
-    sent = bytes * (n - 1) / n;
-    break;
-  case TrafficKind::Send:
-    break;
-  }
+  // The report's formula (shardrt/ring_traffic.h), so that the figures compare exactly.
+  const int64_t sent = kind == TrafficKind::Send
+                           ? bytes
+                           : ringSentBytes(static_cast<RingCollective>(kind), bytes, groupSize);
   Traffic &t = counts.kinds[int(kind)];
   ++t.calls;
   t.bytes += bytes;
