@@ -44,14 +44,16 @@ if compgen -G "$job/checkpoints/ckpt-*.safetensors" > /dev/null; then
   resume=(--resume "$job/checkpoints")
 fi
 
-# USR1 (to this shell alone): SIGTERM goes to the ranks themselves, not to mpirun,
-# which forwards it late or kills the ranks 1 s later (OpenMPI's
-# odls_base_sigkill_timeout). Only this node's ranks, mpirun's children whose command
+# USR1 (to this shell alone): USR1 goes on to the ranks themselves, not to mpirun,
+# which forwards signals late or kills the ranks 1 s later (OpenMPI's
+# odls_base_sigkill_timeout). USR1 is the runtime's early warning (its default
+# --checkpoint-signal): a rank finishes the step in progress, however long, rather than
+# abandoning it as on SIGTERM. Only this node's ranks, mpirun's children whose command
 # line starts with the executable (on several nodes mpirun has an srun child too, and
 # a rank's process name is "exe", not the executable's), get it: the ranks
 # agree on a stop every step, so all of them stop after the same step, write its
-# checkpoint and exit 143. Once only: the runtime ends a rank at once on a second
-# SIGTERM, maybe mid-checkpoint.
+# checkpoint and exit 138. Once only: the runtime ends a rank at once on a second
+# signal from the same sender, maybe mid-checkpoint.
 # TERM (scancel, preemption, the time limit reached): Slurm sends it to every process
 # of the job, the ranks too, so nothing is forwarded; no requeue then.
 signals=0
@@ -63,7 +65,7 @@ stop() {
     requeue=no
   elif [ "$signals" = 1 ]; then
     requeue=yes
-    pkill -TERM -P "$mpirun" -f "^$exe" || true
+    pkill -USR1 -P "$mpirun" -f "^$exe" || true
   fi
 }
 trap 'stop USR1' USR1
@@ -75,7 +77,7 @@ trap 'stop TERM' TERM
 # odls_base_sigkill_timeout: when mpirun itself gets the SIGTERM (scancel and
 # preemption signal every process of the job), it kills the ranks this long after
 # it, not 1 s: time for their checkpoint (Slurm's KillWait, 30 s by default, bounds
-# it anyway). Its cost: once a rank has exited non-zero, as a stopped one does (143),
+# it anyway). Its cost: once a rank has exited non-zero, as a stopped one does (138),
 # mpirun takes twice this long to end.
 mpirun --mca odls_base_sigkill_timeout 30 \
   "$exe" "${flags[@]}" --checkpoint-dir "$job/checkpoints" "${resume[@]}" \
