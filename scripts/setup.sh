@@ -16,6 +16,7 @@ packages=(
   dataset-fashion-mnist
   fortunes                 # W4's corpus (examples/gpt/make_corpus.py)
   python3 python3-numpy python3-pil
+  python3-torch            # test/Export loads exported GPTs into PyTorch
   chromium-headless-shell  # the report page is checked in a real browser (test/Runtime/report-page.test)
   # A one-node Slurm cluster for test/Cluster/slurm.test (examples/slurm). The test
   # starts its own daemons with its own key, socket and slurm.conf; the packages'

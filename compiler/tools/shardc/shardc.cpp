@@ -7,7 +7,8 @@
 // work itself is lib/Pipeline's compile, Compile.h). The work runs on a thread
 // with a large stack: parsing and elaboration recurse along the input's
 // nesting, which the parser bounds but a user may still push far.
-// `shardc tune ...` runs the layout search, shardc-tune.
+// `shardc tune ...` runs the layout search, shardc-tune; `shardc export ...` writes
+// a trained GPT for PyTorch, shardc-export.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,11 +127,11 @@ CompileOptions options() {
 }
 
 /// `shardc tune ...` is shardc-tune, installed beside shardc: the layout search
-/// drives shardc itself for each candidate.
-int runTune(int argc, char **argv) {
-  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&runTune);
+/// drives shardc itself for each candidate. `shardc export ...` is shardc-export.
+int runSibling(const char *name, int argc, char **argv) {
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&runSibling);
   llvm::SmallString<256> tool(llvm::sys::path::parent_path(self));
-  llvm::sys::path::append(tool, "shardc-tune");
+  llvm::sys::path::append(tool, name);
   std::vector<llvm::StringRef> args = {tool};
   args.insert(args.end(), argv + 2, argv + argc);
   std::string message;
@@ -145,7 +146,9 @@ int runTune(int argc, char **argv) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (argc > 1 && llvm::StringRef(argv[1]) == "tune")
-    return runTune(argc, argv);
+    return runSibling("shardc-tune", argc, argv);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "export")
+    return runSibling("shardc-export", argc, argv);
   // MLIR's own options (--mlir-print-ir-after-all, --mlir-timing, ...) work on
   // every stage; --help-hidden lists them. The passes first: options such as
   // --mlir-print-ir-after=PASS take the names registered by then.
@@ -166,6 +169,9 @@ int main(int argc, char **argv) {
                               "shardc: compiles a model file and a partition rules file\n\n"
                               "  shardc tune MODEL.shard --ranks N searches for the fastest\n"
                               "  layout and writes its rules file; shardc tune --help lists its "
+                              "options.\n\n"
+                              "  shardc export CKPT --format nanogpt|hf -o DIR writes a trained\n"
+                              "  GPT's checkpoint for PyTorch; shardc export --help lists its "
                               "options.\n\n"
                               "  MLIR's pass manager options (--mlir-print-ir-after-all,\n"
                               "  --mlir-timing, ...) apply to every stage; --help-hidden lists "

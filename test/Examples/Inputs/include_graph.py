@@ -37,6 +37,7 @@ ORDER = [
     "Pipeline",
     "Tune",
     "LanguageServer",
+    "Export",          # shardc export: a training checkpoint's GPT for PyTorch
 ]
 
 FRONT_END = {"AST", "Parse", "Sema", "Frontend", "Train", "MLIRGen"}
