@@ -28,13 +28,16 @@ termDecl    : kind=('loss' | 'metric') IDENT '=' expr ;
 argDecl     : IDENT ':' tensorType ;
 returnStmt  : 'return' expr ;
 
-// ---- the model: inputs, values, loss, metrics and optimizer
+// ---- the model: inputs, values, loss, metrics, optimizer and generation
 modelDecl   : 'model' IDENT configList? '{' modelMember* '}' ;
-modelMember : inputDecl | letStmt | lossDecl | metricDecl | optimizerDecl ;
+modelMember : inputDecl | letStmt | lossDecl | metricDecl | optimizerDecl | generateDecl ;
 inputDecl     : 'input' IDENT ':' tensorType ;
 lossDecl      : 'loss' (IDENT '=')? expr ;  // a name: sema says it is a block's
 metricDecl    : 'metric' IDENT '=' expr ;
 optimizerDecl : 'optimizer' IDENT callArgs ;
+// `generate tokens ~ logits`: --generate draws the input `tokens` one position at a
+// time from the model's value `logits` (each position's scores for the next one).
+generateDecl  : 'generate' input=IDENT '~' logits=IDENT ;
 
 // `let y = e : [a, b]` pins the sharding of y (a constraint).
 letStmt : 'let' IDENT '=' expr (':' shape)? ;

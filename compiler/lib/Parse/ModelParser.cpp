@@ -112,10 +112,15 @@ private:
       } else if (auto *metric = member->metricDecl())
         model.metrics.push_back(
             {metric->IDENT()->getText(), source.range(metric->IDENT()), buildExpr(metric->expr())});
-      else {
-        auto *opt = member->optimizerDecl();
+      else if (auto *opt = member->optimizerDecl())
         model.optimizers.push_back(
             {opt->IDENT()->getText(), source.range(opt->IDENT()), buildArgs(opt->callArgs())});
+      else {
+        auto *gen = member->generateDecl();
+        model.generates.push_back({gen->input->getText(), gen->logits->getText(),
+                                   source.range(gen->getStart(), gen->getStart()),
+                                   source.range(gen->input, gen->input),
+                                   source.range(gen->logits, gen->logits)});
       }
     }
     return model;

@@ -231,6 +231,7 @@ bool Elaborator::elaborateModel(const ModelAST &model) {
     }
     program.optimizer = result;
   }
+  elaborateGenerate(model, scope);
   return diags.errorCount() == errorsBefore;
 }
 

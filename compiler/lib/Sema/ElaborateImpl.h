@@ -237,6 +237,8 @@ private:
   Value overriddenConfig(const ConfigParamAST &param, const ConfigOverride &set);
   /// Errors for --set names that are no config parameter of `model`.
   void checkOverridesUsed(const ModelAST &model);
+  /// The model's `generate` declaration (Generate.cpp), once its values are known.
+  void elaborateGenerate(const ModelAST &model, const Scope &scope);
   std::vector<const BlockAST *> elaborating; // blocks whose forward is being inlined
   unsigned numDropouts = 0;                  // K of the next `dropout.K`
 };

@@ -192,6 +192,13 @@ struct OptimizerAST {
   std::vector<Argument> args;
 };
 
+/// `generate INPUT ~ LOGITS`: the input that --generate fills one position at a
+/// time, and the model's value that scores each position's successor.
+struct GenerateAST {
+  std::string input, logits;
+  SMRange range, inputRange, logitsRange;
+};
+
 /// Statements of a model in source order (`loss` may refer to lets before it).
 struct ModelAST {
   std::string name;
@@ -203,6 +210,7 @@ struct ModelAST {
   std::vector<SMRange> namedLosses;                // `loss NAME = e`, a block's: sema reports them
   std::vector<MetricAST> metrics;
   std::vector<OptimizerAST> optimizers; // sema checks at most one
+  std::vector<GenerateAST> generates;   // sema checks at most one
 };
 
 struct ImportAST {

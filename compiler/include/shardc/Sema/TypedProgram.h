@@ -166,6 +166,14 @@ struct Output : ShardedTensor {
   unsigned node = 0;
 };
 
+/// `generate INPUT ~ LOGITS`: --generate fills the i32 input one position at a time
+/// (along its last axis), drawing each from the value's scores at the position before.
+struct Generate {
+  std::string input;  // the input's name
+  std::string logits; // the value's name: an eval result
+  SMRange loc;
+};
+
 struct Optimizer {
   OptimizerKind kind = OptimizerKind::sgd;
   std::vector<std::pair<std::string, double>> hyperparameters;
@@ -235,6 +243,7 @@ struct TypedProgram {
   unsigned loss = 0;
   std::vector<std::pair<std::string, unsigned>> metrics;
   std::optional<Optimizer> optimizer;
+  std::optional<Generate> generate;
   std::vector<Output> outputs;
   Microbatches microbatches;
   Pipeline pipeline;
