@@ -159,6 +159,9 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
                       return a.role == ArgRole::parameter || a.role == ArgRole::optimizer_state;
                     })));
   manifest[kEval] = results(steps.eval.results);
+  manifest[kGenerate] = program.generate ? json{{kInput, program.generate->input},
+                                                {kLogits, program.generate->logits}}
+                                         : json(nullptr);
   manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
                               {kOptimizerState, memory.optimizerState},
                               {kInputs, memory.inputs},

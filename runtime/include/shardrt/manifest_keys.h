@@ -32,6 +32,12 @@ inline constexpr const char *kTarget = "target";
 inline constexpr const char *kCpu = "cpu";
 inline constexpr const char *kFeatures = "features";
 
+/* The model's `generate INPUT ~ LOGITS` (null without): the input --generate fills
+ * and the eval result it draws from, by name. */
+inline constexpr const char *kGenerate = "generate";
+inline constexpr const char *kInput = "input";
+inline constexpr const char *kLogits = "logits";
+
 /* mesh: axis names and sizes, in the order collectives number the axes. */
 inline constexpr const char *kAxes = "axes";
 inline constexpr const char *kSizes = "sizes";

@@ -88,9 +88,21 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
   if (options.poll > 0 && options.mode != Mode::Evaluate)
     return {2, "--poll goes with --evaluate"};
   const bool checkpoints = !options.checkpointDir.empty();
-  if (options.mode != Mode::Train && (checkpoints || !options.resume.empty()))
-    return {2, "--checkpoint-dir and --resume go with training, not --forward or "
-               "--check-gradients"};
+  const bool generates = options.mode == Mode::Generate;
+  if (options.mode != Mode::Train && (checkpoints || (!options.resume.empty() && !generates)))
+    return {2, "--checkpoint-dir and --resume go with training (and --resume with --generate), "
+               "not --forward or --check-gradients"};
+  if (generates && manifest.generateInput < 0)
+    return {1, model + " declares nothing to generate: --generate needs `generate INPUT ~ "
+                       "LOGITS` in its model (examples/gpt/gpt.shard has one)"};
+  if (generates && options.resume.empty())
+    return {2, "--generate samples from a trained model: give its checkpoint, --resume PATH "
+               "(a file, or a folder's newest)"};
+  if (!generates && (!options.prompt.empty() || !options.promptFile.empty() || options.maxTokens ||
+                     options.topK || options.topP != 1 || options.temperature != 1 ||
+                     options.samples != 1 || !options.logits.empty()))
+    return {2, "--prompt, --prompt-file, --max-tokens, --temperature, --top-k, --top-p, "
+               "--samples and --logits go with --generate"};
   if (!checkpoints &&
       (options.checkpointEvery || options.checkpointSeconds > 0 || !options.bestMetric.empty()))
     return {2, "--checkpoint-every, --checkpoint-seconds and --best-metric need --checkpoint-dir"};
@@ -246,7 +258,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     return refusal.status;
   }
 
-  if (!options.resume.empty()) {
+  if (!options.resume.empty() && options.mode == Mode::Train) {
     if (int status = checkResume(manifest, options, rank))
       return status;
   }
@@ -284,6 +296,7 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
   int status = options.mode == Mode::Evaluate         ? runEvaluation(program)
                : options.mode == Mode::Forward        ? runForward(program)
                : options.mode == Mode::CheckGradients ? runGradientCheck(program)
+               : options.mode == Mode::Generate       ? runGeneration(program)
                                                       : runTraining(program);
   if (rank == 0 && !closeOnRank0(out, options.output) && status == 0)
     status = 1;

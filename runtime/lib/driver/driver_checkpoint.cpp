@@ -165,6 +165,9 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
     if (!names.count(stored.name))
       throw mismatch(reader,
                      "it holds '" + stored.name + "', which " + manifest.model + " does not have");
+  // Sampling reads the parameters alone: any batch, and --seed is the draws'.
+  if (options.mode == Mode::Generate)
+    return;
   if (meta.at("batch") != std::to_string(manifest.batch))
     throw mismatch(reader, "written with a global batch of " + meta.at("batch") +
                                ", this program's is " + std::to_string(manifest.batch));
@@ -177,18 +180,6 @@ void vetCheckpoint(const CheckpointReader &reader, const Manifest &manifest,
                     meta.at("seed") + ")");
   for (const StoredTensor &stored : reader.tensors())
     reader.read(stored); // every checksum, before anything is overwritten
-}
-
-/// Broadcasts rank 0's string.
-void broadcast(std::string &text) {
-  uint64_t size = text.size();
-  watchedWorld("broadcast of a checkpoint's path", [&](MPI_Request *request) {
-    MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, request);
-  });
-  text.resize(size);
-  watchedWorld("broadcast of a checkpoint's path", [&](MPI_Request *request) {
-    MPI_Ibcast(text.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD, request);
-  });
 }
 
 double secondsNow() {
@@ -231,20 +222,21 @@ int checkResume(const Manifest &manifest, DriverOptions &options, int rank) {
   }
   if (!rank0Verdict(ok))
     return 1;
-  broadcast(path);
-  broadcast(seed);
+  broadcastFromRank0(path, "broadcast of a checkpoint's path");
+  broadcastFromRank0(seed, "broadcast of a checkpoint's seed");
   options.resume = path;
   options.seed = std::stoull(seed);
   return 0;
 }
 
-int findCheckpointToEvaluate(const Manifest &manifest, const DriverOptions &options, int rank,
-                             int64_t after, std::string &path) {
+int findCheckpointToRead(const Manifest &manifest, const DriverOptions &options, int rank,
+                         int64_t after, std::string &path) {
+  const bool generates = options.mode == Mode::Generate;
   path.clear();
   bool ok = true;
   if (rank == 0) {
     try {
-      path = options.evaluate;
+      path = generates ? options.resume : options.evaluate;
       if (isFolder(path)) {
         std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path, "ckpt");
         if (found.empty() && options.poll <= 0)
@@ -254,13 +246,14 @@ int findCheckpointToEvaluate(const Manifest &manifest, const DriverOptions &opti
       if (!path.empty())
         vetCheckpoint(CheckpointReader(path), manifest, options);
     } catch (const CheckpointError &error) {
-      std::fprintf(stderr, "shardrt: error: --evaluate: %s\n", error.what());
+      std::fprintf(stderr, "shardrt: error: %s: %s\n", generates ? "--resume" : "--evaluate",
+                   error.what());
       ok = false;
     }
   }
   if (!rank0Verdict(ok))
     return 1;
-  broadcast(path);
+  broadcastFromRank0(path, "broadcast of a checkpoint's path");
   return 0;
 }
 
@@ -345,9 +338,9 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
       reader = std::make_unique<CheckpointReader>(path);
       metadataText = nlohmann::json(reader->metadata()).dump();
     }
-    broadcast(metadataText);
+    broadcastFromRank0(metadataText, "broadcast of a checkpoint's metadata");
     const auto meta = nlohmann::json::parse(metadataText).get<std::map<std::string, std::string>>();
-    // Numbers checkResume (or findCheckpointToEvaluate) has vetted.
+    // Numbers checkResume (or findCheckpointToRead) has vetted.
     auto number = [&](const char *key) { return int64_t(std::stoll(meta.at(key))); };
     const RunPosition position{number("step"), number("epoch"), number("examples_in_epoch")};
     const nlohmann::json written = nlohmann::json::parse(meta.at("layouts"));
@@ -394,8 +387,10 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
     if (root) {
       const std::string writtenMesh = meta.count("mesh") ? meta.at("mesh") : "?";
       std::fprintf(stderr, "%s step %lld (epoch %lld) from '%s'\n",
-                   resuming ? "resuming after" : "evaluating", (long long)position.step,
-                   (long long)position.epoch, path.c_str());
+                   resuming                                  ? "resuming after"
+                   : program_.options.mode == Mode::Generate ? "sampling from"
+                                                             : "evaluating",
+                   (long long)position.step, (long long)position.epoch, path.c_str());
       if (meta.count("blas") && meta.at("blas") != blasConfig())
         std::fprintf(stderr,
                      "shardrt: warning: the checkpoint was written with %s, this run uses %s: "
@@ -432,7 +427,8 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
   } catch (const std::exception &error) {
     // checkResume read this file a moment ago: it changed under us. Rank 0 says so and
     // ends the job (the others wait in a broadcast).
-    fatal("%s: %s", resuming ? "--resume" : "--evaluate", error.what());
+    fatal("%s: %s", resuming || program_.options.mode == Mode::Generate ? "--resume" : "--evaluate",
+          error.what());
   }
 }
 

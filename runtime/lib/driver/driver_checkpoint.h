@@ -46,14 +46,14 @@ struct BestRecord {
 /// (0, or the exit status). Collective over MPI_COMM_WORLD; the mesh need not be up.
 int checkResume(const Manifest &manifest, DriverOptions &options, int rank);
 
-/// For --evaluate: `path` becomes options.evaluate when it is a file, or else the newest
-/// `ckpt-STEP.safetensors` of that folder if its step is above `after`, or empty when
-/// the folder has none yet (none at all is an error unless --poll waits for one). The
-/// checkpoint is checked as checkResume checks one. Rank 0 looks and says what is
-/// wrong; every rank returns the verdict (0, or the exit status) and the path.
-/// Collective.
-int findCheckpointToEvaluate(const Manifest &manifest, const DriverOptions &options, int rank,
-                             int64_t after, std::string &path);
+/// For --evaluate (and --generate, from --resume): `path` becomes options.evaluate when
+/// it is a file, or else the newest `ckpt-STEP.safetensors` of that folder if its step is
+/// above `after`, or empty when the folder has none yet (none at all is an error unless
+/// --poll waits for one). The checkpoint is checked as checkResume checks one (for
+/// --generate, the model and its tensors only). Rank 0 looks and says what is wrong;
+/// every rank returns the verdict (0, or the exit status) and the path. Collective.
+int findCheckpointToRead(const Manifest &manifest, const DriverOptions &options, int rank,
+                         int64_t after, std::string &path);
 
 /// Writes checkpoints during training as the flags say.
 class Checkpointer {
@@ -69,7 +69,7 @@ public:
   /// Restores `params` and `state` (state kind-major, as the train entry takes it;
   /// empty: the parameters alone) from the checkpoint file `path`, prints the reshard plan on rank
   /// 0 and returns its position: the one to continue after when `resuming`, else the one evaluated.
-  /// checkResume (or findCheckpointToEvaluate) has passed; a file that changed since
+  /// checkResume (or findCheckpointToRead) has passed; a file that changed since
   /// stops the job. Collective.
   RunPosition restore(const std::string &path, const std::vector<Block> &params,
                       const std::vector<Block> &state, bool resuming);

@@ -48,7 +48,7 @@ int runEvaluation(const Program &program) {
   int signal = 0;
   for (;;) {
     std::string path;
-    if (int status = findCheckpointToEvaluate(manifest, options, program.rank, evaluatedStep, path))
+    if (int status = findCheckpointToRead(manifest, options, program.rank, evaluatedStep, path))
       return status;
     if (!path.empty()) {
       Checkpointer checkpointer(program, stepsPerEpoch);

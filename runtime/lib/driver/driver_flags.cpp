@@ -115,8 +115,8 @@ void parseBestMetric(DriverOptions &options, const char *flag, const std::string
 
 void setMode(DriverOptions &options, Mode mode) {
   if (options.mode != Mode::Train && options.mode != mode)
-    throw UsageError("--evaluate, --forward, --check-gradients and --from-metrics are modes; "
-                     "give one");
+    throw UsageError("--evaluate, --forward, --check-gradients, --generate and --from-metrics "
+                     "are modes; give one");
   options.mode = mode;
 }
 
@@ -366,6 +366,59 @@ const Flag kFlags[] = {
        o.values = int64_t(parseCount(flag, v, 0, INT64_MAX));
      },
      [](const DriverOptions &o) { return json(o.values); }},
+    {"--generate", nullptr, Kind::Switch, true,
+     "sample text from the checkpoint --resume names: the model's `generate INPUT ~ LOGITS` "
+     "filled one token at a time after --prompt, printed as it comes",
+     [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::Generate); },
+     [](const DriverOptions &o) { return json(o.mode == Mode::Generate); }},
+    {"--prompt", "TEXT", Kind::Text, true, "--generate: the text the samples continue",
+     [](DriverOptions &o, const char *, const std::string &v) { o.prompt = v; },
+     [](const DriverOptions &o) { return optionalText(o.prompt); }},
+    {"--prompt-file", "FILE", Kind::Text, true, "--generate: the prompt is FILE's bytes",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.promptFile = parsePath(flag, v);
+     },
+     [](const DriverOptions &o) { return optionalText(o.promptFile); }},
+    {"--max-tokens", "N", Kind::Integer, true,
+     "--generate: new tokens per sample (default: up to the model's context)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.maxTokens = parsePositive(flag, v);
+     },
+     [](const DriverOptions &o) { return o.maxTokens ? json(o.maxTokens) : json(nullptr); }},
+    {"--temperature", "T", Kind::Real, true,
+     "--generate: divide the logits by T before sampling (default 1; 0: the most likely token)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.temperature = parseReal(flag, v, false);
+     },
+     [](const DriverOptions &o) { return json(o.temperature); }},
+    {"--top-k", "K", Kind::Integer, true,
+     "--generate: sample among the K most likely tokens only (default: all)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.topK = parsePositive(flag, v);
+     },
+     [](const DriverOptions &o) { return o.topK ? json(o.topK) : json(nullptr); }},
+    {"--top-p", "P", Kind::Real, true,
+     "--generate: sample among the most likely tokens whose probabilities add up to P "
+     "(nucleus sampling; default 1: all)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.topP = parseReal(flag, v, true);
+       if (o.topP > 1)
+         throw UsageError(std::string(flag) + " needs a number in (0, 1], not '" + v + "'");
+     },
+     [](const DriverOptions &o) { return json(o.topP); }},
+    {"--samples", "N", Kind::Integer, true,
+     "--generate: samples drawn side by side, in one batch (default 1)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.samples = parsePositive(flag, v);
+     },
+     [](const DriverOptions &o) { return json(o.samples); }},
+    {"--logits", "FILE", Kind::Text, true,
+     "--generate: write the logits of the final tokens, f32 [samples, tokens, vocabulary], "
+     "to FILE (.npy)",
+     [](DriverOptions &o, const char *flag, const std::string &v) {
+       o.logits = parsePath(flag, v);
+     },
+     [](const DriverOptions &o) { return optionalText(o.logits); }},
     {"--check-gradients", nullptr, Kind::Switch, true,
      "compare the grad entry with finite differences of its own loss (synthetic inputs)",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); },
@@ -571,7 +624,8 @@ std::string usageText(const char *program) {
       "after each epoch (--eval-data, \"data\": {\"eval\": ...}), or synthetic numbers.\n"
       "Progress goes to stderr, a JSON summary to stdout. --evaluate evaluates checkpoints\n"
       "instead (an eval job); --forward and --check-gradients run the program once on\n"
-      "synthetic inputs; --from-metrics makes the report page of a finished run. A\n"
+      "synthetic inputs; --generate samples text from a checkpoint (the JSON summary to\n"
+      "--output only); --from-metrics makes the report page of a finished run. A\n"
       "configuration key is a flag without its dashes, '-' as '_' (\"log_every\": 10).\n\n"
       "flags:\n";
   for (const Flag &flag : kFlags) {

@@ -22,7 +22,7 @@ namespace shardrt {
 /// What the program runs: the training loop, evaluations of checkpoints (an eval job),
 /// the forward pass once, the finite-difference check of its gradients, or the report
 /// page from a metrics file.
-enum class Mode { Train, Evaluate, Forward, CheckGradients, Page };
+enum class Mode { Train, Evaluate, Forward, CheckGradients, Generate, Page };
 
 /// Where an input's numbers come from, as the configuration or a flag says it:
 /// "synthetic", or a file or folder with what to take from it (driver_bindings.h
@@ -92,6 +92,15 @@ struct DriverOptions {
 
   // --forward.
   int64_t values = 8; // leading values printed per result
+
+  // --generate (driver_generate.cpp): from the checkpoint `resume`.
+  std::string prompt, promptFile; // the prompt's bytes: the text, or a file's
+  int64_t maxTokens = 0;          // new tokens per sample; 0: up to the context
+  double temperature = 1;         // 0: the most likely token (greedy)
+  int64_t topK = 0;               // 0: every token
+  double topP = 1;                // 1: every token
+  int64_t samples = 1;
+  std::string logits; // .npy of the last buffer's logits; empty for none
 
   // --check-gradients.
   int64_t fdSamples = 6;

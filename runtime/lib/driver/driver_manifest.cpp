@@ -359,6 +359,36 @@ void readOptimizer(const json &value, Manifest &manifest) {
   }
 }
 
+/// `generate`: the input is i32 [samples..., positions] and the logits result f32
+/// [samples..., positions, vocabulary], by name.
+void readGenerate(const json &value, Manifest &manifest) {
+  requireObject(value, kGenerate);
+  allowKeys(value, kGenerate, {kInput, kLogits});
+  const std::string inputName =
+      getString(member(value, kGenerate, kInput), join(kGenerate, kInput));
+  const std::string logitsName =
+      getString(member(value, kGenerate, kLogits), join(kGenerate, kLogits));
+  auto named = [](const std::vector<TensorSpec> &specs, const std::string &name) {
+    auto found = std::find_if(specs.begin(), specs.end(),
+                              [&](const TensorSpec &s) { return s.name == name; });
+    return found == specs.end() ? -1 : int(found - specs.begin());
+  };
+  const int input = named(manifest.inputs, inputName);
+  const int logits = named(manifest.evalResults, logitsName);
+  if (input < 0 || manifest.inputs[input].dtype != DType::I32 ||
+      manifest.inputs[input].shape.empty())
+    fail(join(kGenerate, kInput), "'" + inputName + "' is no i32 input with an axis");
+  const TensorSpec &tokens = manifest.inputs[input];
+  if (logits < 0 || manifest.evalResults[logits].dtype != DType::F32 ||
+      manifest.evalResults[logits].shape.size() != tokens.shape.size() + 1 ||
+      !std::equal(tokens.shape.begin(), tokens.shape.end(),
+                  manifest.evalResults[logits].shape.begin()))
+    fail(join(kGenerate, kLogits), "'" + logitsName + "' is no f32 eval result shaped " +
+                                       shapeText(tokens.shape) + " and a vocabulary");
+  manifest.generateInput = input;
+  manifest.generateLogits = logits;
+}
+
 void readMesh(const json &value, Manifest &manifest) {
   const std::string axesWhere = join(kMesh, kAxes), sizesWhere = join(kMesh, kSizes);
   requireObject(value, kMesh);
@@ -404,7 +434,7 @@ Manifest parseManifest(const char *text) {
   requireObject(root, "");
   allowKeys(root, "",
             {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan,
-             kSettings, kTarget});
+             kSettings, kTarget, kGenerate});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", kModel), kModel);
@@ -461,6 +491,9 @@ Manifest parseManifest(const char *text) {
     for (size_t i = 0; i < features.size(); ++i)
       manifest.targetFeatures.push_back(getString(features[i], indexed(where, i)));
   }
+  auto generate = root.find(kGenerate);
+  if (generate != root.end() && !generate->is_null())
+    readGenerate(*generate, manifest);
   return manifest;
 }
 

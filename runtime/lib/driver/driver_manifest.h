@@ -88,6 +88,9 @@ struct Manifest {
   // (shardrt/cpu_features.def's names); empty when the manifest does not say.
   std::string targetCpu;
   std::vector<std::string> targetFeatures;
+  // The model's `generate INPUT ~ LOGITS`: the i32 input --generate fills along its
+  // last axis and the eval result with its shape and the vocabulary after; -1: none.
+  int generateInput = -1, generateLogits = -1;
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the

@@ -1,6 +1,6 @@
-// The four runs of shardrt_main, one file each: training (driver_train.cpp), the eval
-// job (driver_evaljob.cpp), the forward pass (driver_forward.cpp) and the gradient
-// check (driver_gradcheck.cpp).
+// The runs of shardrt_main, one file each: training (driver_train.cpp), the eval job
+// (driver_evaljob.cpp), the forward pass (driver_forward.cpp), the gradient check
+// (driver_gradcheck.cpp) and sampling (driver_generate.cpp).
 #ifndef SHARDRT_LIB_DRIVER_MODES_H
 #define SHARDRT_LIB_DRIVER_MODES_H
 
@@ -33,6 +33,7 @@ int runTraining(const Program &program);
 int runEvaluation(const Program &program);
 int runForward(const Program &program);
 int runGradientCheck(const Program &program);
+int runGeneration(const Program &program);
 
 } // namespace shardrt
 

@@ -161,6 +161,17 @@ bool rank0Verdict(bool ok) {
   return verdict != 0;
 }
 
+void broadcastFromRank0(std::string &bytes, const char *what) {
+  uint64_t size = bytes.size();
+  watchedWorld(what, [&](MPI_Request *request) {
+    MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, request);
+  });
+  bytes.resize(size);
+  watchedWorld(what, [&](MPI_Request *request) {
+    MPI_Ibcast(bytes.data(), int(size), MPI_CHAR, 0, MPI_COMM_WORLD, request);
+  });
+}
+
 } // namespace shardrt
 
 using namespace shardrt;

@@ -19,6 +19,10 @@ namespace shardrt {
 /// with them, and every rank must leave (or go on) with it. Collective.
 bool rank0Verdict(bool ok);
 
+/// Every rank gets rank 0's `bytes` (under 2 GiB); `what` names the broadcast for the
+/// collective watchdog. Collective.
+void broadcastFromRank0(std::string &bytes, const char *what);
+
 /// The mesh shardrt_init set up: "(data = 2, model = 4)", "(2, 4)" when the axes have
 /// no names, "(one rank)" when there are none.
 std::string describeMesh();

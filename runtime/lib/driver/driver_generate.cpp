@@ -1,0 +1,270 @@
+// --generate: text from a trained model, as nanoGPT's sample.py. The model's
+// `generate INPUT ~ LOGITS` names the i32 input filled one position at a time (its last
+// axis; its other axes hold the samples) and the eval result that scores each next
+// token. Every new token runs the eval entry on the whole buffer, the prompt and the
+// tokens so far (the positions after them are zeros, which a causal model does not
+// read), on this program's mesh; rank 0 gathers the logits of the last position, draws
+// each sample's token (driver_sampling.h) and sends them to every rank. The draws depend
+// on (seed, sample, position) alone, so every layout that computes the same logits
+// writes the same text.
+#include "driver_checkpoint.h"
+#include "driver_json.h"
+#include "driver_modes.h"
+#include "driver_output.h"
+#include "driver_sampling.h"
+
+#include "collectives/watchdog.h"
+#include "mesh/mesh.h"
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace shardrt {
+namespace {
+
+/// The prompt's bytes: --prompt, or --prompt-file's content. False after saying why.
+bool readPrompt(const DriverOptions &options, std::string &prompt) {
+  if (!options.prompt.empty() && !options.promptFile.empty()) {
+    std::fprintf(stderr, "shardrt: error: --generate: give --prompt or --prompt-file, not both\n");
+    return false;
+  }
+  prompt = options.prompt;
+  if (!options.promptFile.empty()) {
+    std::ifstream file(options.promptFile, std::ios::binary);
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (!file) {
+      std::fprintf(stderr, "shardrt: error: --prompt-file: cannot read '%s': %s\n",
+                   options.promptFile.c_str(), std::strerror(errno));
+      return false;
+    }
+    prompt = text.str();
+  }
+  if (prompt.empty()) {
+    std::fprintf(stderr, "shardrt: error: --generate continues a prompt: give --prompt TEXT or "
+                         "--prompt-file FILE (a newline is a fine start)\n");
+    return false;
+  }
+  return true;
+}
+
+/// What the generation is: where the tokens and logits are and how many there are.
+struct Request {
+  const TensorSpec &tokens, &logits;
+  int64_t context, rows, vocab;
+  int64_t promptLength, newTokens, samples;
+};
+
+/// The checks of a request against the model; false after saying what is wrong.
+bool checkRequest(const Manifest &manifest, const Request &r, const std::string &prompt) {
+  const std::string input = "input '" + r.tokens.name + "' " + shapeText(r.tokens.shape);
+  if (r.promptLength + r.newTokens > r.context) {
+    std::fprintf(stderr,
+                 "shardrt: error: --generate: a prompt of %lld tokens and --max-tokens %lld need "
+                 "%lld positions, past %s's context of %lld (the last axis of its %s)\n",
+                 (long long)r.promptLength, (long long)r.newTokens,
+                 (long long)(r.promptLength + r.newTokens), manifest.model.c_str(),
+                 (long long)r.context, input.c_str());
+    return false;
+  }
+  if (r.samples > r.rows) {
+    std::fprintf(stderr,
+                 "shardrt: error: --samples %lld: %s holds %lld samples side by side (the axes "
+                 "before its last); compile it with a larger batch for more\n",
+                 (long long)r.samples, input.c_str(), (long long)r.rows);
+    return false;
+  }
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (static_cast<unsigned char>(prompt[i]) >= r.vocab) {
+      std::fprintf(stderr,
+                   "shardrt: error: --generate: the prompt's byte %zu is %d, not a token of "
+                   "%s's vocabulary of %lld\n",
+                   i, static_cast<unsigned char>(prompt[i]), manifest.model.c_str(),
+                   (long long)r.vocab);
+      return false;
+    }
+  return true;
+}
+
+/// Copies the tokens of the whole buffer that `block` holds into it.
+void placeTokens(const Block &block, const std::vector<int32_t> &tokens) {
+  forEachRow(block.spec->shape, block.local, block.offset,
+             [&](int64_t localStart, int64_t globalStart, int64_t length) {
+               std::memcpy(static_cast<int32_t *>(block.data()) + localStart,
+                           tokens.data() + globalStart, length * sizeof(int32_t));
+             });
+}
+
+/// NumPy's .npy (format 1.0): f32 little-endian, C order. False after saying why.
+bool writeNpy(const std::string &path, const std::vector<float> &values, const Shape &shape) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  for (int64_t d : shape)
+    header += std::to_string(d) + ", ";
+  header += "), }";
+  // The magic, version and length (10 bytes) and the header end at a multiple of 64.
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::ofstream file(path, std::ios::binary);
+  const uint16_t length = uint16_t(header.size());
+  file.write("\x93NUMPY\x01\x00", 8);
+  file.write(reinterpret_cast<const char *>(&length), 2);
+  file << header;
+  file.write(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(float));
+  if (!file.flush()) {
+    std::fprintf(stderr, "shardrt: error: --logits: cannot write '%s': %s\n", path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/// Runs the eval entry on `tokens` and gives rank 0 the whole logits tensor.
+std::vector<float> logitsOf(const Program &program, const Request &r,
+                            const std::vector<int32_t> &tokens, std::vector<Block> &inputs,
+                            std::vector<Block> &results, void **buffers) {
+  const Manifest &manifest = program.manifest;
+  placeTokens(inputs[manifest.generateInput], tokens);
+  program.eval(buffers);
+  GatheredResult gathered =
+      gatherResult(r.logits, program.place.meshSizes, results[manifest.generateLogits].data(),
+                   manifest.generateLogits);
+  std::vector<float> logits(gathered.elements.size());
+  std::memcpy(logits.data(), gathered.elements.data(), logits.size() * sizeof(float));
+  return logits;
+}
+
+} // namespace
+
+int runGeneration(const Program &program) {
+  const Manifest &manifest = program.manifest;
+  const DriverOptions &options = program.options;
+  const bool rank0 = program.rank == 0;
+  const TensorSpec &tokensSpec = manifest.inputs[manifest.generateInput];
+  const TensorSpec &logitsSpec = manifest.evalResults[manifest.generateLogits];
+  const int64_t context = tokensSpec.shape.back();
+
+  std::string prompt;
+  const bool read = rank0 && readPrompt(options, prompt);
+  broadcastFromRank0(prompt, "broadcast of the prompt");
+  const int64_t promptLength = int64_t(prompt.size());
+  const Request r{tokensSpec,
+                  logitsSpec,
+                  context,
+                  numElements(tokensSpec.shape) / context,
+                  logitsSpec.shape.back(),
+                  promptLength,
+                  options.maxTokens ? options.maxTokens : context - promptLength,
+                  options.samples};
+  if (!rank0Verdict(read && checkRequest(manifest, r, prompt)))
+    return 2;
+
+  std::string path;
+  if (int status = findCheckpointToRead(manifest, options, program.rank, -1, path))
+    return status;
+  std::vector<Block> params = allocateBlocks(manifest.params, program.place);
+  std::vector<Block> inputs = allocateBlocks(manifest.inputs, program.place);
+  std::vector<Block> results = allocateBlocks(manifest.evalResults, program.place);
+  std::vector<void *> buffers = pointersOf({&params, &inputs, &results});
+  const RunPosition at =
+      Checkpointer(program, 1).restore(path, params, /*state=*/{}, /*resuming=*/false);
+
+  // Every sample starts from the prompt; rows past --samples stay zeros.
+  std::vector<int32_t> tokens(size_t(r.rows * context), 0);
+  for (int64_t s = 0; s < r.samples; ++s)
+    for (int64_t i = 0; i < r.promptLength; ++i)
+      tokens[s * context + i] = static_cast<unsigned char>(prompt[i]);
+  if (rank0 && r.samples == 1) {
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    std::fflush(stdout);
+  }
+
+  const Sampling sampling{options.temperature, options.topK, options.topP};
+  const auto start = std::chrono::steady_clock::now();
+  // The drawn tokens travel as bytes: int32 each.
+  std::string drawn(r.samples * sizeof(int32_t), '\0');
+  for (int64_t position = r.promptLength; position < r.promptLength + r.newTokens; ++position) {
+    std::vector<float> logits = logitsOf(program, r, tokens, inputs, results, buffers.data());
+    if (rank0)
+      for (int64_t s = 0; s < r.samples; ++s) {
+        const int32_t token = drawToken(&logits[((s * context) + position - 1) * r.vocab], r.vocab,
+                                        sampling, tokenUniform(options.seed, s, position));
+        std::memcpy(&drawn[s * sizeof(int32_t)], &token, sizeof(int32_t));
+      }
+    broadcastFromRank0(drawn, "broadcast of the drawn tokens");
+    std::vector<int32_t> next(r.samples);
+    std::memcpy(next.data(), drawn.data(), drawn.size());
+    for (int64_t s = 0; s < r.samples; ++s)
+      tokens[s * context + position] = next[s];
+    if (rank0 && r.samples == 1 && r.vocab <= 256) {
+      std::fputc(next[0], stdout);
+      std::fflush(stdout);
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const int64_t length = r.promptLength + r.newTokens;
+  auto sampleTokens = [&](int64_t s) {
+    return std::vector<int32_t>(tokens.begin() + s * context,
+                                tokens.begin() + s * context + length);
+  };
+  if (rank0) {
+    if (r.samples == 1 && r.vocab <= 256) {
+      std::fputc('\n', stdout);
+    } else {
+      for (int64_t s = 0; s < r.samples; ++s) {
+        if (s > 0)
+          std::fputs("---\n", stdout);
+        for (int32_t token : sampleTokens(s))
+          r.vocab <= 256 ? (void)std::fputc(token, stdout) : (void)std::printf("%d ", token);
+        std::fputc('\n', stdout);
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  bool written = true;
+  if (!options.logits.empty()) {
+    std::vector<float> logits = logitsOf(program, r, tokens, inputs, results, buffers.data());
+    if (rank0) {
+      std::vector<float> kept;
+      for (int64_t s = 0; s < r.samples; ++s)
+        kept.insert(kept.end(), logits.begin() + s * context * r.vocab,
+                    logits.begin() + (s * context + length) * r.vocab);
+      written = writeNpy(options.logits, kept, {r.samples, length, r.vocab});
+    }
+  }
+
+  if (rank0 && !options.output.empty()) {
+    JsonObject summary;
+    summary.add("model", jsonString(manifest.model)).add("mesh", meshJson(manifest));
+    summary.add("checkpoint", jsonString(path)).add("step", std::to_string(at.step));
+    summary.add("seed", std::to_string(options.seed));
+    summary.add("decode", jsonString("recompute"));
+    summary.add("prompt_tokens", std::to_string(r.promptLength));
+    summary.add("new_tokens", std::to_string(r.newTokens));
+    summary.add("seconds", jsonNumber(seconds));
+    summary.add("tokens_per_second", jsonNumber(double(r.newTokens * r.samples) / seconds));
+    std::string samples = "[";
+    for (int64_t s = 0; s < r.samples; ++s) {
+      std::string ids = "[", text;
+      for (int32_t token : sampleTokens(s)) {
+        ids += (ids.size() > 1 ? ", " : "") + std::to_string(token);
+        text += char(token);
+      }
+      JsonObject sample;
+      sample.add("tokens", ids + "]");
+      if (r.vocab <= 256) // bytes that are not UTF-8 become U+FFFD
+        sample.add("text", nlohmann::json(text).dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace));
+      samples += (s ? ", " : "") + sample.str();
+    }
+    summary.add("samples", samples + "]");
+    std::fprintf(program.out, "%s\n", summary.str().c_str());
+  }
+  return rank0Verdict(written) ? 0 : 1;
+}
+
+} // namespace shardrt
