@@ -16,7 +16,9 @@
 #include "collectives/watchdog.h"
 #include "mesh/mesh.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -188,13 +190,24 @@ int runGeneration(const Program &program) {
     std::vector<float> logits = logitsOf(program, r, tokens, inputs, results, buffers.data());
     if (rank0)
       for (int64_t s = 0; s < r.samples; ++s) {
-        const int32_t token = drawToken(&logits[((s * context) + position - 1) * r.vocab], r.vocab,
-                                        sampling, tokenUniform(options.seed, s, position));
+        const float *row = &logits[((s * context) + position - 1) * r.vocab];
+        // A diverged checkpoint's logits: token -1 stops every rank.
+        const bool finite = std::all_of(row, row + r.vocab, [](float x) { return !std::isnan(x); });
+        const int32_t token =
+            finite ? drawToken(row, r.vocab, sampling, tokenUniform(options.seed, s, position))
+                   : -1;
+        if (!finite)
+          std::fprintf(stderr,
+                       "\nshardrt: error: --generate: the logits of sample %lld at position %lld "
+                       "are NaN: the checkpoint's parameters are not usable ('%s')\n",
+                       (long long)s, (long long)position - 1, path.c_str());
         std::memcpy(&drawn[s * sizeof(int32_t)], &token, sizeof(int32_t));
       }
     broadcastFromRank0(drawn, "broadcast of the drawn tokens");
     std::vector<int32_t> next(r.samples);
     std::memcpy(next.data(), drawn.data(), drawn.size());
+    if (std::find(next.begin(), next.end(), -1) != next.end())
+      return 1;
     for (int64_t s = 0; s < r.samples; ++s)
       tokens[s * context + position] = next[s];
     if (rank0 && r.samples == 1 && r.vocab <= 256) {
