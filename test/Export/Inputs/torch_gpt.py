@@ -1,13 +1,14 @@
 """A nanoGPT-style GPT in PyTorch that loads what `shardc export` writes and runs it.
 
-torch_gpt.py DIR --tokens T.npy [--targets Y.npy --shardc-eval EVAL.json]
+torch_gpt.py DIR --tokens T.npy|SUMMARY.json [--targets Y.npy --shardc-eval EVAL.json]
              [--logits REF.npy] [--write-logits OUT.npy] [--rtol 1e-5]
 
 DIR holds model.safetensors and config.json in nanoGPT's names (nn.Linear weights
 [out, in]) or Hugging Face GPT-2's (config.json's model_type "gpt2"; Conv1D weights
 [in, out], transposed back here). The model is nanoGPT's model.py as W4 needs it: an
 untied head, gelu's tanh approximation, attention scaled by 1/sqrt(head_dim), linear
-biases (zeros in an export). It runs the token windows T.npy (int [B, T]) forward and:
+biases (zeros in an export). It runs the token windows T.npy (int [B, T]), or the
+samples of a --generate summary (its "samples"[i]["tokens"]), forward and:
 
 - with --targets and --shardc-eval: each sequence's mean next-token cross-entropy, their
   mean over the batch, against the "loss" of the driver's --evaluate summary ("eval");
@@ -138,7 +139,11 @@ def main():
     args = parser.parse_args()
 
     model, kind = load(args.folder)
-    tokens = torch.from_numpy(np.load(args.tokens).astype(np.int64))
+    if args.tokens.endswith(".json"):
+        with open(args.tokens) as f:
+            tokens = torch.tensor([sample["tokens"] for sample in json.load(f)["samples"]])
+    else:
+        tokens = torch.from_numpy(np.load(args.tokens).astype(np.int64))
     with torch.no_grad():
         logits = model(tokens)
     if args.write_logits:
