@@ -68,6 +68,8 @@ public:
       }
       os << ")\n";
     }
+    if (program.generate)
+      os << "  generate " << program.generate->input << " ~ " << program.generate->logits << "\n";
     const Microbatches &microbatches = program.microbatches;
     const Input *batched = batchInput(program);
     if (microbatches.count > 1 && batched) {
