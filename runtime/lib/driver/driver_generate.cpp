@@ -192,11 +192,10 @@ int runGeneration(const Program &program) {
       for (int64_t s = 0; s < r.samples; ++s) {
         const float *row = &logits[((s * context) + position - 1) * r.vocab];
         // A diverged checkpoint's logits: token -1 stops every rank.
-        const bool finite = std::all_of(row, row + r.vocab, [](float x) { return !std::isnan(x); });
+        const bool nan = std::any_of(row, row + r.vocab, [](float x) { return std::isnan(x); });
         const int32_t token =
-            finite ? drawToken(row, r.vocab, sampling, tokenUniform(options.seed, s, position))
-                   : -1;
-        if (!finite)
+            nan ? -1 : drawToken(row, r.vocab, sampling, tokenUniform(options.seed, s, position));
+        if (nan)
           std::fprintf(stderr,
                        "\nshardrt: error: --generate: the logits of sample %lld at position %lld "
                        "are NaN: the checkpoint's parameters are not usable ('%s')\n",
