@@ -25,6 +25,15 @@ DrawnRegion drawnRegion(const Block &block) {
   return region;
 }
 
+void copyFromWhole(const Block &block, const void *whole) {
+  const DrawnRegion region = drawnRegion(block);
+  forEachRow(region.global, region.local, region.offset,
+             [&](int64_t localStart, int64_t globalStart, int64_t length) {
+               std::memcpy(static_cast<uint32_t *>(block.data()) + localStart,
+                           static_cast<const uint32_t *>(whole) + globalStart, length * 4);
+             });
+}
+
 namespace {
 
 /// One parameter's block.

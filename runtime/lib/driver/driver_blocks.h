@@ -43,6 +43,10 @@ struct DrawnRegion {
 };
 DrawnRegion drawnRegion(const Block &block);
 
+/// Copies this rank's part of `whole`, the tensor of drawnRegion's global shape
+/// (4-byte elements, row-major), into `block`.
+void copyFromWhole(const Block &block, const void *whole);
+
 /// Stops the job (MPI_Abort) when the memory cannot be had: maybe on this rank only.
 Block allocateBlock(const TensorSpec &spec, const Placement &place);
 std::vector<Block> allocateBlocks(const std::vector<TensorSpec> &specs, const Placement &place);

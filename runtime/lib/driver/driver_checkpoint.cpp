@@ -370,12 +370,7 @@ RunPosition Checkpointer::restore(const std::string &path, const std::vector<Blo
       int64_t perRank = 0;
       for (size_t layer = 0; layer < tensor.layers.size(); ++layer) {
         const Block &block = blockOf(tensor, layer, params, state);
-        const DrawnRegion region = drawnRegion(block);
-        uint32_t *target = static_cast<uint32_t *>(block.data());
-        forEachRow(region.global, region.local, region.offset,
-                   [&](int64_t localStart, int64_t globalStart, int64_t length) {
-                     std::memcpy(target + localStart, whole.data() + globalStart, length * 4);
-                   });
+        copyFromWhole(block, whole.data());
         perRank += block.count() * 4;
       }
       const std::string to = layouts_.at(tensor.name);

@@ -90,15 +90,6 @@ bool checkRequest(const Manifest &manifest, const Request &r, const std::string 
   return true;
 }
 
-/// Copies the tokens of the whole buffer that `block` holds into it.
-void placeTokens(const Block &block, const std::vector<int32_t> &tokens) {
-  forEachRow(block.spec->shape, block.local, block.offset,
-             [&](int64_t localStart, int64_t globalStart, int64_t length) {
-               std::memcpy(static_cast<int32_t *>(block.data()) + localStart,
-                           tokens.data() + globalStart, length * sizeof(int32_t));
-             });
-}
-
 /// NumPy's .npy (format 1.0): f32 little-endian, C order. False after saying why.
 bool writeNpy(const std::string &path, const std::vector<float> &values, const Shape &shape) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
@@ -127,7 +118,7 @@ std::vector<float> logitsOf(const Program &program, const Request &r,
                             const std::vector<int32_t> &tokens, std::vector<Block> &inputs,
                             std::vector<Block> &results, void **buffers) {
   const Manifest &manifest = program.manifest;
-  placeTokens(inputs[manifest.generateInput], tokens);
+  copyFromWhole(inputs[manifest.generateInput], tokens.data());
   program.eval(buffers);
   GatheredResult gathered =
       gatherResult(r.logits, program.place.meshSizes, results[manifest.generateLogits].data(),
