@@ -901,9 +901,10 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
 #include "shardc/Sema/Builtins.def"
     return emitGradientNode(node, values);
     // Arguments and constants are made by emitFunction and valueOf; flattening
-    // removed scans and dropouts.
+    // removed scans and dropouts; sema makes a cache a rename.
 #define SHARDC_VALUE_OP(NAME, ATTRIBUTES) case OpKind::NAME:
 #include "shardc/Sema/Builtins.def"
+  case OpKind::cache:
   case OpKind::scan:
   case OpKind::dropout:
     break;

@@ -431,6 +431,12 @@ std::optional<TypedOp> shardc::typeBuiltinOp(OpKind op, SMRange call, llvm::Arra
     return contract(c, args);
   case OpKind::rename:
     return rename(c, args);
+  case OpKind::cache: { // a rename node that the decode step caches (Train/DecodeStep.cpp)
+    std::optional<TypedOp> r = rename(c, args);
+    if (r)
+      r->attrs[kCacheAttr] = int64_t(1);
+    return r;
+  }
   case OpKind::embedding:
     return embedding(c, args);
   case OpKind::causal_mask:

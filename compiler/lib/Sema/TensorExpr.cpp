@@ -152,7 +152,7 @@ Value Elaborator::callBuiltin(const Builtin &builtin, const CallExpr &call, Scop
   if (!typed || !checkResult(typed->type, call.range, builtin.name))
     return {};
   Node node;
-  node.op = *builtin.op;
+  node.op = *builtin.op == OpKind::cache ? OpKind::rename : *builtin.op;
   for (const Value &v : values)
     if (v.kind == Value::Tensor)
       node.operands.push_back(v.node);

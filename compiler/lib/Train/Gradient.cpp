@@ -377,6 +377,7 @@ private:
     case OpKind::gt:
     case OpKind::ge:
     case OpKind::to_f32:
+    case OpKind::cache: // a rename node (TensorExpr.cpp)
     case OpKind::dropout:
     case OpKind::scan:
 #define SHARDC_VALUE_OP(NAME, ATTRIBUTES) case OpKind::NAME:

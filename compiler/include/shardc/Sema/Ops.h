@@ -39,6 +39,10 @@ llvm::ArrayRef<llvm::StringRef> opAttributes(OpKind op);
 /// The node a binary operator makes: `a @ b` is a matmul.
 OpKind binaryOpKind(BinaryOp op);
 
+/// `cache(x, over, into)` makes a `rename` node with this attribute (1): the
+/// values --generate's decode step keeps from one token to the next.
+inline constexpr const char *kCacheAttr = "cache";
+
 enum class OptimizerKind : unsigned char {
 #define SHARDC_OPTIMIZER(NAME, SIGNATURE, STATE) NAME,
 #include "shardc/Sema/Builtins.def"
