@@ -552,5 +552,5 @@ int main(int argc, char **argv) {
   }
   // The driver sees the program name and the flags after CASE.
   argv[1] = argv[0];
-  return shardrt_main(argc - 1, argv + 1, manifest.c_str(), train, eval, grad);
+  return shardrt_main(argc - 1, argv + 1, manifest.c_str(), train, eval, grad, nullptr, nullptr);
 }

@@ -815,10 +815,15 @@ Value MLIRGenImpl::emitNode(const Node &node, std::vector<Value> &values) {
     int64_t query = node.type.axisIndex(std::get<std::string>(node.attrs.at("query")));
     int64_t key = node.type.axisIndex(std::get<std::string>(node.attrs.at("key")));
     double fill = std::get<double>(node.attrs.at("fill"));
+    // decode_step's: the query's position is its index plus operand 1.
+    const bool offset = node.operands.size() == 2;
     return each([&](OpBuilder &n, Location l, ValueRange a) -> Value {
-      Value kept =
-          arith::CmpIOp::create(n, l, arith::CmpIPredicate::sle, linalg::IndexOp::create(n, l, key),
-                                linalg::IndexOp::create(n, l, query));
+      Value at = linalg::IndexOp::create(n, l, query);
+      if (offset)
+        at = arith::AddIOp::create(n, l, at,
+                                   arith::IndexCastOp::create(n, l, n.getIndexType(), a[1]));
+      Value kept = arith::CmpIOp::create(n, l, arith::CmpIPredicate::sle,
+                                         linalg::IndexOp::create(n, l, key), at);
       return arith::SelectOp::create(n, l, kept, a[0], scalar(n.getF32Type(), fill, l));
     });
   }
@@ -931,6 +936,8 @@ static StringRef roleName(ArgRole role) {
     return kActivationRole;
   case ArgRole::cotangent:
     return kCotangentRole;
+  case ArgRole::cache:
+    return kCacheRole;
   case ArgRole::residual:
     return kResidualRole;
   }
@@ -1123,6 +1130,9 @@ OwningOpRef<ModuleOp> MLIRGenImpl::run() {
   }
   // The layer loop builds eval_step and grad_step from its functions.
   if (!steps.loop && (!emitFunction(*module, steps.eval) || !emitFunction(*module, steps.grad)))
+    return nullptr;
+  if (steps.generation && (!emitFunction(*module, steps.generation->prefill) ||
+                           !emitFunction(*module, steps.generation->decode)))
     return nullptr;
   // The verifier's errors go to the context's handler (shardc's reports them
   // as internal errors of this stage).

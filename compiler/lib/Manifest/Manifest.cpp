@@ -162,6 +162,23 @@ std::string shardc::buildManifest(const TypedProgram &program, const StepProgram
   manifest[kGenerate] = program.generate ? json{{kInput, program.generate->input},
                                                 {kLogits, program.generate->logits}}
                                          : json(nullptr);
+  if (steps.generation) {
+    auto described = [&](llvm::ArrayRef<FunctionValue> values) {
+      json list = json::array();
+      for (const FunctionValue &v : values) {
+        json value = describe(v);
+        if (v.layer >= 0)
+          value[kLayer] = v.layer;
+        if (v.role == ArgRole::cache)
+          value[kCache] = true;
+        list.push_back(value);
+      }
+      return list;
+    };
+    for (const auto &[key, fn] : {std::pair(kPrefill, &steps.generation->prefill),
+                                  std::pair(kDecode, &steps.generation->decode)})
+      manifest[key] = {{kArgs, described(fn->args)}, {kResults, described(fn->results)}};
+  }
   manifest[kMemoryPerRank] = {{kParameters, memory.parameters},
                               {kOptimizerState, memory.optimizerState},
                               {kInputs, memory.inputs},

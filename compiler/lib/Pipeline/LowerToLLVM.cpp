@@ -39,7 +39,9 @@ using namespace mlir;
 static const std::pair<const char *, const char *> kEntryPoints[] = {
     {shardc::kTrainFunction, "train"},
     {shardc::kEvalFunction, "eval"},
-    {shardc::kGradFunction, "grad"}};
+    {shardc::kGradFunction, "grad"},
+    {shardc::kPrefillFunction, "prefill"},
+    {shardc::kDecodeFunction, "decode"}};
 
 static std::string entryName(llvm::StringRef role) { return ("shardc_" + role + "_entry").str(); }
 static std::string runName(llvm::StringRef role) { return ("shardc_" + role).str(); }
@@ -139,7 +141,7 @@ static void addRun(ModuleOp module, LLVM::LLVMFuncOp entry, llvm::StringRef role
 }
 
 /// @main(argc, argv) returns shardrt_main(argc, argv, manifest, train, eval,
-/// grad), a null pointer for a step the program lacks.
+/// grad, prefill, decode), a null pointer for a step the program lacks.
 LogicalResult shardc::addMain(ModuleOp module, llvm::StringRef manifest) {
   MLIRContext *ctx = module.getContext();
   Location loc = module.getLoc();
@@ -155,7 +157,8 @@ LogicalResult shardc::addMain(ModuleOp module, llvm::StringRef manifest) {
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto shardrtMain = LLVM::LLVMFuncOp::create(
-      b, loc, "shardrt_main", LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr, ptr, ptr}));
+      b, loc, "shardrt_main",
+      LLVM::LLVMFunctionType::get(i32, {i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr}));
   auto main =
       LLVM::LLVMFuncOp::create(b, loc, "main", LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
   b.setInsertionPointToStart(main.addEntryBlock(b));

@@ -30,6 +30,7 @@ std::optional<StepProgram> StepProgramBuilder::run(const TypedProgram *microbatc
   for (const auto &[path, mean] : forward->termMeans)
     sp.eval.results.push_back(termEvalResult(path, mean.eval));
 
+  buildDecode(*forward);
   if (program.optimizer)
     buildTrain(*program.optimizer, forward->inputs, forward->grads, forward->lossAndMetrics);
   if (microbatch && !(microbatch->pipeline.axis.empty() ? buildMicrobatches(*microbatch)

@@ -7,6 +7,7 @@
 //   PipelineStages.cpp  a pipeline's stages and the functions each runs
 //   LayerLoop.cpp       the scan as a loop: the layer-loop split (the stages'
 //                       split of PipelineStages.cpp, one stage per layer)
+//   DecodeStep.cpp      prefill_step and decode_step: --generate's KV cache
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,15 @@ public:
       : program(program), diags(diags) {}
 
   std::optional<StepProgram> run(const TypedProgram *microbatch, bool loopScans);
+
+  static bool hasAxis(const TensorType &type, llvm::StringRef axis);
+
+  /// Whether `node` mixes the examples of the microbatch axis: it reduces over
+  /// it (a batch norm's statistics, a contraction over the batch), normalises
+  /// over it (a softmax whose last axis it is) or depends on a row's position in
+  /// it (a causal mask over it). One microbatch would compute its own. (The
+  /// decode step asks the same of the positions.)
+  static bool mixesExamples(const Graph &graph, const Node &node, llvm::StringRef axis);
 
 private:
   const TypedProgram &program;
@@ -111,14 +121,6 @@ private:
   //===--------------------------------------------------------------------===//
   // Microbatches (Microbatches.cpp)
   //===--------------------------------------------------------------------===//
-
-  static bool hasAxis(const TensorType &type, llvm::StringRef axis);
-
-  /// Whether `node` mixes the examples of the microbatch axis: it reduces over
-  /// it (a batch norm's statistics, a contraction over the batch), normalises
-  /// over it (a softmax whose last axis it is) or depends on a row's position in
-  /// it (a causal mask over it). One microbatch would compute its own.
-  static bool mixesExamples(const Graph &graph, const Node &node, llvm::StringRef axis);
 
   /// Only the loss and the metrics may mix the microbatch axis's examples (as
   /// their outermost mean or sum).
@@ -241,6 +243,15 @@ private:
   /// The functions each stage runs per microbatch (buildStage), the layers
   /// split in order over the pipeline's stages.
   bool buildPipeline(const TypedProgram &micro);
+
+  //===--------------------------------------------------------------------===//
+  // The decode step (DecodeStep.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// prefill_step and decode_step, for a model with `generate` whose logits read
+  /// `cache`s and nothing else across positions (else a warning says what mixes
+  /// them); none under a pipeline. Their parameters are `forward`'s, one per layer.
+  void buildDecode(const Forward &forward);
 
   //===--------------------------------------------------------------------===//
   // The scan as a loop (LayerLoop.cpp)

@@ -4,7 +4,7 @@
  *
  *   int main(int argc, char **argv) {
  *     return shardrt_main(argc, argv, manifest_json, train_entry_or_NULL, eval_entry,
- *                         grad_entry);
+ *                         grad_entry, prefill_entry_or_NULL, decode_entry_or_NULL);
  *   }
  *
  * The manifest (JSON, format in runtime/README.md) names the mesh, the parameters with
@@ -18,6 +18,8 @@
  *          train results[R]  (the loss, then metrics: f32 scalars)
  *   eval   params[P], inputs[I], then eval results[E]
  *   grad   params[P], inputs[I], then the loss (f32 scalar), grads[P]
+ *   prefill params[L], tokens, then logits, caches[C]
+ *   decode  params[L], tokens, positions, caches[C], then logits, new caches[C]
  *
  * P counts the manifest's params (one per layer of a scanned parameter, or one stacked
  * entry under a pipeline); state is state-kind major (all parameters' adam mu, then all
@@ -27,7 +29,10 @@
  * dense and row-major (float for f32, int32_t for i32), aligned to 64 bytes. Argument
  * buffers must not be written; the entry writes every result buffer completely. The
  * driver swaps the parameter and state buffers of train's arguments and results after
- * each step. `train` is NULL exactly when the model has no optimizer.
+ * each step. `train` is NULL exactly when the model has no optimizer. L counts the
+ * parameters the manifest's `prefill` and `decode` list (a stacked one once per layer:
+ * the driver passes pointers to its layers' rows), C their caches; `prefill` and
+ * `decode` are NULL exactly when it has neither (--generate then recomputes with eval).
  *
  * By default the driver trains: epochs over the dataset, an evaluation on the test set
  * after each, metrics as JSON lines, a JSON summary on stdout. `--forward` runs eval
@@ -52,7 +57,8 @@ extern "C" {
 typedef void (*shardrt_entry_fn)(void **buffers);
 
 int shardrt_main(int argc, char **argv, const char *manifest_json, shardrt_entry_fn train,
-                 shardrt_entry_fn eval, shardrt_entry_fn grad);
+                 shardrt_entry_fn eval, shardrt_entry_fn grad, shardrt_entry_fn prefill,
+                 shardrt_entry_fn decode);
 
 #pragma GCC visibility pop
 

@@ -38,6 +38,15 @@ inline constexpr const char *kGenerate = "generate";
 inline constexpr const char *kInput = "input";
 inline constexpr const char *kLogits = "logits";
 
+/* The prefill and decode steps' arguments and results (absent without them). Prefill:
+ * the parameters, one entry per layer of a stacked one (kLayer), the generate input;
+ * then the logits and each cache's value. Decode: the parameters, the generate input at
+ * one position, each sample's position ("position", of the same type), the caches
+ * (kCache: true); then the logits at the position and the new caches. */
+inline constexpr const char *kPrefill = "prefill";
+inline constexpr const char *kDecode = "decode";
+inline constexpr const char *kCache = "cache";
+
 /* mesh: axis names and sizes, in the order collectives number the axes. */
 inline constexpr const char *kAxes = "axes";
 inline constexpr const char *kSizes = "sizes";

@@ -39,7 +39,7 @@ namespace shardrt {
 namespace {
 
 struct Entries {
-  shardrt_entry_fn train, eval, grad;
+  shardrt_entry_fn train, eval, grad, prefill, decode;
 };
 
 /// An error in what the mode needs of the program: its exit status and message.
@@ -77,6 +77,14 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
                    "', but shardrt_main was given no train entry"};
   if (!manifest.hasOptimizer && entries.train)
     return {1, "shardrt_main was given a train entry, but the manifest has no optimizer"};
+  const bool generationEntries = entries.prefill && entries.decode;
+  if (manifest.generation.present != generationEntries ||
+      bool(entries.prefill) != bool(entries.decode))
+    return {1, manifest.generation.present
+                   ? "the manifest has prefill and decode steps, but shardrt_main was not given "
+                     "both entries"
+                   : "shardrt_main was given a prefill or decode entry, but the manifest has no "
+                     "such step"};
   if (options.mode == Mode::Train && !manifest.hasOptimizer)
     return {1, model + " has no optimizer, so it does not train; run it with --forward or "
                        "--check-gradients"};
@@ -100,9 +108,9 @@ Refusal checkProgram(const Manifest &manifest, const DriverOptions &options, Ent
                "(a file, or a folder's newest)"};
   if (!generates && (!options.prompt.empty() || !options.promptFile.empty() || options.maxTokens ||
                      options.topK || options.topP != 1 || options.temperature != 1 ||
-                     options.samples != 1 || !options.logits.empty()))
+                     options.samples != 1 || !options.logits.empty() || options.recompute))
     return {2, "--prompt, --prompt-file, --max-tokens, --temperature, --top-k, --top-p, "
-               "--samples and --logits go with --generate"};
+               "--samples, --logits and --recompute go with --generate"};
   if (!checkpoints &&
       (options.checkpointEvery || options.checkpointSeconds > 0 || !options.bestMetric.empty()))
     return {2, "--checkpoint-every, --checkpoint-seconds and --best-metric need --checkpoint-dir"};
@@ -288,11 +296,18 @@ int run(int argc, char **argv, const char *manifestJson, Entries entries, int ra
     return 1;
   }
 
-  const Program program{manifest,     options,
-                        data,         entries.train,
-                        entries.eval, entries.grad,
-                        rank,         {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
-                        out,          residentMemory().peak};
+  const Program program{manifest,
+                        options,
+                        data,
+                        entries.train,
+                        entries.eval,
+                        entries.grad,
+                        entries.prefill,
+                        entries.decode,
+                        rank,
+                        {manifest.axisSizes, rankCoords(rank, manifest.axisSizes)},
+                        out,
+                        residentMemory().peak};
   int status = options.mode == Mode::Evaluate         ? runEvaluation(program)
                : options.mode == Mode::Forward        ? runForward(program)
                : options.mode == Mode::CheckGradients ? runGradientCheck(program)
@@ -327,7 +342,8 @@ bool roomToStart() {
 } // namespace shardrt
 
 extern "C" int shardrt_main(int argc, char **argv, const char *manifest_json,
-                            shardrt_entry_fn train, shardrt_entry_fn eval, shardrt_entry_fn grad) {
+                            shardrt_entry_fn train, shardrt_entry_fn eval, shardrt_entry_fn grad,
+                            shardrt_entry_fn prefill, shardrt_entry_fn decode) {
   shardrt::restartWithOneBlasThread();
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -339,7 +355,7 @@ extern "C" int shardrt_main(int argc, char **argv, const char *manifest_json,
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int status = 1;
   try {
-    status = shardrt::run(argc, argv, manifest_json, {train, eval, grad}, rank);
+    status = shardrt::run(argc, argv, manifest_json, {train, eval, grad, prefill, decode}, rank);
   } catch (const std::exception &error) {
     // Out of memory, most likely, and maybe on this rank only: end the whole job.
     shardrt::fatal("%s", error.what());

@@ -419,6 +419,11 @@ const Flag kFlags[] = {
        o.logits = parsePath(flag, v);
      },
      [](const DriverOptions &o) { return optionalText(o.logits); }},
+    {"--recompute", nullptr, Kind::Switch, true,
+     "--generate: compute each token from the whole prefix (the eval entry) instead of the "
+     "decode step's KV cache",
+     [](DriverOptions &o, const char *, const std::string &) { o.recompute = true; },
+     [](const DriverOptions &o) { return json(o.recompute); }},
     {"--check-gradients", nullptr, Kind::Switch, true,
      "compare the grad entry with finite differences of its own loss (synthetic inputs)",
      [](DriverOptions &o, const char *, const std::string &) { setMode(o, Mode::CheckGradients); },

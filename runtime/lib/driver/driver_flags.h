@@ -100,7 +100,8 @@ struct DriverOptions {
   int64_t topK = 0;               // 0: every token
   double topP = 1;                // 1: every token
   int64_t samples = 1;
-  std::string logits; // .npy of the last buffer's logits; empty for none
+  std::string logits;     // .npy of the last buffer's logits; empty for none
+  bool recompute = false; // the eval entry over the whole prefix, not the decode step
 
   // --check-gradients.
   int64_t fdSamples = 6;

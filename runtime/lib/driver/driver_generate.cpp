@@ -1,11 +1,14 @@
 // --generate: text from a trained model, as nanoGPT's sample.py. The model's
 // `generate INPUT ~ LOGITS` names the i32 input filled one position at a time (its last
 // axis; its other axes hold the samples) and the eval result that scores each next
-// token. Every new token runs the eval entry on the whole buffer, the prompt and the
-// tokens so far (the positions after them are zeros, which a causal model does not
-// read), on this program's mesh; rank 0 gathers the logits of the last position, draws
-// each sample's token (driver_sampling.h) and sends them to every rank. The draws depend
-// on (seed, sample, position) alone, so every layout that computes the same logits
+// token. With prefill and decode steps (the model's attention reads `cache`s) the
+// prefill runs the prompt at once and returns its keys and values (the caches), then
+// each new token is one decode step at the position before it, which reads the caches
+// and writes its own row. Without them, or with --recompute, every new token runs the eval entry on
+// the whole buffer, the prompt and the tokens so far (the positions after them are zeros, which a
+// causal model does not read). Either runs on this program's mesh; rank 0 gathers the logits of the
+// last position, draws each sample's token (driver_sampling.h) and sends them to every rank. The
+// draws depend on (seed, sample, position) alone, so every layout that computes the same logits
 // writes the same text.
 #include "driver_checkpoint.h"
 #include "driver_json.h"
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace shardrt {
@@ -128,6 +132,96 @@ std::vector<float> logitsOf(const Program &program, const Request &r,
   return logits;
 }
 
+/// --generate's KV cache: the prefill and decode entries and their buffers. The
+/// parameters are the restored blocks (one layer of a stacked one is its rows of the
+/// stack's block: the layer dimension is never split outside a pipeline); the other
+/// arguments and the results have blocks of their own. The caches start as prefill's
+/// values of them, and decode's new values are swapped in after each call.
+class Decoder {
+public:
+  Decoder(const Program &program, const std::vector<Block> &params)
+      : program(program), g(program.manifest.generation), prefill(bind(g.prefill, params)),
+        decode(bind(g.decode, params)) {}
+
+  /// Runs every position of `tokens` [rows, context] at once (the prompt's, and zeros
+  /// after it); rank 0 gets the logits at position `last`, [rows, vocabulary].
+  std::vector<float> runPrefill(const std::vector<int32_t> &tokens, int64_t context, int64_t last) {
+    copyFromWhole(prefill.args[g.prefillTokens], tokens.data());
+    program.prefill(prefill.buffers.data());
+    for (size_t c = 0; c < g.decode.caches.size(); ++c) {
+      const Block &value = prefill.results[c + 1];
+      std::memcpy(decode.buffers[g.decode.caches[c]], value.data(),
+                  size_t(value.count()) * sizeof(float));
+    }
+    std::vector<float> whole = logitsOf(g.prefill, prefill);
+    if (whole.empty())
+      return whole;
+    const int64_t rows = int64_t(tokens.size()) / context;
+    const int64_t vocab = int64_t(whole.size()) / (rows * context);
+    std::vector<float> logits(size_t(rows * vocab));
+    for (int64_t s = 0; s < rows; ++s)
+      std::copy_n(&whole[(s * context + last) * vocab], vocab, &logits[s * vocab]);
+    return logits;
+  }
+
+  /// Runs position `position` of every sample, `tokens` [rows, context] holding its
+  /// token; rank 0 gets the logits there, [rows, vocabulary].
+  std::vector<float> step(const std::vector<int32_t> &tokens, int64_t context, int64_t position) {
+    const int64_t rows = int64_t(tokens.size()) / context;
+    std::vector<int32_t> column(rows), positions(rows, int32_t(position));
+    for (int64_t s = 0; s < rows; ++s)
+      column[s] = tokens[s * context + position];
+    copyFromWhole(decode.args[g.tokens], column.data());
+    copyFromWhole(decode.args[g.positions], positions.data());
+    program.decode(decode.buffers.data());
+    const size_t argCount = g.decode.args.size();
+    for (size_t c = 0; c < g.decode.caches.size(); ++c)
+      std::swap(decode.buffers[g.decode.caches[c]], decode.buffers[argCount + 1 + c]);
+    return logitsOf(g.decode, decode);
+  }
+
+private:
+  /// An entry's blocks, and its buffers in order: arguments, then results.
+  struct Buffers {
+    std::vector<Block> args, results;
+    std::vector<void *> buffers;
+  };
+
+  Buffers bind(const Manifest::Step &step, const std::vector<Block> &params) const {
+    Buffers b;
+    b.args.resize(step.args.size());
+    b.results = allocateBlocks(step.results, program.place);
+    for (size_t i = 0; i < step.args.size(); ++i) {
+      const int p = step.param[i];
+      if (p < 0) {
+        b.args[i] = allocateBlock(step.args[i], program.place);
+        b.buffers.push_back(b.args[i].data());
+        continue;
+      }
+      const Block &block = params[p];
+      const int64_t layer = block.spec->stacked ? step.args[i].layer : 0;
+      b.buffers.push_back(block.floats() +
+                          layer * numElements(localShape(step.args[i], program.place.meshSizes)));
+    }
+    for (const Block &result : b.results)
+      b.buffers.push_back(result.data());
+    return b;
+  }
+
+  /// The logits (the step's first result) gathered whole on rank 0.
+  std::vector<float> logitsOf(const Manifest::Step &step, const Buffers &b) const {
+    GatheredResult gathered =
+        gatherResult(step.results.front(), program.place.meshSizes, b.buffers[step.args.size()], 0);
+    std::vector<float> logits(gathered.elements.size());
+    std::memcpy(logits.data(), gathered.elements.data(), logits.size() * sizeof(float));
+    return logits;
+  }
+
+  const Program &program;
+  const Manifest::Generation &g;
+  Buffers prefill, decode;
+};
+
 } // namespace
 
 int runGeneration(const Program &program) {
@@ -174,14 +268,29 @@ int runGeneration(const Program &program) {
   }
 
   const Sampling sampling{options.temperature, options.topK, options.topP};
+  std::optional<Decoder> decoder;
+  if (manifest.generation.present && !options.recompute)
+    decoder.emplace(program, params);
+  double prefillSeconds = 0;
   const auto start = std::chrono::steady_clock::now();
   // The drawn tokens travel as bytes: int32 each.
   std::string drawn(r.samples * sizeof(int32_t), '\0');
   for (int64_t position = r.promptLength; position < r.promptLength + r.newTokens; ++position) {
-    std::vector<float> logits = logitsOf(program, r, tokens, inputs, results, buffers.data());
+    // The logits of every sample at the position before: [rows, vocab] from the prefill
+    // (the prompt at once) and the decode step, [rows, context, vocab] from the eval entry.
+    std::vector<float> logits;
+    if (decoder && position == r.promptLength) {
+      const auto prefillStart = std::chrono::steady_clock::now();
+      logits = decoder->runPrefill(tokens, context, position - 1);
+      prefillSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
+    } else {
+      logits = decoder ? decoder->step(tokens, context, position - 1)
+                       : logitsOf(program, r, tokens, inputs, results, buffers.data());
+    }
     if (rank0)
       for (int64_t s = 0; s < r.samples; ++s) {
-        const float *row = &logits[((s * context) + position - 1) * r.vocab];
+        const float *row = &logits[(decoder ? s : (s * context) + position - 1) * r.vocab];
         // A diverged checkpoint's logits: token -1 stops every rank.
         const bool nan = std::any_of(row, row + r.vocab, [](float x) { return std::isnan(x); });
         const int32_t token =
@@ -206,7 +315,8 @@ int runGeneration(const Program &program) {
     }
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+      prefillSeconds;
 
   const int64_t length = r.promptLength + r.newTokens;
   auto sampleTokens = [&](int64_t s) {
@@ -245,7 +355,8 @@ int runGeneration(const Program &program) {
     summary.add("model", jsonString(manifest.model)).add("mesh", meshJson(manifest));
     summary.add("checkpoint", jsonString(path)).add("step", std::to_string(at.step));
     summary.add("seed", std::to_string(options.seed));
-    summary.add("decode", jsonString("recompute"));
+    summary.add("decode", jsonString(decoder ? "kv_cache" : "recompute"));
+    summary.add("prefill_seconds", jsonNumber(prefillSeconds));
     summary.add("prompt_tokens", std::to_string(r.promptLength));
     summary.add("new_tokens", std::to_string(r.newTokens));
     summary.add("seconds", jsonNumber(seconds));

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <set>
 
@@ -389,6 +390,116 @@ void readGenerate(const json &value, Manifest &manifest) {
   manifest.generateLogits = logits;
 }
 
+/// The arguments and results of `key` (prefill or decode): each argument a parameter
+/// (by name, and layer where one is stacked or stored per layer: one layer of it, split
+/// alike, its stack whole along the layers), a cache (kCache) or a tensor `other` says
+/// it takes (its index in `other`'s names, or -1 after failing).
+Manifest::Step readStep(const json &root, const char *key, const Manifest &manifest,
+                        const std::function<void(size_t, const TensorSpec &)> &other) {
+  auto found = root.find(key);
+  if (found == root.end())
+    fail(key,
+         std::string("is missing: the ") + kPrefill + " and " + kDecode + " steps come together");
+  const json &value = *found;
+  requireObject(value, key);
+  allowKeys(value, key, {kArgs, kResults});
+  Manifest::Step step;
+  auto read = [&](const char *list, std::vector<TensorSpec> &specs, std::vector<int> *caches) {
+    const std::string where = join(key, list);
+    const json &items = getArray(member(value, key, list), where);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string at = indexed(where, i);
+      TensorSpec spec = readTensor(items[i], at, manifest);
+      const std::string named = at + " \"" + spec.name + "\"";
+      allowKeys(items[i], named, {kName, kDtype, kShape, kSplit, kLayer, kCache});
+      if (auto layer = items[i].find(kLayer); layer != items[i].end())
+        spec.layer = getInt(*layer, keyOf(named, kLayer), 0, INT_MAX);
+      spec.globalShape = spec.shape; // the step's own tensor, layer or not
+      if (caches && items[i].value(kCache, false))
+        caches->push_back(int(i));
+      specs.push_back(std::move(spec));
+    }
+  };
+  read(kArgs, step.args, &step.caches);
+  read(kResults, step.results, nullptr);
+  for (size_t i = 0; i < step.args.size(); ++i) {
+    const TensorSpec &arg = step.args[i];
+    const std::string named = indexed(join(key, kArgs), i) + " \"" + arg.name + "\"";
+    int param = -1;
+    for (size_t p = 0; p < manifest.params.size(); ++p) {
+      const TensorSpec &candidate = manifest.params[p];
+      if (candidate.name == arg.name &&
+          (candidate.stacked ? arg.layer >= 0 && arg.layer < candidate.shape[0]
+                             : candidate.layer == arg.layer))
+        param = int(p);
+    }
+    step.param.push_back(param);
+    if (std::find(step.caches.begin(), step.caches.end(), int(i)) != step.caches.end())
+      continue;
+    if (param < 0) {
+      other(i, arg);
+      continue;
+    }
+    const TensorSpec &p = manifest.params[param];
+    const bool stacked = p.stacked && p.split.front().empty();
+    if (arg.shape != p.layerShape() ||
+        arg.split != (stacked ? decltype(p.split)(p.split.begin() + 1, p.split.end()) : p.split))
+      fail(named, "is not one layer of its parameter, " + shapeText(p.layerShape()) +
+                      " split alike, whole along its layers");
+  }
+  return step;
+}
+
+/// `prefill` and `decode` (--generate's KV cache): prefill takes the parameters and the
+/// generate input and returns the logits and each cache's value; decode takes the
+/// parameters, the generate input at one position, "position" alike and the caches, and
+/// returns the logits at the position and the caches' new values.
+void readGeneration(const json &root, Manifest &manifest) {
+  if (manifest.generateInput < 0)
+    fail(kDecode, "a decode step needs `generate`");
+  Manifest::Generation &g = manifest.generation;
+  const TensorSpec &tokens = manifest.inputs[manifest.generateInput];
+  const TensorSpec &logits = manifest.evalResults[manifest.generateLogits];
+  Shape column = tokens.shape;
+  column.back() = 1;
+  auto where = [](const char *key, const char *list, size_t i, const TensorSpec &spec) {
+    return indexed(join(key, list), i) + " \"" + spec.name + "\"";
+  };
+  g.decode = readStep(root, kDecode, manifest, [&](size_t i, const TensorSpec &arg) {
+    if (arg.dtype != DType::I32 || arg.shape != column ||
+        (arg.name != tokens.name && arg.name != "position"))
+      fail(where(kDecode, kArgs, i, arg), "is no parameter, cache, '" + tokens.name +
+                                              "' or 'position' of shape " + shapeText(column));
+    (arg.name == tokens.name ? g.tokens : g.positions) = int(i);
+  });
+  if (g.tokens < 0 || g.positions < 0)
+    fail(join(kDecode, kArgs), "needs '" + tokens.name + "' and 'position'");
+  g.prefill = readStep(root, kPrefill, manifest, [&](size_t i, const TensorSpec &arg) {
+    if (arg.name != tokens.name || arg.shape != tokens.shape || arg.split != tokens.split)
+      fail(where(kPrefill, kArgs, i, arg),
+           "is no parameter or '" + tokens.name + "' " + shapeText(tokens.shape));
+    g.prefillTokens = int(i);
+  });
+  if (g.prefillTokens < 0)
+    fail(join(kPrefill, kArgs), "needs '" + tokens.name + "'");
+  // Results: the logits, then one value per cache of the decode step's, in its order.
+  const size_t caches = g.decode.caches.size();
+  for (const auto &[key, step] : {std::pair(kPrefill, &g.prefill), std::pair(kDecode, &g.decode)}) {
+    if (step->results.size() != caches + 1 || !step->caches.empty() != (step == &g.decode))
+      fail(join(key, kResults), "are the logits and one value per cache of the decode step");
+    if (step->results.front().shape.size() != logits.shape.size())
+      fail(where(key, kResults, 0, step->results.front()),
+           "is not the logits " + shapeText(logits.shape));
+    for (size_t c = 0; c < caches; ++c) {
+      const TensorSpec &cache = g.decode.args[g.decode.caches[c]];
+      if (step->results[c + 1].shape != cache.shape || step->results[c + 1].split != cache.split)
+        fail(where(key, kResults, c + 1, step->results[c + 1]),
+             "is not the shape and split of the cache " + cache.name);
+    }
+  }
+  g.present = true;
+}
+
 void readMesh(const json &value, Manifest &manifest) {
   const std::string axesWhere = join(kMesh, kAxes), sizesWhere = join(kMesh, kSizes);
   requireObject(value, kMesh);
@@ -434,7 +545,7 @@ Manifest parseManifest(const char *text) {
   requireObject(root, "");
   allowKeys(root, "",
             {kModel, kMesh, kParams, kOptimizer, kInputs, kTrain, kEval, kMemoryPerRank, kPlan,
-             kSettings, kTarget, kGenerate});
+             kSettings, kTarget, kGenerate, kPrefill, kDecode});
 
   Manifest manifest;
   manifest.model = getString(member(root, "", kModel), kModel);
@@ -494,6 +605,8 @@ Manifest parseManifest(const char *text) {
   auto generate = root.find(kGenerate);
   if (generate != root.end() && !generate->is_null())
     readGenerate(*generate, manifest);
+  if (root.contains(kDecode) || root.contains(kPrefill))
+    readGeneration(root, manifest);
   return manifest;
 }
 

@@ -91,6 +91,20 @@ struct Manifest {
   // The model's `generate INPUT ~ LOGITS`: the i32 input --generate fills along its
   // last axis and the eval result with its shape and the vocabulary after; -1: none.
   int generateInput = -1, generateLogits = -1;
+  // --generate's prefill and decode steps (the KV cache): each one's arguments and
+  // results, per argument the parameter it is (one layer of it) or -1, and the arguments
+  // that are caches (decode's; its results after the logits are their new values, as
+  // prefill's are their values).
+  struct Step {
+    std::vector<TensorSpec> args, results;
+    std::vector<int> param, caches;
+  };
+  struct Generation {
+    bool present = false;
+    Step prefill, decode;
+    int tokens = -1, positions = -1; // decode's arguments
+    int prefillTokens = -1;          // prefill's
+  } generation;
 };
 
 /// A manifest that is not valid JSON or does not follow the format; what() names the

@@ -21,6 +21,7 @@ struct Program {
   const DriverOptions &options;
   const DataPlan &data;               // what each input reads; for training only
   shardrt_entry_fn train, eval, grad; // checked against the manifest and the mode
+  shardrt_entry_fn prefill, decode;   // --generate's KV cache; null without
   int rank;
   Placement place;
   std::FILE *out;          // where rank 0 writes the final JSON; nullptr on other ranks

@@ -19,6 +19,8 @@ namespace shardc {
 inline constexpr const char *kTrainFunction = "train_step";
 inline constexpr const char *kEvalFunction = "eval_step";
 inline constexpr const char *kGradFunction = "grad_step";
+inline constexpr const char *kPrefillFunction = "prefill_step";
+inline constexpr const char *kDecodeFunction = "decode_step";
 inline constexpr const char *kGridName = "mesh";
 /// With microbatches, in place of train_step until shardc-accumulate-microbatches
 /// builds it from them (StepFunctions.h).
@@ -59,6 +61,8 @@ inline constexpr const char *kCotangentRole = "cotangent";
 /// A stage's forward value that its backward pass reads: a result of the
 /// forward (named `residual/N`, kept per microbatch), an argument of the backward.
 inline constexpr const char *kResidualRole = "residual";
+/// decode_step's: one layer's `cache`, the whole context.
+inline constexpr const char *kCacheRole = "cache";
 /// On a stage function's activation and cotangent arguments and results: the
 /// index of the transfer (kPipelineAttr's `transfers`).
 inline constexpr const char *kTransferAttr = "shardc.transfer";

@@ -12,6 +12,15 @@
 //               are a mean over the batch), the model's named values
 //   grad_step   params, inputs -> loss, one gradient per parameter
 //
+// and for a model with `generate` whose attention reads `cache`s, --generate's
+//
+//   prefill_step params (a scanned one once per layer, under every layout),
+//                the generate input -> the logits, each cache's value
+//   decode_step  params (likewise), the tokens at one position and each
+//                sample's position (the generate input's type, its last axis
+//                of size 1), the caches -> the logits there, the caches with
+//                that position written
+//
 // train_step and grad_step compute the training forward, eval_step the
 // evaluation forward, where dropout is the identity (its inputs unused).
 // Argument and result order is the runtime's ABI (runtime/README.md).
@@ -72,7 +81,8 @@ enum class ArgRole {
   loss,
   activation, // a pipeline stage's value sent by an earlier stage
   cotangent,  // the cotangent of one it sent, sent back by the later stage
-  residual    // a forward value of the stage that its backward pass reads
+  residual,   // a forward value of the stage that its backward pass reads
+  cache       // decode_step's: a `cache` of one layer, the whole context
 };
 
 /// An argument or a result of a step function: a node of the flat graph.
@@ -154,6 +164,12 @@ struct LayerLoopSteps {
   StepFunction apply;
 };
 
+/// --generate with a KV cache: the prompt's caches and logits at once, then one
+/// position per call.
+struct GenerationSteps {
+  StepFunction prefill, decode;
+};
+
 struct StepProgram {
   /// Every node any of the functions needs; a function computes the nodes
   /// its results depend on.
@@ -173,6 +189,9 @@ struct StepProgram {
   std::optional<PipelineSteps> pipeline;
   /// With the scan as a loop: likewise; params and inputs are stacked.
   std::optional<LayerLoopSteps> loop;
+  /// --generate's steps with a KV cache (DecodeStep.cpp); none where the logits
+  /// mix positions otherwise, or under a pipeline.
+  std::optional<GenerationSteps> generation;
 };
 
 /// Builds the flat graph and the three functions; with `microbatch` (the
