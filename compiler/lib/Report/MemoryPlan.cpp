@@ -193,6 +193,14 @@ MemoryPerRank shardc::memoryPerRank(ModuleOp module) {
       memory.activations = addSaturating(memory.activations, tensorBytes(t));
   });
   memory.activationsAtPeak = activationsAtPeak(fn.getBody().front());
+  if (auto decode = module.lookupSymbol<func::FuncOp>(kDecodeFunction))
+    for (BlockArgument arg : decode.getArguments())
+      if (auto role = decode.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kRoleAttr);
+          role && role.getValue() == kCacheRole) {
+        memory.kvCacheBytes =
+            addSaturating(memory.kvCacheBytes, mulSaturating(2, tensorBytes(arg.getType())));
+        ++memory.kvCaches;
+      }
   fn.walk([&](linalg::LinalgOp op) {
     int64_t iterations = 1;
     for (int64_t range : op.getStaticLoopRanges())

@@ -106,19 +106,9 @@ static void printPipeline(const PipelinePlan &plan, llvm::raw_ostream &os) {
         "collectives only that stage's ranks run)\n\n";
 }
 
-FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,
-                                           bool asJson, bool strict) {
-  func::FuncOp fn = stepFunction(module);
-  if (!fn)
-    return emitError(module.getLoc(), "no ")
-           << kTrainFunction << " or " << kEvalFunction << " function to report on";
-  std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
-  std::string model = module.getName().value_or("").str();
-  std::string rules;
-  if (auto path = module->getAttrOfType<StringAttr>(kRulesAttr))
-    rules = path.str();
-  const Mesh mesh = meshOf(module);
-
+/// Every collective `fn` runs, once per distinct one with its count, each with the
+/// rules that split tensors over its mesh axes, or the constraint that asked for it.
+static std::vector<Collective> collectivesOf(func::FuncOp fn, ModuleOp module, const Mesh &mesh) {
   std::set<std::string> requested;
   if (auto locations = module->getAttrOfType<ArrayAttr>(kRequestedLayoutsAttr))
     for (auto loc : locations.getAsRange<LocationAttr>())
@@ -154,6 +144,74 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     c->count = timesRun(op, fn);
     collectives.push_back(*c);
   });
+  return collectives;
+}
+
+static json collectiveJson(const Collective &c) {
+  json entry = {{"kind", c.kind},
+                {"mesh_axes", c.axes},
+                {"shape", c.shape},
+                {"elements", c.elements},
+                {"bytes", c.bytes},
+                {"count", c.count},
+                {"source", c.loc},
+                {"parameters", c.cause},
+                {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
+                {"bucket", c.bucket},
+                {"caused_by", c.causes},
+                {"reshard", c.reshard},
+                {"gradient_sync", c.gradientSync},
+                {"traffic", c.moves},
+                {"sent_bytes", c.sent}};
+  if (c.stage >= 0)
+    entry["pipeline_stage"] = c.stage;
+  return entry;
+}
+
+static void printCollective(const Collective &c, llvm::raw_ostream &os) {
+  os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}", c.count,
+                      c.kind, c.axes, c.dtype + c.shape, c.elements, formatBytes(c.bytes), c.loc);
+  if (!c.label().empty())
+    os << "  (" << c.label() << ")";
+  if (!c.causes.empty())
+    os << "  by " << llvm::join(c.causes, "; ");
+  if (c.gradientSync)
+    os << "  [gradient]";
+  if (c.stage >= 0)
+    os << "  [stage " << c.stage << "]";
+  if (c.reshard)
+    os << "  [reshard]";
+  if (!c.moves)
+    os << "  [local: no traffic]";
+  os << "\n";
+}
+
+FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank &memory,
+                                           bool asJson, bool strict) {
+  func::FuncOp fn = stepFunction(module);
+  if (!fn)
+    return emitError(module.getLoc(), "no ")
+           << kTrainFunction << " or " << kEvalFunction << " function to report on";
+  std::string step = fn.getName() == kTrainFunction ? "train" : "eval";
+  std::string model = module.getName().value_or("").str();
+  std::string rules;
+  if (auto path = module->getAttrOfType<StringAttr>(kRulesAttr))
+    rules = path.str();
+  const Mesh mesh = meshOf(module);
+
+  const std::vector<Collective> collectives = collectivesOf(fn, module, mesh);
+  auto decode = module.lookupSymbol<func::FuncOp>(kDecodeFunction);
+  const std::vector<Collective> decodeCollectives =
+      decode ? collectivesOf(decode, module, mesh) : std::vector<Collective>();
+  auto decodeTotals = [&] {
+    int64_t count = 0, bytes = 0;
+    for (const Collective &c : decodeCollectives)
+      if (c.moves) {
+        count += c.count;
+        bytes = addSaturating(bytes, mulSaturating(c.bytes, c.count));
+      }
+    return std::pair(count, bytes);
+  };
 
   // Per rank: what every rank runs, plus the busiest pipeline stage's own.
   struct Totals {
@@ -246,26 +304,18 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
     if (memory.onednnMemory())
       report["memory_per_rank"]["onednn"] = memory.onednnMemory();
     json list = json::array();
-    for (const Collective &c : collectives) {
-      list.push_back({{"kind", c.kind},
-                      {"mesh_axes", c.axes},
-                      {"shape", c.shape},
-                      {"elements", c.elements},
-                      {"bytes", c.bytes},
-                      {"count", c.count},
-                      {"source", c.loc},
-                      {"parameters", c.cause},
-                      {"gradient_of", c.gradient.empty() ? json(nullptr) : json(c.gradient)},
-                      {"bucket", c.bucket},
-                      {"caused_by", c.causes},
-                      {"reshard", c.reshard},
-                      {"gradient_sync", c.gradientSync},
-                      {"traffic", c.moves},
-                      {"sent_bytes", c.sent}});
-      if (c.stage >= 0)
-        list.back()["pipeline_stage"] = c.stage;
-    }
+    for (const Collective &c : collectives)
+      list.push_back(collectiveJson(c));
     report["collectives_per_step"] = list;
+    if (decode) {
+      json decodeList = json::array();
+      for (const Collective &c : decodeCollectives)
+        decodeList.push_back(collectiveJson(c));
+      report["decode"] = {{"kv_cache_bytes", memory.kvCacheBytes},
+                          {"caches", memory.kvCaches},
+                          {"collective_bytes_per_step", decodeTotals().second},
+                          {"collectives_per_step", decodeList}};
+    }
     if (pipeline) {
       json transfers = json::array();
       for (const PipelinePlan::Transfer &t : pipeline->transfers)
@@ -355,23 +405,17 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
        << (gradientsInBf16 ? " (in bfloat16: precision gradients : bf16)"
                            : " (half with --reduce-precision bf16)");
   os << "\n";
-  for (const Collective &c : collectives) {
-    os << llvm::formatv("  {0,2} x {1,-22} over {2,-12} {3,-17} {4,8} elements {5,10}  {6}",
-                        c.count, c.kind, c.axes, c.dtype + c.shape, c.elements,
-                        formatBytes(c.bytes), c.loc);
-    if (!c.label().empty())
-      os << "  (" << c.label() << ")";
-    if (!c.causes.empty())
-      os << "  by " << llvm::join(c.causes, "; ");
-    if (c.gradientSync)
-      os << "  [gradient]";
-    if (c.stage >= 0)
-      os << "  [stage " << c.stage << "]";
-    if (c.reshard)
-      os << "  [reshard]";
-    if (!c.moves)
-      os << "  [local: no traffic]";
-    os << "\n";
+  for (const Collective &c : collectives)
+    printCollective(c, os);
+  if (decode) {
+    auto [count, bytes] = decodeTotals();
+    os << "\n--generate's decode step: one position of every sample, its keys and values "
+          "kept in "
+       << memory.kvCaches << " caches, " << formatBytes(memory.kvCacheBytes)
+       << " per rank (each read and written anew: twice their size)\n";
+    os << "collectives per decode step: " << count << ", " << formatBytes(bytes) << " per rank\n";
+    for (const Collective &c : decodeCollectives)
+      printCollective(c, os);
   }
   return text;
 }

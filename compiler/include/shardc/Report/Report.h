@@ -38,6 +38,11 @@ struct MemoryPerRank {
   /// (ops marked shardc.remat): 2 per multiply-add of a loop nest with a
   /// reduction, 1 per iteration of the others.
   int64_t stepFlops = 0, contractionFlops = 0, rematFlops = 0, rematOps = 0;
+  /// --generate's KV cache (decode_step's caches): what the driver holds of them, each
+  /// read and its new value written (twice their bytes); not in total(), which is
+  /// training's. `kvCaches` counts them (a layer's keys and values are two).
+  int64_t kvCacheBytes = 0;
+  int kvCaches = 0;
   /// What a rank holds before the program's own memory (MPI, the runtime, the
   /// libraries' code), as `shardrt-calibrate --process-memory` measured it on
   /// `processRanks` ranks of this machine when the runtime was built; -1 when
