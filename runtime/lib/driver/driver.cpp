@@ -174,7 +174,7 @@ bool memoryFits(const Manifest &manifest, bool checkNeed) {
   else
     std::fprintf(stderr,
                  "shardrt: error: %s needs %s per rank (parameters and optimizer state, "
-                 "inputs, the larger of the train and eval steps' planned arenas, the runtime's "
+                 "inputs, the largest of the steps' planned arenas, the runtime's "
                  "scratch buffer, oneDNN's convolution buffers and code, and the process "
                  "itself, as shardc's --report counts them), and rank %d's host offers it %s "
                  "(%s of memory shared by %d ranks%s): give it a smaller batch or more ranks "

@@ -75,7 +75,7 @@ struct Manifest {
   int64_t batch = 0; // the global batch of the inputs read from files (driver_bindings.h); 0:
                      // none is
   // What a rank needs in all, as shardc's --report counts it (parameters and state,
-  // inputs, the larger of the train and eval steps' planned arenas, oneDNN's
+  // inputs, the largest of the steps' planned arenas, oneDNN's
   // convolution buffers, the process); 0 when the
   // manifest does not say.
   int64_t memoryPerRank = 0;

@@ -65,10 +65,10 @@ struct MemoryPerRank {
   int64_t scratchBytes = 0;
   /// The scratch buffer as the runtime maps it: in whole 2 MiB pages.
   int64_t scratch() const;
-  /// The larger of the train and eval steps' arenas (the runtime runs one at a
-  /// time; grad_step only to explain a failure) in whole 2 MiB pages, as the
-  /// runtime maps it, or the activations at the peak before the module is
-  /// lowered.
+  /// The largest of the steps' arenas (train, eval, and --generate's prefill
+  /// and decode: the runtime runs one at a time; grad_step only to explain a
+  /// failure) in whole 2 MiB pages, as the runtime maps it, or the activations
+  /// at the peak before the module is lowered.
   int64_t stepArena() const;
   /// What the driver allocates and the step may hold at once: parameters and
   /// state (once: the step updates them in place), inputs, the step's arena,
