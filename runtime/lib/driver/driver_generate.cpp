@@ -117,6 +117,27 @@ bool writeNpy(const std::string &path, const std::vector<float> &values, const S
   return true;
 }
 
+/// The f32 tensor `spec` whose block this rank holds, whole on rank 0 (empty elsewhere).
+std::vector<float> gatherFloats(const TensorSpec &spec, const Shape &meshSizes, const void *block) {
+  GatheredResult gathered = gatherResult(spec, meshSizes, block, 0);
+  std::vector<float> values(gathered.elements.size());
+  std::memcpy(values.data(), gathered.elements.data(), values.size() * sizeof(float));
+  return values;
+}
+
+/// Each row's logits at `position` of `whole` [rows, context, vocab]: [rows, vocab]
+/// (empty for an empty `whole`: a rank but 0).
+std::vector<float> logitsAt(const std::vector<float> &whole, int64_t rows, int64_t context,
+                            int64_t position) {
+  if (whole.empty())
+    return whole;
+  const int64_t vocab = int64_t(whole.size()) / (rows * context);
+  std::vector<float> logits(size_t(rows * vocab));
+  for (int64_t s = 0; s < rows; ++s)
+    std::copy_n(&whole[(s * context + position) * vocab], vocab, &logits[s * vocab]);
+  return logits;
+}
+
 /// Runs the eval entry on `tokens` and gives rank 0 the whole logits tensor.
 std::vector<float> logitsOf(const Program &program, const Request &r,
                             const std::vector<int32_t> &tokens, std::vector<Block> &inputs,
@@ -124,12 +145,7 @@ std::vector<float> logitsOf(const Program &program, const Request &r,
   const Manifest &manifest = program.manifest;
   copyFromWhole(inputs[manifest.generateInput], tokens.data());
   program.eval(buffers);
-  GatheredResult gathered =
-      gatherResult(r.logits, program.place.meshSizes, results[manifest.generateLogits].data(),
-                   manifest.generateLogits);
-  std::vector<float> logits(gathered.elements.size());
-  std::memcpy(logits.data(), gathered.elements.data(), logits.size() * sizeof(float));
-  return logits;
+  return gatherFloats(r.logits, program.place.meshSizes, results[manifest.generateLogits].data());
 }
 
 /// --generate's KV cache: the prefill and decode entries and their buffers. The
@@ -153,15 +169,7 @@ public:
       std::memcpy(decode.buffers[g.decode.caches[c]], value.data(),
                   size_t(value.count()) * sizeof(float));
     }
-    std::vector<float> whole = logitsOf(g.prefill, prefill);
-    if (whole.empty())
-      return whole;
-    const int64_t rows = int64_t(tokens.size()) / context;
-    const int64_t vocab = int64_t(whole.size()) / (rows * context);
-    std::vector<float> logits(size_t(rows * vocab));
-    for (int64_t s = 0; s < rows; ++s)
-      std::copy_n(&whole[(s * context + last) * vocab], vocab, &logits[s * vocab]);
-    return logits;
+    return logitsAt(logitsOf(g.prefill, prefill), int64_t(tokens.size()) / context, context, last);
   }
 
   /// Runs position `position` of every sample, `tokens` [rows, context] holding its
@@ -210,11 +218,7 @@ private:
 
   /// The logits (the step's first result) gathered whole on rank 0.
   std::vector<float> logitsOf(const Manifest::Step &step, const Buffers &b) const {
-    GatheredResult gathered =
-        gatherResult(step.results.front(), program.place.meshSizes, b.buffers[step.args.size()], 0);
-    std::vector<float> logits(gathered.elements.size());
-    std::memcpy(logits.data(), gathered.elements.data(), logits.size() * sizeof(float));
-    return logits;
+    return gatherFloats(step.results.front(), program.place.meshSizes, b.buffers[step.args.size()]);
   }
 
   const Program &program;
@@ -276,8 +280,8 @@ int runGeneration(const Program &program) {
   // The drawn tokens travel as bytes: int32 each.
   std::string drawn(r.samples * sizeof(int32_t), '\0');
   for (int64_t position = r.promptLength; position < r.promptLength + r.newTokens; ++position) {
-    // The logits of every sample at the position before: [rows, vocab] from the prefill
-    // (the prompt at once) and the decode step, [rows, context, vocab] from the eval entry.
+    // Every row's logits at the position before, [rows, vocab]: from the prefill (the
+    // prompt at once), the decode step, or the eval entry over the whole context.
     std::vector<float> logits;
     if (decoder && position == r.promptLength) {
       const auto prefillStart = std::chrono::steady_clock::now();
@@ -286,11 +290,12 @@ int runGeneration(const Program &program) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
     } else {
       logits = decoder ? decoder->step(tokens, context, position - 1)
-                       : logitsOf(program, r, tokens, inputs, results, buffers.data());
+                       : logitsAt(logitsOf(program, r, tokens, inputs, results, buffers.data()),
+                                  r.rows, context, position - 1);
     }
     if (rank0)
       for (int64_t s = 0; s < r.samples; ++s) {
-        const float *row = &logits[(decoder ? s : (s * context) + position - 1) * r.vocab];
+        const float *row = &logits[s * r.vocab];
         // A diverged checkpoint's logits: token -1 stops every rank.
         const bool nan = std::any_of(row, row + r.vocab, [](float x) { return std::isnan(x); });
         const int32_t token =
