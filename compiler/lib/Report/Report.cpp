@@ -147,6 +147,30 @@ static std::vector<Collective> collectivesOf(func::FuncOp fn, ModuleOp module, c
   return collectives;
 }
 
+/// What collectives move per step and rank, per pipeline stage whose ranks alone
+/// run them (-1: every rank).
+struct Totals {
+  int64_t bytes = 0, sent = 0, count = 0, local = 0, gradientSent = 0, gradientCount = 0;
+};
+static std::map<int64_t, Totals> totalsByStage(const std::vector<Collective> &collectives) {
+  std::map<int64_t, Totals> byStage;
+  for (const Collective &c : collectives) {
+    Totals &t = byStage[c.stage];
+    if (!c.moves) {
+      t.local += c.count;
+      continue;
+    }
+    t.bytes = addSaturating(t.bytes, mulSaturating(c.bytes, c.count));
+    t.sent = addSaturating(t.sent, mulSaturating(c.sent, c.count));
+    t.count += c.count;
+    if (c.gradientSync) {
+      t.gradientSent = addSaturating(t.gradientSent, mulSaturating(c.sent, c.count));
+      t.gradientCount += c.count;
+    }
+  }
+  return byStage;
+}
+
 static json collectiveJson(const Collective &c) {
   json entry = {{"kind", c.kind},
                 {"mesh_axes", c.axes},
@@ -203,35 +227,10 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   auto decode = module.lookupSymbol<func::FuncOp>(kDecodeFunction);
   const std::vector<Collective> decodeCollectives =
       decode ? collectivesOf(decode, module, mesh) : std::vector<Collective>();
-  auto decodeTotals = [&] {
-    int64_t count = 0, bytes = 0;
-    for (const Collective &c : decodeCollectives)
-      if (c.moves) {
-        count += c.count;
-        bytes = addSaturating(bytes, mulSaturating(c.bytes, c.count));
-      }
-    return std::pair(count, bytes);
-  };
 
   // Per rank: what every rank runs, plus the busiest pipeline stage's own.
-  struct Totals {
-    int64_t bytes = 0, sent = 0, count = 0, local = 0, gradientSent = 0, gradientCount = 0;
-  };
-  std::map<int64_t, Totals> byStage; // -1: every rank
-  for (const Collective &c : collectives) {
-    Totals &t = byStage[c.stage];
-    if (!c.moves) {
-      t.local += c.count;
-      continue;
-    }
-    t.bytes = addSaturating(t.bytes, mulSaturating(c.bytes, c.count));
-    t.sent = addSaturating(t.sent, mulSaturating(c.sent, c.count));
-    t.count += c.count;
-    if (c.gradientSync) {
-      t.gradientSent = addSaturating(t.gradientSent, mulSaturating(c.sent, c.count));
-      t.gradientCount += c.count;
-    }
-  }
+  std::map<int64_t, Totals> byStage = totalsByStage(collectives); // -1: every rank
+  const Totals decodeTotals = totalsByStage(decodeCollectives)[-1];
   Totals busiest;
   for (const auto &[stage, t] : byStage)
     if (stage >= 0 && t.sent >= busiest.sent)
@@ -313,7 +312,7 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
         decodeList.push_back(collectiveJson(c));
       report["decode"] = {{"kv_cache_bytes", memory.kvCacheBytes},
                           {"caches", memory.kvCaches},
-                          {"collective_bytes_per_step", decodeTotals().second},
+                          {"collective_bytes_per_step", decodeTotals.bytes},
                           {"collectives_per_step", decodeList}};
     }
     if (pipeline) {
@@ -408,12 +407,12 @@ FailureOr<std::string> shardc::buildReport(ModuleOp module, const MemoryPerRank 
   for (const Collective &c : collectives)
     printCollective(c, os);
   if (decode) {
-    auto [count, bytes] = decodeTotals();
     os << "\n--generate's decode step: one position of every sample, its keys and values "
           "kept in "
        << memory.kvCaches << " caches, " << formatBytes(memory.kvCacheBytes)
        << " per rank (each read and written anew: twice their size)\n";
-    os << "collectives per decode step: " << count << ", " << formatBytes(bytes) << " per rank\n";
+    os << "collectives per decode step: " << decodeTotals.count << ", "
+       << formatBytes(decodeTotals.bytes) << " per rank\n";
     for (const Collective &c : decodeCollectives)
       printCollective(c, os);
   }
